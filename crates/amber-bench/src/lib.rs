@@ -1,0 +1,1 @@
+//! Amber's benchmarks, run by `amber bench …`.

@@ -1,0 +1,2 @@
+//! The `amber` command.
+fn main() {}

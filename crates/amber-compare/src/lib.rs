@@ -1,0 +1,1 @@
+//! Comparison engines for Amber's benchmarks.

@@ -1,0 +1,1 @@
+//! `#[derive(Persistent)]` for Amber's persistent types.
