@@ -1,0 +1,175 @@
+//! Errors. Every error names what is wrong and where (file, page, LSN), so that
+//! a user reading one line knows whether the disk, the file or the program is at
+//! fault. Decoding of on-disk bytes never panics: it returns [`Error::Corrupt`].
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Which of a database's files an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// The page file (superblocks and pages).
+    PageFile,
+    /// The write-ahead log (`<path>-wal`).
+    Log,
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileKind::PageFile => f.write_str("page file"),
+            FileKind::Log => f.write_str("log"),
+        }
+    }
+}
+
+/// Where in a file a problem was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A superblock copy (0 or 1).
+    Superblock(u8),
+    /// A log header copy (0 or 1).
+    LogHeader(u8),
+    /// A page (for a multi-page block, its first page).
+    Page(u64),
+    /// A log record, by its log sequence number.
+    Lsn(u64),
+    /// A metadata blob (free-space map, root directory, schema catalog).
+    Meta(&'static str),
+    /// The file as a whole.
+    File,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Superblock(i) => write!(f, "superblock copy {i}"),
+            Location::LogHeader(i) => write!(f, "log header copy {i}"),
+            Location::Page(p) => write!(f, "page {p}"),
+            Location::Lsn(l) => write!(f, "log record at LSN {l}"),
+            Location::Meta(m) => write!(f, "{m}"),
+            Location::File => f.write_str("file"),
+        }
+    }
+}
+
+/// An error from any Amber operation.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O call failed.
+    Io {
+        /// What Amber was doing.
+        op: &'static str,
+        /// The file it was doing it on.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Bytes on disk are not what Amber wrote: a checksum mismatch, an
+    /// impossible value, a truncated structure.
+    Corrupt {
+        /// Which file.
+        file: FileKind,
+        /// The file's path.
+        path: PathBuf,
+        /// Where in it.
+        at: Location,
+        /// What is wrong.
+        what: String,
+    },
+    /// The file is not an Amber database (or log) at all, or of a format
+    /// version this build does not read.
+    NotADatabase {
+        /// The file's path.
+        path: PathBuf,
+        /// Why it was rejected.
+        what: String,
+    },
+    /// The database is open elsewhere (another process or handle holds its lock).
+    Locked {
+        /// The file's path.
+        path: PathBuf,
+    },
+    /// An earlier write or sync failed, so what is on disk is unknown; the
+    /// store refuses further changes. Reopen the database to recover.
+    Poisoned {
+        /// The failure that poisoned the store.
+        cause: String,
+    },
+    /// The caller asked for something that is not valid in the current state
+    /// (a bad argument, a page that is not allocated, a name too long).
+    Invalid(String),
+    /// The program's persistent types do not match the database's stored
+    /// schema.
+    SchemaMismatch {
+        /// The type.
+        type_name: String,
+        /// What differs (naming the field).
+        what: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn invalid(what: impl Into<String>) -> Self {
+        Error::Invalid(what.into())
+    }
+
+    /// True when this error reports damaged bytes on disk.
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corrupt { .. })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { op, path, source } => {
+                write!(f, "{}: {op} failed: {source}", path.display())
+            }
+            Error::Corrupt {
+                file,
+                path,
+                at,
+                what,
+            } => write!(f, "{} ({file}): {at}: {what}", path.display()),
+            Error::NotADatabase { path, what } => {
+                write!(f, "{}: not an Amber database: {what}", path.display())
+            }
+            Error::Locked { path } => write!(
+                f,
+                "{}: database is in use (another process or handle holds its lock)",
+                path.display()
+            ),
+            Error::Poisoned { cause } => write!(
+                f,
+                "store refuses changes after an earlier I/O failure ({cause}); reopen to recover"
+            ),
+            Error::Invalid(what) => f.write_str(what),
+            Error::SchemaMismatch { type_name, what } => {
+                write!(f, "schema mismatch for type `{type_name}`: {what}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Result with Amber's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,193 @@
+//! The object map of a data block: how a block is walked object by object,
+//! so that a page can be swizzled, unswizzled or dumped without knowing how it
+//! was reached.
+//!
+//! Objects are laid out one after another from the end of the page header to
+//! the header's `used` offset. Each has an 8-byte header and a body padded to
+//! 8 bytes, so every body is 8-aligned:
+//!
+//! ```text
+//! offset size field
+//!  0     4    tag    type id in bits 0..24, flags in bits 24..32
+//!  4     4    size   body bytes (before padding)
+//!  8     size body
+//! ```
+//!
+//! Flags: [`FLAG_FREE`] marks a freed slot (kept with its type: freed memory is
+//! reused only by the same type, so a stale reference never sees another
+//! type's bytes); [`FLAG_MARK`] is the object-marking update-detection bit.
+//! Type id 0 is invalid.
+
+use super::bytes::get_u32;
+use super::page::HEADER_SIZE;
+
+/// Bytes of an object header.
+pub const OBJECT_HEADER: usize = 8;
+/// Alignment of object headers and bodies.
+pub const OBJECT_ALIGN: usize = 8;
+/// The slot is free (its type is kept for type-stable reuse).
+pub const FLAG_FREE: u8 = 1;
+/// Object marking: the object was updated in the current transaction.
+pub const FLAG_MARK: u8 = 2;
+/// Largest type id.
+pub const MAX_TYPE_ID: u32 = (1 << 24) - 1;
+
+/// Rounds `n` up to the object alignment.
+pub const fn align_up(n: usize) -> usize {
+    (n + OBJECT_ALIGN - 1) & !(OBJECT_ALIGN - 1)
+}
+
+/// Bytes a slot of body size `size` occupies, header included.
+pub const fn slot_size(size: usize) -> usize {
+    OBJECT_HEADER + align_up(size)
+}
+
+/// Encodes an object header.
+pub fn encode_header(type_id: u32, flags: u8, size: u32) -> [u8; 8] {
+    let tag = (type_id & MAX_TYPE_ID) | (u32::from(flags) << 24);
+    let mut h = [0u8; 8];
+    h[..4].copy_from_slice(&tag.to_le_bytes());
+    h[4..].copy_from_slice(&size.to_le_bytes());
+    h
+}
+
+/// One entry of a block's object map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectEntry {
+    /// Offset of the object header in the block.
+    pub header: usize,
+    /// Offset of the body (`header + 8`).
+    pub body: usize,
+    /// Body bytes.
+    pub size: usize,
+    /// Type id.
+    pub type_id: u32,
+    /// Flag bits.
+    pub flags: u8,
+}
+
+impl ObjectEntry {
+    /// Whether the slot is free.
+    pub fn is_free(&self) -> bool {
+        self.flags & FLAG_FREE != 0
+    }
+
+    /// Offset just past the slot (padding included).
+    pub fn end(&self) -> usize {
+        self.body + align_up(self.size)
+    }
+}
+
+/// What is wrong with an object map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapError {
+    /// Offset in the block where the walk failed.
+    pub offset: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl std::fmt::Display for MapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "object map at offset {}: {}", self.offset, self.what)
+    }
+}
+
+/// Walks the object map of a data block (the whole block: a run's bytes for a
+/// multi-page block). `used` is the header's end of the object area.
+pub fn walk(block: &[u8], used: usize) -> ObjectWalk<'_> {
+    ObjectWalk {
+        block,
+        used,
+        pos: HEADER_SIZE,
+        failed: false,
+    }
+}
+
+/// Iterator over a block's objects; yields an error once and stops if the map
+/// is damaged.
+#[derive(Debug)]
+pub struct ObjectWalk<'a> {
+    block: &'a [u8],
+    used: usize,
+    pos: usize,
+    failed: bool,
+}
+
+impl Iterator for ObjectWalk<'_> {
+    type Item = Result<ObjectEntry, MapError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.used {
+            return None;
+        }
+        let fail = |this: &mut Self, what: String| {
+            this.failed = true;
+            Some(Err(MapError {
+                offset: this.pos,
+                what,
+            }))
+        };
+        if self.used > self.block.len() {
+            let what = format!(
+                "object area ends at {} beyond the block's {} bytes",
+                self.used,
+                self.block.len()
+            );
+            return fail(self, what);
+        }
+        let (Some(tag), Some(size)) = (get_u32(self.block, self.pos), get_u32(self.block, self.pos + 4))
+        else {
+            return fail(self, "truncated object header".into());
+        };
+        let type_id = tag & MAX_TYPE_ID;
+        let flags = (tag >> 24) as u8;
+        if type_id == 0 {
+            return fail(self, "object with type id 0".into());
+        }
+        let e = ObjectEntry {
+            header: self.pos,
+            body: self.pos + OBJECT_HEADER,
+            size: size as usize,
+            type_id,
+            flags,
+        };
+        if e.end() > self.used {
+            let what = format!(
+                "object of {} bytes runs past the object area end {}",
+                e.size, self.used
+            );
+            return fail(self, what);
+        }
+        self.pos = e.end();
+        Some(Ok(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::page::{BlockKind, USED_OFFSET, format};
+
+    #[test]
+    fn walk_a_block() {
+        let mut b = vec![0u8; 4096];
+        format(&mut b, BlockKind::Data, 2, 1);
+        let mut at = HEADER_SIZE;
+        for (t, sz) in [(1u32, 12usize), (2, 8), (1, 1)] {
+            b[at..at + 8].copy_from_slice(&encode_header(t, 0, sz as u32));
+            at += slot_size(sz);
+        }
+        b[USED_OFFSET..USED_OFFSET + 4].copy_from_slice(&(at as u32).to_le_bytes());
+        let v: Vec<_> = walk(&b, at).collect::<Result<_, _>>().expect("walk");
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[0].body, 40);
+        assert_eq!(v[1].header, 56);
+        assert_eq!(v[2].size, 1);
+        // A damaged size is reported, not followed.
+        b[HEADER_SIZE + 4..HEADER_SIZE + 8].copy_from_slice(&5000u32.to_le_bytes());
+        let r: Vec<_> = walk(&b, at).collect();
+        assert_eq!(r.len(), 1);
+        assert!(r[0].is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! The error countdown: the N-th I/O call fails, as redb's fuzzer injects
+//! errors. Wrapped around another file system (usually the crash model, so a
+//! test can then crash and recover).
+
+use super::{IoFile, OpenMode, Vfs};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A file system whose N-th call fails.
+#[derive(Debug, Clone)]
+pub struct CountdownVfs {
+    inner: Arc<dyn Vfs>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// Calls made so far.
+    calls: AtomicU64,
+    /// The call number (1-based) that fails; 0 = none.
+    fail_at: AtomicU64,
+    /// Whether every call after the failing one fails too.
+    sticky: bool,
+}
+
+impl Shared {
+    fn tick(&self, what: &str) -> io::Result<()> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let at = self.fail_at.load(Ordering::SeqCst);
+        if at != 0 && (n == at || (self.sticky && n > at)) {
+            return Err(io::Error::other(format!(
+                "injected I/O error (call {n}: {what})"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl CountdownVfs {
+    /// Wraps `inner`; call number `fail_at` (1-based) fails, and with `sticky`
+    /// every later call fails as well. `fail_at == 0` never fails.
+    pub fn new(inner: Arc<dyn Vfs>, fail_at: u64, sticky: bool) -> Self {
+        CountdownVfs {
+            inner,
+            shared: Arc::new(Shared {
+                calls: AtomicU64::new(0),
+                fail_at: AtomicU64::new(fail_at),
+                sticky,
+            }),
+        }
+    }
+
+    /// Calls made so far.
+    pub fn calls(&self) -> u64 {
+        self.shared.calls.load(Ordering::SeqCst)
+    }
+
+    /// Stops injecting errors.
+    pub fn disarm(&self) {
+        self.shared.fail_at.store(0, Ordering::SeqCst);
+    }
+}
+
+impl Vfs for CountdownVfs {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn IoFile>> {
+        self.shared.tick("open")?;
+        let inner = self.inner.open(path, mode)?;
+        Ok(Box::new(CountdownFile {
+            inner,
+            shared: self.shared.clone(),
+        }))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.shared.tick("remove")?;
+        self.inner.remove(path)
+    }
+}
+
+#[derive(Debug)]
+struct CountdownFile {
+    inner: Box<dyn IoFile>,
+    shared: Arc<Shared>,
+}
+
+impl IoFile for CountdownFile {
+    fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        self.shared.tick("read")?;
+        self.inner.read_exact_at(buf, off)
+    }
+
+    fn write_all_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
+        self.shared.tick("write")?;
+        self.inner.write_all_at(buf, off)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.shared.tick("sync")?;
+        self.inner.sync_data()
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.shared.tick("len")?;
+        self.inner.len()
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.shared.tick("set_len")?;
+        self.inner.set_len(len)
+    }
+
+    fn try_lock_exclusive(&self) -> io::Result<bool> {
+        self.shared.tick("lock")?;
+        self.inner.try_lock_exclusive()
+    }
+}

@@ -1,0 +1,70 @@
+//! All file I/O of the store goes through these two traits, so that tests can
+//! put a crash model ([`crash::CrashVfs`]) or an error countdown
+//! ([`countdown::CountdownVfs`]) between the store and the disk.
+//!
+//! The contract is the one a POSIX file gives, reduced to what the store uses:
+//! positioned reads and writes, `fdatasync`, length, truncation, an exclusive
+//! lock. What the store assumes of the disk is written down in `docs/design.md`:
+//! data written before a successful `sync_data` is durable after it, and
+//! nothing else.
+
+pub mod countdown;
+pub mod crash;
+pub mod real;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::Path;
+
+/// How to open a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create a new file; fail if it exists.
+    CreateNew,
+    /// Open an existing file for reading and writing.
+    ReadWrite,
+    /// Open an existing file for reading only.
+    ReadOnly,
+}
+
+/// A file system: opens files by path.
+pub trait Vfs: Send + Sync + Debug {
+    /// Opens `path`. A newly created file is durable in its directory when
+    /// this returns (the real implementation syncs the directory).
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn IoFile>>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Removes `path`.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+}
+
+/// An open file.
+pub trait IoFile: Send + Sync + Debug {
+    /// Fills `buf` from offset `off`. Reading past the end of the file is an
+    /// error of kind `UnexpectedEof`.
+    fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()>;
+    /// Writes all of `buf` at offset `off`, extending the file if needed.
+    fn write_all_at(&self, buf: &[u8], off: u64) -> io::Result<()>;
+    /// Makes everything written so far durable (`fdatasync`).
+    fn sync_data(&self) -> io::Result<()>;
+    /// The file's length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Truncates or extends the file.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// Takes an exclusive advisory lock without waiting; `Ok(false)` when
+    /// another holder has it.
+    fn try_lock_exclusive(&self) -> io::Result<bool>;
+}
+
+/// Reads up to `buf.len()` bytes at `off`, zero-filling what lies past the end
+/// of the file. Returns how many bytes came from the file.
+pub fn read_at_most(file: &dyn IoFile, buf: &mut [u8], off: u64) -> io::Result<usize> {
+    let len = file.len()?;
+    let avail = len.saturating_sub(off).min(buf.len() as u64) as usize;
+    let (head, tail) = buf.split_at_mut(avail);
+    if avail > 0 {
+        file.read_exact_at(head, off)?;
+    }
+    tail.fill(0);
+    Ok(avail)
+}

@@ -1,0 +1,10 @@
+//! The write-ahead log: record format, file header, appending with group
+//! commit, scanning back, and the minimal-log coalescing rule.
+
+pub mod coalesce;
+pub mod header;
+pub mod record;
+pub mod scan;
+pub mod writer;
+
+pub use record::{RANGE_HEADER, Record, TxId};

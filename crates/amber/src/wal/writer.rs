@@ -1,0 +1,281 @@
+//! Appending to the log, with group commit.
+//!
+//! Records are encoded into an in-memory buffer at their final LSN (the
+//! checksum depends on it). A committer then waits until the log is durable
+//! up to its commit record: the first waiter becomes the leader, writes
+//! everything buffered so far in one `pwrite`, calls `fdatasync` once, and
+//! wakes the others — so commits that arrive together share one sync.
+//!
+//! After a failed write or sync nothing is known about what reached the disk
+//! (a failed `fdatasync` may have dropped dirty pages), so the writer refuses
+//! everything from then on; reopening the database recovers from what is
+//! durable.
+
+use super::header::{LogHeader, RECORDS_START, SLOT_OFFSETS};
+use super::record::{Record, TxId};
+use crate::error::{Error, Result};
+use crate::io::IoFile;
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The log's append side.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: Box<dyn IoFile>,
+    path: PathBuf,
+    page_size: u32,
+    db_id: [u8; 16],
+    state: Mutex<WState>,
+    flushed: Condvar,
+}
+
+#[derive(Debug)]
+struct WState {
+    header_gen: u64,
+    base_lsn: u64,
+    /// Next LSN to assign.
+    end_lsn: u64,
+    /// Encoded records `[written_lsn, end_lsn)` not yet handed to a leader.
+    buf: Vec<u8>,
+    /// LSN where `buf` begins.
+    buf_lsn: u64,
+    /// End of what has been written (not necessarily synced).
+    written_lsn: u64,
+    /// End of what is durable.
+    durable_lsn: u64,
+    /// A leader is writing.
+    leader: bool,
+    failed: Option<String>,
+    /// Syncs performed (for the group-commit statistics).
+    syncs: u64,
+}
+
+/// What a leader does with the buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flush {
+    WriteOnly,
+    WriteAndSync,
+}
+
+impl LogWriter {
+    /// Writes a fresh log header (both copies) at `base_lsn` and syncs.
+    pub fn create(
+        file: Box<dyn IoFile>,
+        path: PathBuf,
+        page_size: u32,
+        db_id: [u8; 16],
+        base_lsn: u64,
+    ) -> Result<LogWriter> {
+        let h = LogHeader {
+            page_size,
+            generation: 1,
+            base_lsn,
+            db_id,
+        };
+        for off in SLOT_OFFSETS {
+            file.write_all_at(&h.encode(), off)
+                .map_err(|e| Error::io("write log header", &path, e))?;
+        }
+        file.set_len(RECORDS_START)
+            .map_err(|e| Error::io("truncate log", &path, e))?;
+        file.sync_data()
+            .map_err(|e| Error::io("sync log", &path, e))?;
+        Ok(Self::resume(file, path, h, base_lsn))
+    }
+
+    /// Continues a log whose header is `h` and whose valid records end at
+    /// `end_lsn` (the caller has truncated anything after it).
+    pub fn resume(file: Box<dyn IoFile>, path: PathBuf, h: LogHeader, end_lsn: u64) -> LogWriter {
+        LogWriter {
+            file,
+            path,
+            page_size: h.page_size,
+            db_id: h.db_id,
+            state: Mutex::new(WState {
+                header_gen: h.generation,
+                base_lsn: h.base_lsn,
+                end_lsn,
+                buf: Vec::new(),
+                buf_lsn: end_lsn,
+                written_lsn: end_lsn,
+                durable_lsn: end_lsn,
+                leader: false,
+                failed: None,
+                syncs: 0,
+            }),
+            flushed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, WState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next LSN to be assigned.
+    pub fn end_lsn(&self) -> u64 {
+        self.lock().end_lsn
+    }
+
+    /// The end of the durable log.
+    pub fn durable_lsn(&self) -> u64 {
+        self.lock().durable_lsn
+    }
+
+    /// The LSN of the first record slot.
+    pub fn base_lsn(&self) -> u64 {
+        self.lock().base_lsn
+    }
+
+    /// `fdatasync` calls made so far.
+    pub fn syncs(&self) -> u64 {
+        self.lock().syncs
+    }
+
+    /// The failure that stopped the writer, if any.
+    pub fn failure(&self) -> Option<String> {
+        self.lock().failed.clone()
+    }
+
+    fn check(&self, s: &WState) -> Result<()> {
+        match &s.failed {
+            Some(cause) => Err(Error::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Encodes `records` at the end of the log; returns the LSN of the first.
+    pub fn append(&self, records: &[Record<'_>]) -> Result<u64> {
+        let mut s = self.lock();
+        self.check(&s)?;
+        let first = s.end_lsn;
+        for r in records {
+            let lsn = s.end_lsn;
+            r.encode(lsn, &mut s.buf);
+            s.end_lsn += r.encoded_len() as u64;
+        }
+        Ok(first)
+    }
+
+    /// Encodes `records` followed by `txid`'s commit record; returns the LSN
+    /// just past the commit record (what to [`sync_to`](Self::sync_to)) and the
+    /// commit record's LSN.
+    pub fn append_commit(&self, records: &[Record<'_>], txid: TxId) -> Result<(u64, u64)> {
+        let mut s = self.lock();
+        self.check(&s)?;
+        for r in records {
+            let lsn = s.end_lsn;
+            r.encode(lsn, &mut s.buf);
+            s.end_lsn += r.encoded_len() as u64;
+        }
+        let lsn = s.end_lsn;
+        let synced_delta = u32::try_from(lsn - s.durable_lsn).unwrap_or(u32::MAX);
+        let c = Record::Commit { txid, synced_delta };
+        c.encode(lsn, &mut s.buf);
+        s.end_lsn += c.encoded_len() as u64;
+        Ok((s.end_lsn, lsn))
+    }
+
+    /// Writes everything appended so far to the file without syncing (records
+    /// logged early, before their transaction commits).
+    pub fn write_out(&self) -> Result<()> {
+        let target = self.end_lsn();
+        self.flush_to(target, Flush::WriteOnly)
+    }
+
+    /// Returns once the log is durable up to `lsn`, sharing syncs with other
+    /// committers (group commit).
+    pub fn sync_to(&self, lsn: u64) -> Result<()> {
+        self.flush_to(lsn, Flush::WriteAndSync)
+    }
+
+    fn flush_to(&self, target: u64, mode: Flush) -> Result<()> {
+        let mut s = self.lock();
+        loop {
+            self.check(&s)?;
+            let done = match mode {
+                Flush::WriteOnly => s.written_lsn >= target,
+                Flush::WriteAndSync => s.durable_lsn >= target,
+            };
+            if done {
+                return Ok(());
+            }
+            if s.leader {
+                s = self
+                    .flushed
+                    .wait(s)
+                    .unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            // Become the leader for everything buffered so far.
+            s.leader = true;
+            let data = std::mem::take(&mut s.buf);
+            let from = s.buf_lsn;
+            let upto = s.end_lsn;
+            s.buf_lsn = upto;
+            let off = RECORDS_START + (from - s.base_lsn);
+            drop(s);
+            let mut res = Ok(());
+            if !data.is_empty() {
+                res = self
+                    .file
+                    .write_all_at(&data, off)
+                    .map_err(|e| Error::io("append to log", &self.path, e));
+            }
+            if res.is_ok() && mode == Flush::WriteAndSync {
+                res = self
+                    .file
+                    .sync_data()
+                    .map_err(|e| Error::io("sync log", &self.path, e));
+            }
+            s = self.lock();
+            s.leader = false;
+            match &res {
+                Ok(()) => {
+                    s.written_lsn = upto;
+                    if mode == Flush::WriteAndSync {
+                        s.durable_lsn = upto;
+                        s.syncs += 1;
+                    }
+                }
+                Err(e) => s.failed = Some(e.to_string()),
+            }
+            self.flushed.notify_all();
+            res?;
+        }
+    }
+
+    /// Starts a new epoch: the next record goes to the start of the file with
+    /// LSN `end_lsn`. Requires everything appended to be durable and
+    /// installed (the caller's checkpoint has made the page file hold it).
+    pub fn recycle(&self) -> Result<()> {
+        let mut s = self.lock();
+        self.check(&s)?;
+        if s.durable_lsn != s.end_lsn || s.leader {
+            return Err(Error::invalid(
+                "log recycle with records not yet durable (a transaction is logging)",
+            ));
+        }
+        let h = LogHeader {
+            page_size: self.page_size,
+            generation: s.header_gen + 1,
+            base_lsn: s.end_lsn,
+            db_id: self.db_id,
+        };
+        let slot = SLOT_OFFSETS[(h.generation % 2) as usize];
+        let res = self
+            .file
+            .write_all_at(&h.encode(), slot)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| Error::io("write log header", &self.path, e));
+        if let Err(e) = &res {
+            s.failed = Some(e.to_string());
+            return res;
+        }
+        s.header_gen = h.generation;
+        s.base_lsn = h.base_lsn;
+        s.buf_lsn = h.base_lsn;
+        Ok(())
+    }
+}
