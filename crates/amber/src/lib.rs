@@ -5,6 +5,7 @@
 pub mod error;
 pub mod format;
 pub mod io;
+pub mod store;
 pub mod wal;
 
 #[allow(unsafe_code)]

@@ -30,9 +30,7 @@ pub fn host_page_size() -> usize {
 /// Checks that `page_size` is a power of two in the supported range and at
 /// least the host's page size (a page must map onto whole VM pages).
 pub fn check_page_size(page_size: usize) -> Result<(), String> {
-    if !page_size.is_power_of_two()
-        || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size)
-    {
+    if !page_size.is_power_of_two() || !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) {
         return Err(format!(
             "page size {page_size} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}"
         ));

@@ -136,8 +136,10 @@ impl Iterator for ObjectWalk<'_> {
             );
             return fail(self, what);
         }
-        let (Some(tag), Some(size)) = (get_u32(self.block, self.pos), get_u32(self.block, self.pos + 4))
-        else {
+        let (Some(tag), Some(size)) = (
+            get_u32(self.block, self.pos),
+            get_u32(self.block, self.pos + 4),
+        ) else {
             return fail(self, "truncated object header".into());
         };
         let type_id = tag & MAX_TYPE_ID;

@@ -7,7 +7,7 @@
 //! ```text
 //! offset size field
 //!  0     4    checksum    crc32c of bytes [4, block length)
-//!  4     1    kind        0 never written, 1 data, 2 metadata blob
+//!  4     1    kind        0 never written, 1 data, 2 metadata blob, 3 raw
 //!  5     3    reserved    zero
 //!  8     4    run_len     pages in this block (>= 1)
 //! 12     4    used        data blocks: end of the object area (see objects.rs)
@@ -36,6 +36,8 @@ pub enum BlockKind {
     Data = 1,
     /// A metadata blob (free-space map, root directory, schema catalog).
     Meta = 2,
+    /// Opaque bytes with no object map (storage-level users and tests).
+    Raw = 3,
 }
 
 impl BlockKind {
@@ -44,6 +46,7 @@ impl BlockKind {
         match b {
             1 => Some(BlockKind::Data),
             2 => Some(BlockKind::Meta),
+            3 => Some(BlockKind::Raw),
             _ => None,
         }
     }
@@ -199,9 +202,6 @@ mod tests {
         b[5000] ^= 1;
         assert_eq!(verify(&b, 8, 2), Err(BlockError::WrongPage(7)));
         assert_eq!(verify(&b, 7, 1), Err(BlockError::WrongRunLen(2)));
-        assert_eq!(
-            verify(&[0u8; 4096], 3, 1),
-            Err(BlockError::NeverWritten)
-        );
+        assert_eq!(verify(&[0u8; 4096], 3, 1), Err(BlockError::NeverWritten));
     }
 }

@@ -105,9 +105,9 @@ impl IoFile for CountdownFile {
         self.inner.sync_data()
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         self.shared.tick("len")?;
-        self.inner.len()
+        self.inner.size()
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {

@@ -91,10 +91,10 @@ impl Sparse {
         if len < self.len {
             let first_dead = len.div_ceil(CHUNK);
             self.chunks.retain(|&ci, _| ci < first_dead);
-            if len % CHUNK != 0 {
-                if let Some(c) = self.chunks.get_mut(&(len / CHUNK)) {
-                    c[(len % CHUNK) as usize..].fill(0);
-                }
+            if !len.is_multiple_of(CHUNK)
+                && let Some(c) = self.chunks.get_mut(&(len / CHUNK))
+            {
+                c[(len % CHUNK) as usize..].fill(0);
             }
         }
         self.len = len;
@@ -189,7 +189,9 @@ impl CrashVfs {
         let mut paths: Vec<PathBuf> = s.files.keys().cloned().collect();
         paths.sort();
         for p in paths {
-            let Some(f) = s.files.get_mut(&p) else { continue };
+            let Some(f) = s.files.get_mut(&p) else {
+                continue;
+            };
             let mut img = f.durable.clone();
             for op in std::mem::take(&mut f.pending) {
                 match op {
@@ -370,7 +372,7 @@ impl IoFile for CrashFile {
         })
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         self.with(false, |f| f.live.len)
     }
 
@@ -401,10 +403,10 @@ impl Drop for CrashFile {
     fn drop(&mut self) {
         if *self.holds_lock.lock().unwrap_or_else(|e| e.into_inner()) {
             let mut s = self.vfs.lock();
-            if s.epoch == self.epoch {
-                if let Some(f) = s.files.get_mut(&self.path) {
-                    f.locked = false;
-                }
+            if s.epoch == self.epoch
+                && let Some(f) = s.files.get_mut(&self.path)
+            {
+                f.locked = false;
             }
         }
     }
@@ -426,7 +428,7 @@ mod tests {
             f.write_all_at(&[2u8; 4096], 0).expect("write");
             vfs.crash(seed);
             let img = vfs.durable_image(p).expect("image");
-            assert!(img.len() >= 1024 && img.len() % 512 == 0);
+            assert!(img.len() >= 1024 && img.len().is_multiple_of(512));
             // The synced prefix is never lost: each sector is old or new.
             for (i, s) in img.chunks(512).enumerate() {
                 assert!(s.iter().all(|&b| b == s[0]));
@@ -449,9 +451,11 @@ mod tests {
         assert!(f.sync_data().is_err());
         assert!(vfs.is_dead());
         vfs.crash(7);
-        assert!(f.len().is_err(), "old handles are dead after a crash");
-        let g = vfs.open(Path::new("/g"), OpenMode::ReadWrite).expect("reopen");
-        assert!(g.len().expect("len") <= 1);
+        assert!(f.size().is_err(), "old handles are dead after a crash");
+        let g = vfs
+            .open(Path::new("/g"), OpenMode::ReadWrite)
+            .expect("reopen");
+        assert!(g.size().expect("len") <= 1);
     }
 
     #[test]
@@ -465,6 +469,6 @@ mod tests {
         let mut b = [0u8; 3];
         f.read_exact_at(&mut b, off).expect("read");
         assert_eq!(&b, b"far");
-        assert_eq!(f.len().expect("len"), off + 3);
+        assert_eq!(f.size().expect("len"), off + 3);
     }
 }

@@ -48,7 +48,7 @@ pub trait IoFile: Send + Sync + Debug {
     /// Makes everything written so far durable (`fdatasync`).
     fn sync_data(&self) -> io::Result<()>;
     /// The file's length in bytes.
-    fn len(&self) -> io::Result<u64>;
+    fn size(&self) -> io::Result<u64>;
     /// Truncates or extends the file.
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Takes an exclusive advisory lock without waiting; `Ok(false)` when
@@ -59,7 +59,7 @@ pub trait IoFile: Send + Sync + Debug {
 /// Reads up to `buf.len()` bytes at `off`, zero-filling what lies past the end
 /// of the file. Returns how many bytes came from the file.
 pub fn read_at_most(file: &dyn IoFile, buf: &mut [u8], off: u64) -> io::Result<usize> {
-    let len = file.len()?;
+    let len = file.size()?;
     let avail = len.saturating_sub(off).min(buf.len() as u64) as usize;
     let (head, tail) = buf.split_at_mut(avail);
     if avail > 0 {

@@ -58,7 +58,7 @@ impl IoFile for RealFile {
         self.file.sync_data()
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn size(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
 

@@ -75,7 +75,9 @@ impl LogHeader {
             return Err("checksum mismatch".into());
         }
         if version != VERSION {
-            return Err(format!("format version {version}, this build reads {VERSION}"));
+            return Err(format!(
+                "format version {version}, this build reads {VERSION}"
+            ));
         }
         Ok(LogHeader {
             page_size: c.u32().map_err(short)?,

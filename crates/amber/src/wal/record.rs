@@ -470,6 +470,6 @@ mod tests {
             before: None,
         };
         assert_eq!(r.encoded_len(), 100 + RANGE_HEADER);
-        assert!(RANGE_HEADER <= 24);
+        const { assert!(RANGE_HEADER <= 24) };
     }
 }

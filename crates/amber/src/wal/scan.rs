@@ -98,8 +98,7 @@ fn durable_evidence(body: &[u8], base_lsn: u64, bad: usize, page_size: usize) ->
             let lsn = base_lsn + o as u64;
             match decode(&body[o..], lsn, page_size) {
                 Ok((Record::Commit { synced_delta, .. }, _))
-                    if synced_delta != u32::MAX
-                        && lsn - u64::from(synced_delta) > bad_lsn =>
+                    if synced_delta != u32::MAX && lsn - u64::from(synced_delta) > bad_lsn =>
                 {
                     Some(lsn)
                 }
@@ -170,7 +169,11 @@ mod tests {
         bad[RECORDS_START as usize + 25] ^= 1;
         let s = scan(&bad, 100, 100, 4096);
         assert_eq!(s.records.len(), 0);
-        assert!(matches!(s.tail, Tail::Corrupt { at: 100, .. }), "{:?}", s.tail);
+        assert!(
+            matches!(s.tail, Tail::Corrupt { at: 100, .. }),
+            "{:?}",
+            s.tail
+        );
 
         // Damage in the last batch only: indistinguishable from a torn tail.
         let mut last = file.clone();

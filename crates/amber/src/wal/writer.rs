@@ -202,10 +202,7 @@ impl LogWriter {
                 return Ok(());
             }
             if s.leader {
-                s = self
-                    .flushed
-                    .wait(s)
-                    .unwrap_or_else(|e| e.into_inner());
+                s = self.flushed.wait(s).unwrap_or_else(|e| e.into_inner());
                 continue;
             }
             // Become the leader for everything buffered so far.

@@ -1,0 +1,112 @@
+//! Applying a committed log record to the store's in-memory state: the one
+//! function both commit and the recovery pass use, so that what recovery
+//! rebuilds is by construction what the running store had.
+
+use super::State;
+use super::pending::Patch;
+use crate::format::meta::RootEntry;
+use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
+use crate::wal::Record;
+
+impl State {
+    /// Applies `rec` of a transaction that committed at `commit_lsn`.
+    /// `replay` is set during recovery, when allocations are not already
+    /// reserved in memory.
+    pub(crate) fn apply(
+        &mut self,
+        rec: &Record<'_>,
+        commit_lsn: u64,
+        replay: bool,
+    ) -> Result<(), String> {
+        let ps = self.page_size;
+        match *rec {
+            Record::Range { addr, after, .. } => {
+                let (head, len, off) = self
+                    .locate(addr)
+                    .ok_or_else(|| format!("range at address {addr} lies in no allocated block"))?;
+                let end = off as usize + after.len();
+                if end > len as usize * ps {
+                    return Err(format!("range at address {addr} runs past its block"));
+                }
+                self.patch_write(head, len, off, after, commit_lsn);
+            }
+            Record::Page { page, image, .. } => {
+                let (head, len) = self
+                    .fsm
+                    .block_of(page)
+                    .ok_or_else(|| format!("page image for page {page}, which is not allocated"))?;
+                let off = ((page - head) as usize * ps) as u32;
+                if page == head {
+                    // Keep the block's identity and physical fields.
+                    self.patch_write(
+                        head,
+                        len,
+                        USED_OFFSET as u32,
+                        &image[USED_OFFSET..USED_OFFSET + 4],
+                        commit_lsn,
+                    );
+                    self.patch_write(
+                        head,
+                        len,
+                        HEADER_SIZE as u32,
+                        &image[HEADER_SIZE..],
+                        commit_lsn,
+                    );
+                } else {
+                    self.patch_write(head, len, off, image, commit_lsn);
+                }
+            }
+            Record::Alloc {
+                page: head,
+                count,
+                kind,
+                ..
+            } => {
+                let kind = BlockKind::from_u8(kind)
+                    .ok_or_else(|| format!("allocation of unknown block kind {kind}"))?;
+                if replay {
+                    self.fsm.allocate_at(head, count)?;
+                } else {
+                    self.fsm.confirm(head);
+                }
+                self.drop_patch(head);
+                let mut img = vec![0u8; count as usize * ps].into_boxed_slice();
+                page::format(&mut img, kind, head, count);
+                let p = Patch::image(count, img, commit_lsn);
+                self.pending_bytes += p.bytes();
+                self.pending.insert(head, p);
+            }
+            Record::Free { page, count, .. } => {
+                self.fsm.free(page, count)?;
+                self.drop_patch(page);
+            }
+            Record::Root {
+                name,
+                addr,
+                type_id,
+                ..
+            } => {
+                let name =
+                    std::str::from_utf8(name).map_err(|_| "root name is not UTF-8".to_string())?;
+                if addr == 0 {
+                    self.roots.remove(name);
+                } else {
+                    self.roots.insert(
+                        name.to_string(),
+                        RootEntry {
+                            name: name.to_string(),
+                            addr,
+                            type_id,
+                        },
+                    );
+                }
+            }
+            Record::Type { type_id, desc, .. } => {
+                self.catalog.insert(type_id, desc.to_vec());
+                self.next_type_id = self.next_type_id.max(type_id + 1);
+            }
+            Record::Commit { .. } | Record::Intent { .. } => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,415 @@
+//! Storage-level transactions: the write batch the object runtime fills.
+//!
+//! A transaction buffers its changes as log records. Commit appends them with
+//! a commit record, waits until the log is durable (sharing the sync with
+//! concurrent committers), then applies them to the committed state. Abort
+//! forgets them; allocations made by the transaction are returned. A
+//! transaction can also push its records to the log before committing
+//! ([`StoreTx::log_early`]): recovery ignores them unless the commit record
+//! follows, so nothing needs undoing on disk.
+//!
+//! Reads through the store see committed state only; the runtime keeps its
+//! own view of uncommitted changes.
+
+use super::Store;
+use crate::error::{Error, Result};
+use crate::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
+use crate::format::{PAddr, PageNo};
+use crate::wal::record::{COMMIT_SIZE, MAX_RANGE};
+use crate::wal::{Record, TxId};
+
+/// A change buffered by a transaction.
+#[derive(Debug, Clone)]
+enum Op {
+    Range {
+        addr: PAddr,
+        after: Vec<u8>,
+        before: Option<Vec<u8>>,
+    },
+    Page {
+        page: PageNo,
+        image: Vec<u8>,
+    },
+    Alloc {
+        page: PageNo,
+        count: u32,
+        kind: BlockKind,
+    },
+    Free {
+        page: PageNo,
+        count: u32,
+    },
+    Root {
+        name: String,
+        addr: PAddr,
+        type_id: u32,
+    },
+    Type {
+        type_id: u32,
+        desc: Vec<u8>,
+    },
+}
+
+impl Op {
+    fn record(&self, txid: TxId) -> Record<'_> {
+        match self {
+            Op::Range {
+                addr,
+                after,
+                before,
+            } => Record::Range {
+                txid,
+                addr: *addr,
+                after,
+                before: before.as_deref(),
+            },
+            Op::Page { page, image } => Record::Page {
+                txid,
+                page: *page,
+                image,
+            },
+            Op::Alloc { page, count, kind } => Record::Alloc {
+                txid,
+                page: *page,
+                count: *count,
+                kind: *kind as u8,
+            },
+            Op::Free { page, count } => Record::Free {
+                txid,
+                page: *page,
+                count: *count,
+            },
+            Op::Root {
+                name,
+                addr,
+                type_id,
+            } => Record::Root {
+                txid,
+                name: name.as_bytes(),
+                addr: *addr,
+                type_id: *type_id,
+            },
+            Op::Type { type_id, desc } => Record::Type {
+                txid,
+                type_id: *type_id,
+                desc,
+            },
+        }
+    }
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommitInfo {
+    /// LSN of the commit record (0 when nothing was written).
+    pub commit_lsn: u64,
+    /// Log bytes this transaction wrote, commit record included.
+    pub log_bytes: u64,
+}
+
+/// A storage-level transaction.
+#[derive(Debug)]
+pub struct StoreTx<'s> {
+    store: &'s Store,
+    txid: TxId,
+    ops: Vec<Op>,
+    /// Ops already in the log (logged early).
+    logged: usize,
+    log_bytes: u64,
+    done: bool,
+}
+
+impl<'s> StoreTx<'s> {
+    pub(crate) fn new(store: &'s Store, txid: TxId) -> Self {
+        StoreTx {
+            store,
+            txid,
+            ops: Vec::new(),
+            logged: 0,
+            log_bytes: 0,
+            done: false,
+        }
+    }
+
+    /// The transaction id.
+    pub fn id(&self) -> TxId {
+        self.txid
+    }
+
+    /// Whether the transaction has changed anything yet.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Checks that `[addr, addr + len)` lies inside one allocated block and
+    /// avoids the header fields the store owns.
+    fn check_range(&self, addr: PAddr, len: usize) -> Result<()> {
+        let st = self.store.lock();
+        let (_, pages, off) = st.locate(addr).ok_or_else(|| {
+            Error::invalid(format!("write at address {addr}: no allocated block there"))
+        })?;
+        let off = off as usize;
+        let end = off + len;
+        if end > pages as usize * st.page_size {
+            return Err(Error::invalid(format!(
+                "write of {len} bytes at address {addr} runs past its block"
+            )));
+        }
+        if off < HEADER_SIZE && !(off >= USED_OFFSET && end <= USED_OFFSET + 4) {
+            return Err(Error::invalid(format!(
+                "write at address {addr} touches the page header (only the `used` field is writable)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records new bytes at `addr` (after-image only).
+    pub fn write(&mut self, addr: PAddr, data: &[u8]) -> Result<()> {
+        self.check_range(addr, data.len())?;
+        for (i, chunk) in data.chunks(MAX_RANGE).enumerate() {
+            self.ops.push(Op::Range {
+                addr: addr + (i * MAX_RANGE) as u64,
+                after: chunk.to_vec(),
+                before: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records new bytes at `addr` together with the old ones (for records
+    /// pushed to the log before commit, as QuickStore's recovery buffer does).
+    pub fn write_with_before(&mut self, addr: PAddr, before: &[u8], after: &[u8]) -> Result<()> {
+        if before.len() != after.len() {
+            return Err(Error::invalid("before- and after-images differ in length"));
+        }
+        self.check_range(addr, after.len())?;
+        for (i, (a, b)) in after
+            .chunks(MAX_RANGE)
+            .zip(before.chunks(MAX_RANGE))
+            .enumerate()
+        {
+            self.ops.push(Op::Range {
+                addr: addr + (i * MAX_RANGE) as u64,
+                after: a.to_vec(),
+                before: Some(b.to_vec()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records a whole page image (whole-page logging). For the first page of
+    /// a block the store keeps its own header fields except `used`.
+    pub fn write_page(&mut self, page: PageNo, image: &[u8]) -> Result<()> {
+        let ps = self.store.page_size();
+        if image.len() != ps {
+            return Err(Error::invalid(format!(
+                "page image of {} bytes; pages are {ps}",
+                image.len()
+            )));
+        }
+        if self.store.lock().fsm.block_of(page).is_none() {
+            return Err(Error::invalid(format!("page {page} is not allocated")));
+        }
+        self.ops.push(Op::Page {
+            page,
+            image: image.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// Allocates a block of `pages` contiguous pages, formatted empty.
+    pub fn alloc(&mut self, pages: u32, kind: BlockKind) -> Result<PageNo> {
+        let page = self
+            .store
+            .lock()
+            .fsm
+            .reserve(pages)
+            .map_err(Error::Invalid)?;
+        self.ops.push(Op::Alloc {
+            page,
+            count: pages,
+            kind,
+        });
+        Ok(page)
+    }
+
+    /// Allocates the specific block `[page, page + pages)`, which must be free
+    /// (or beyond the end of the file).
+    pub fn alloc_at(&mut self, page: PageNo, pages: u32, kind: BlockKind) -> Result<()> {
+        self.store
+            .lock()
+            .fsm
+            .reserve_at(page, pages)
+            .map_err(Error::Invalid)?;
+        self.ops.push(Op::Alloc {
+            page,
+            count: pages,
+            kind,
+        });
+        Ok(())
+    }
+
+    /// Frees the block whose first page is `page`; its pages become free when
+    /// the transaction commits.
+    pub fn free(&mut self, page: PageNo) -> Result<()> {
+        let (head, count) = self.store.lock().fsm.block_of(page).ok_or_else(|| {
+            Error::invalid(format!("free of page {page}, which is not allocated"))
+        })?;
+        if head != page {
+            return Err(Error::invalid(format!(
+                "free of page {page}, which is inside the block at {head}"
+            )));
+        }
+        if self
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::Free { page: p, .. } if *p == page))
+        {
+            return Err(Error::invalid(format!("page {page} freed twice")));
+        }
+        self.ops.push(Op::Free { page, count });
+        Ok(())
+    }
+
+    /// Names `addr` (of type `type_id`) as root `name`; address 0 removes it.
+    pub fn set_root(&mut self, name: &str, addr: PAddr, type_id: u32) -> Result<()> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::invalid("root names are 1 to 255 bytes"));
+        }
+        self.ops.push(Op::Root {
+            name: name.to_string(),
+            addr,
+            type_id,
+        });
+        Ok(())
+    }
+
+    /// Registers a type descriptor; returns its new type id.
+    pub fn define_type(&mut self, desc: &[u8]) -> Result<u32> {
+        if desc.len() > u16::MAX as usize {
+            return Err(Error::invalid("type descriptor longer than 65535 bytes"));
+        }
+        let type_id = {
+            let mut st = self.store.lock();
+            let id = st.next_type_id;
+            if id > crate::format::objects::MAX_TYPE_ID {
+                return Err(Error::invalid("the schema catalog is full"));
+            }
+            st.next_type_id += 1;
+            id
+        };
+        self.ops.push(Op::Type {
+            type_id,
+            desc: desc.to_vec(),
+        });
+        Ok(type_id)
+    }
+
+    /// Log bytes the buffered changes would take (the minimal-log cost of
+    /// what has been recorded so far, commit record excluded).
+    pub fn pending_log_bytes(&self) -> u64 {
+        self.ops[self.logged..]
+            .iter()
+            .map(|o| o.record(self.txid).encoded_len() as u64)
+            .sum()
+    }
+
+    /// Pushes the changes buffered so far to the log now, without waiting for
+    /// them to be durable. Recovery ignores them unless the transaction
+    /// commits.
+    pub fn log_early(&mut self) -> Result<()> {
+        if self.logged == self.ops.len() {
+            return Ok(());
+        }
+        let log = self.store.log()?;
+        self.store.lock().early.insert(self.txid);
+        let recs: Vec<Record<'_>> = self.ops[self.logged..]
+            .iter()
+            .map(|o| o.record(self.txid))
+            .collect();
+        self.log_bytes += recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>();
+        log.append(&recs)?;
+        drop(recs);
+        self.logged = self.ops.len();
+        log.write_out()
+    }
+
+    /// Commits: returns once the transaction is durable.
+    pub fn commit(mut self) -> Result<CommitInfo> {
+        self.done = true;
+        if self.ops.is_empty() {
+            return Ok(CommitInfo::default());
+        }
+        let store = self.store;
+        let log = store.log()?;
+        let info = {
+            let _g = store.gate.read().unwrap_or_else(|e| e.into_inner());
+            let recs: Vec<Record<'_>> = self.ops[self.logged..]
+                .iter()
+                .map(|o| o.record(self.txid))
+                .collect();
+            let bytes: u64 =
+                recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + COMMIT_SIZE as u64;
+            let appended = log.append_commit(&recs, self.txid);
+            let (end, commit_lsn) = match appended {
+                Ok(x) => x,
+                Err(e) => {
+                    self.release();
+                    return Err(e);
+                }
+            };
+            if let Err(e) = log.sync_to(end) {
+                // Whether the commit reached the disk is unknown; the store
+                // refuses further changes until reopened.
+                let mut st = store.lock();
+                st.poisoned = Some(e.to_string());
+                st.early.remove(&self.txid);
+                return Err(e);
+            }
+            let mut st = store.lock();
+            st.early.remove(&self.txid);
+            for op in &self.ops {
+                if let Err(what) = st.apply(&op.record(self.txid), commit_lsn, false) {
+                    // The log holds the commit; the in-memory state could not
+                    // follow. Reopening rebuilds it from the log.
+                    st.poisoned = Some(format!("applying a committed change failed: {what}"));
+                    return Err(Error::Poisoned {
+                        cause: what.to_string(),
+                    });
+                }
+            }
+            CommitInfo {
+                commit_lsn,
+                log_bytes: self.log_bytes + bytes,
+            }
+        };
+        store.maybe_checkpoint();
+        Ok(info)
+    }
+
+    /// Abandons the transaction.
+    pub fn abort(mut self) {
+        self.done = true;
+        self.release();
+    }
+
+    /// Returns reserved allocations and forgets early-logged state.
+    fn release(&mut self) {
+        let mut st = self.store.lock();
+        for op in &self.ops {
+            if let Op::Alloc { page, .. } = op {
+                st.fsm.unreserve(*page);
+            }
+        }
+        st.early.remove(&self.txid);
+        self.ops.clear();
+    }
+}
+
+impl Drop for StoreTx<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.release();
+        }
+    }
+}
