@@ -2,8 +2,10 @@
 //!
 //! Two copies, at byte 0 and byte 4096 of the page file, each a 512-byte slot
 //! (one sector, written in one `pwrite`). A checkpoint writes the copy that is
-//! not the newest, so a torn superblock write can only damage the older copy;
-//! opening takes the valid copy with the highest generation.
+//! not the newest, syncs, then writes the other: a torn superblock write can
+//! only damage the copy being written while the other is complete, and once
+//! both are written either one alone suffices. Opening takes the valid copy
+//! with the highest generation (copy 0 on a tie).
 //!
 //! ```text
 //! offset size field

@@ -16,11 +16,15 @@
 //! 5. The superblock copy that is not the newest is overwritten with the new
 //!    checkpoint LSN and blob locations, and synced: the atomic switch. A torn
 //!    superblock write damages only that copy; the other still describes the
-//!    previous, intact checkpoint.
+//!    previous, intact checkpoint. Then the other copy is written too, so that
+//!    both describe the new checkpoint and a later flipped byte in either one
+//!    leaves an identical twin.
 //! 6. The old blobs' blocks are freed (in memory: the new free-space map
 //!    already shows them free) and the log is recycled by writing a new log
-//!    header whose base LSN is the new checkpoint LSN. If the header write is
-//!    lost, recovery reads the old header and skips to the checkpoint LSN.
+//!    header (both copies, one after the other) whose base LSN is the new
+//!    checkpoint LSN. If the header write is lost, recovery reads the old
+//!    header and skips to the checkpoint LSN; no record is appended before
+//!    both copies are written.
 
 use super::{State, Store, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
@@ -203,11 +207,16 @@ impl Store {
             sb.roots_page = blobs[1];
             sb.catalog_page = blobs[2];
             sb.next_txid = st.next_txid;
-            let slot = 1 - st.sb_slot;
-            self.file
-                .write_all_at(&sb.encode(), SLOT_OFFSETS[slot as usize])
-                .and_then(|()| self.file.sync_data())
-                .map_err(|e| Error::io("write superblock", &self.path, e))?;
+            // The copy that is not current first, then the other: a torn
+            // write damages one copy while the other describes a complete
+            // checkpoint, and afterwards both are the same.
+            let first = 1 - st.sb_slot as usize;
+            for i in [first, 1 - first] {
+                self.file
+                    .write_all_at(&sb.encode(), SLOT_OFFSETS[i])
+                    .and_then(|()| self.file.sync_data())
+                    .map_err(|e| Error::io("write superblock", &self.path, e))?;
+            }
             Ok((bytes, sb))
         })();
         let (bytes, sb) = match result {
@@ -230,7 +239,7 @@ impl Store {
         }
         st.fsm = fsm;
         st.sb = sb;
-        st.sb_slot = 1 - st.sb_slot;
+        st.sb_slot = 0;
         st.pending.clear();
         st.pending_bytes = 0;
         if let Err(e) = log.recycle() {
@@ -245,19 +254,24 @@ impl Store {
     }
 
     /// Runs a checkpoint if the log or the pending changes have grown past
-    /// the configured limits. A failure poisons the store (the commit that
-    /// triggered it has already succeeded).
+    /// the configured limits and no transaction is logging early. The commit
+    /// that triggered it has already succeeded, so a failure is not returned
+    /// here: it poisons the store, and the next call reports it.
     pub(crate) fn maybe_checkpoint(&self) {
         let Some(log) = &self.log else { return };
         let due = {
             let st = self.lock();
-            log.end_lsn().saturating_sub(st.sb.checkpoint_lsn) > self.opts.checkpoint_log_bytes
-                || st.pending_bytes > self.opts.checkpoint_pending_bytes
+            st.early.is_empty()
+                && st.poisoned.is_none()
+                && (log.end_lsn().saturating_sub(st.sb.checkpoint_lsn)
+                    > self.opts.checkpoint_log_bytes
+                    || st.pending_bytes > self.opts.checkpoint_pending_bytes)
         };
-        if due {
-            // Refusals (a transaction is logging early) simply wait for the
-            // next commit; I/O failures have poisoned the store already.
-            let _ = self.checkpoint();
+        if due && let Err(e) = self.checkpoint() {
+            let mut st = self.lock();
+            if st.poisoned.is_none() {
+                st.poisoned = Some(format!("automatic checkpoint failed: {e}"));
+            }
         }
     }
 }

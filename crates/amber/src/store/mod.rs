@@ -185,6 +185,12 @@ impl State {
         }
     }
 
+    /// Whether the block at `head` is one of the store's own metadata blobs,
+    /// which transactions may not touch.
+    pub(crate) fn is_meta(&self, head: PageNo) -> bool {
+        [self.sb.fsm_page, self.sb.roots_page, self.sb.catalog_page].contains(&head)
+    }
+
     /// The block containing persistent address `addr`, and the offset in it.
     pub(crate) fn locate(&self, addr: PAddr) -> Option<(PageNo, u32, u32)> {
         let page = addr >> self.shift();

@@ -207,8 +207,11 @@ impl<'s> StoreTx<'s> {
                 image.len()
             )));
         }
-        if self.store.lock().fsm.block_of(page).is_none() {
-            return Err(Error::invalid(format!("page {page} is not allocated")));
+        {
+            let st = self.store.lock();
+            if st.fsm.block_of(page).is_none_or(|(h, _)| st.is_meta(h)) {
+                return Err(Error::invalid(format!("page {page} is not allocated")));
+            }
         }
         self.ops.push(Op::Page {
             page,

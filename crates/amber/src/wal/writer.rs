@@ -260,12 +260,16 @@ impl LogWriter {
             base_lsn: s.end_lsn,
             db_id: self.db_id,
         };
-        let slot = SLOT_OFFSETS[(h.generation % 2) as usize];
-        let res = self
-            .file
-            .write_all_at(&h.encode(), slot)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| Error::io("write log header", &self.path, e));
+        // Both copies, one after the other, each synced: while one is being
+        // written the other is intact, and afterwards a damaged copy always
+        // has an identical twin.
+        let first = (h.generation % 2) as usize;
+        let res = [first, 1 - first].iter().try_for_each(|&i| {
+            self.file
+                .write_all_at(&h.encode(), SLOT_OFFSETS[i])
+                .and_then(|()| self.file.sync_data())
+                .map_err(|e| Error::io("write log header", &self.path, e))
+        });
         if let Err(e) = &res {
             s.failed = Some(e.to_string());
             return res;
