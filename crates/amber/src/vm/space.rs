@@ -371,6 +371,12 @@ impl FrameSpace {
                     self.note_written(&g, frame + k);
                 }
             }
+            if let Imp::Uffd(u) = &self.imp {
+                u.uffd.wake(addr, bytes.len()).map_err(|e| VmError::Os {
+                    op: "UFFDIO_WAKE",
+                    err: e,
+                })?;
+            }
             installed += j - i;
             i = j;
         }
@@ -546,6 +552,10 @@ impl FrameSpace {
                         op: "PAGEMAP_SCAN",
                         err: e,
                     })?;
+                // A page that is not present (never installed, or evicted) counts
+                // as written until first write-protected: only resident frames
+                // can really have been written.
+                out.retain(|&fr| frame_table::is_resident_state(self.table.state(fr)));
                 Ok(out)
             }
             Imp::Sigsegv(s) => {

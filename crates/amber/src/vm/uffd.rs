@@ -20,6 +20,7 @@ const UFFD_EVENT_PAGEFAULT: u8 = 0x12;
 pub(crate) const UFFD_PAGEFAULT_FLAG_WP: u64 = 1 << 1;
 pub(crate) const UFFDIO_REGISTER_MODE_MISSING: u64 = 1 << 0;
 pub(crate) const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
+const UFFDIO_COPY_MODE_DONTWAKE: u64 = 1 << 0;
 const UFFDIO_COPY_MODE_WP: u64 = 1 << 1;
 const UFFDIO_WRITEPROTECT_MODE_WP: u64 = 1 << 0;
 
@@ -153,8 +154,10 @@ impl Uffd {
     }
 
     /// Atomically fills `[dst, dst+src.len())` (page-aligned, currently
-    /// missing) with `src`, write-protected if `wp`, and wakes threads waiting
-    /// on it. Pages already present are skipped.
+    /// missing) with `src`, write-protected if `wp`. Pages already present are
+    /// skipped. Waiting threads are not woken: the caller first records the
+    /// frames as resident, then calls `wake`, so that a woken thread never
+    /// finds the frame table lagging behind the page table.
     pub(crate) fn copy(&self, dst: usize, src: &[u8], wp: bool, page: usize) -> io::Result<()> {
         let mut done = 0usize;
         while done < src.len() {
@@ -162,7 +165,7 @@ impl Uffd {
                 dst: (dst + done) as u64,
                 src: src[done..].as_ptr() as u64,
                 len: (src.len() - done) as u64,
-                mode: if wp { UFFDIO_COPY_MODE_WP } else { 0 },
+                mode: UFFDIO_COPY_MODE_DONTWAKE | if wp { UFFDIO_COPY_MODE_WP } else { 0 },
                 copy: 0,
             };
             // SAFETY: matches struct uffdio_copy; `src` is readable for `len`
