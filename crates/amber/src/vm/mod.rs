@@ -33,6 +33,20 @@
 //! clean/written status is unchanged by `copy_in` (so the layer above can restore
 //! a page after an abort and re-arm it with [`FrameSpace::write_protect`]).
 //!
+//! # Measured costs
+//!
+//! `cargo run --release -p amber --example vm_costs` on the 2-vCPU AMD EPYC
+//! guest, Linux 6.18, 4 KiB frames, medians over 4,000 pages (ranges over
+//! five runs):
+//!
+//! | event | `Sigsegv` | `Uffd` (default spin 200 µs) |
+//! |---|---|---|
+//! | cold read fault, fill by one memcpy | 7.9–8.2 µs | 7.2–16 µs |
+//! | the same after 1 ms idle | 11–21 µs | 9.5–15 µs |
+//! | first write to a tracked page | 5.1–5.4 µs | 0.75–1.0 µs |
+//! | `take_written`, per page scanned (1 in 10 written) | 270–305 ns | 6–10 ns |
+//! | evict + refault | 17–18 µs | 15–18 µs |
+//!
 //! # Errors during a fault
 //!
 //! When the program dereferences a pointer into a page that cannot be fetched
