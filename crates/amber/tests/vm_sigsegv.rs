@@ -68,3 +68,20 @@ fn large_frames() {
 fn drop_and_recreate() {
     common::drop_and_recreate(B);
 }
+#[test]
+fn map_count_exhaustion_is_a_clear_error() {
+    if common::child_scenario().is_some() {
+        return common::map_count_exhaustion(B);
+    }
+    let (status, stderr) = common::in_child("map_count_exhaustion_is_a_clear_error", "map_count");
+    if status.code() == Some(2) {
+        eprintln!("skipping: vm.max_map_count is raised on this host");
+        return;
+    }
+    assert!(status.success(), "status {status:?}, stderr:\n{stderr}");
+    assert!(stderr.contains("vm.max_map_count"), "{stderr}");
+}
+#[test]
+fn concurrent_first_writes() {
+    common::concurrent_first_writes(B);
+}

@@ -68,3 +68,7 @@ fn large_frames() {
 fn drop_and_recreate() {
     common::drop_and_recreate(B);
 }
+#[test]
+fn concurrent_first_writes() {
+    common::concurrent_first_writes(B);
+}

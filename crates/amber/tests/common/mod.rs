@@ -465,3 +465,66 @@ pub fn drop_and_recreate(b: Backend) {
         check_frame(&s, f, 1);
     }
 }
+
+/// Child side: install every other frame read-only until `mprotect` runs out
+/// of VMAs; exits 0 if the error was the clear MapCount one, 2 if the limit
+/// was never reached (a raised `vm.max_map_count`).
+pub fn map_count_exhaustion(b: Backend) {
+    let Some((s, _toy)) = space(b) else {
+        std::process::exit(0)
+    };
+    let n = 140_000u32;
+    let first = s.assign(0, n).expect("assign");
+    let data = vec![1u8; s.frame_size()];
+    for k in (0..n).step_by(2) {
+        match s.install(first + k, &data, InstallAs::Clean) {
+            Ok(_) => {}
+            Err(e @ VmError::MapCount { .. }) => {
+                eprintln!("after {} frames: {e}", k / 2);
+                assert!(e.to_string().contains("vm.max_map_count"));
+                // The frame that failed is still not resident and the space usable.
+                assert!(!s.is_resident(first + k));
+                assert_eq!(load(&s, first + k - 2, 0), 1);
+                std::process::exit(0);
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+    std::process::exit(2);
+}
+
+pub fn concurrent_first_writes(b: Backend) {
+    let Some((s, toy)) = space(b) else { return };
+    let n = 64u32;
+    let first = s.assign(10_000, n).expect("assign");
+    let threads = 4;
+    let barrier = Arc::new(Barrier::new(threads));
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let (s, barrier) = (s.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                amber::vm::prepare_thread();
+                barrier.wait();
+                for k in 0..n {
+                    store(&s, first + (k + t as u32 * 17) % n, t, 0xEE);
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().expect("writer thread");
+    }
+    assert_eq!(
+        s.take_written().expect("take"),
+        (first..first + n).collect::<Vec<_>>()
+    );
+    if b == Backend::Sigsegv {
+        // Exactly one first_write per frame, however many threads raced.
+        assert_eq!(toy.first_writes.load(Ordering::Relaxed), n as usize);
+    }
+    for k in 0..n {
+        for t in 0..threads {
+            assert_eq!(load(&s, first + k, t), 0xEE);
+        }
+    }
+}
