@@ -12,8 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use amber::vm::{
-    Backend, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
-    VmConfig,
+    BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer, VmConfig,
 };
 
 /// Fills a page with one memcpy from a prepared image; on first write copies
@@ -213,5 +212,4 @@ fn main() {
             us(r.evict_refault)
         );
     }
-    let _ = Backend::Uffd;
 }

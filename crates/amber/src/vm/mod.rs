@@ -90,9 +90,11 @@ mod fault;
 mod frame_table;
 mod lock;
 mod pagemap;
+mod residency;
 mod sigsegv;
 mod space;
 mod sys;
+mod tracking;
 mod types;
 mod uffd;
 
