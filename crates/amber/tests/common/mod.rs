@@ -528,3 +528,18 @@ pub fn concurrent_first_writes(b: Backend) {
         }
     }
 }
+
+/// Child side: a thread that never called `prepare_thread` touches a page.
+pub fn load_on_unprepared_thread(b: Backend) {
+    let Some((s, _toy)) = space(b) else {
+        std::process::exit(0)
+    };
+    let f = s.assign(5, 1).expect("assign");
+    let s2 = s.clone();
+    let v = std::thread::spawn(move || load(&s2, f, 0))
+        .join()
+        .expect("thread");
+    // uffd needs no signal stack: the load simply works.
+    assert_eq!(v, pattern(5, 0));
+    std::process::exit(if b == Backend::Uffd { 0 } else { 3 });
+}
