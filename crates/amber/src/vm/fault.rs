@@ -1,0 +1,226 @@
+//! What happens on each event: a userfaultfd message, a SIGSEGV, a
+//! synchronous `ensure_resident`, and the locked memcpys behind
+//! `copy_out`/`copy_in`.
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+
+use super::frame_table::{CLEAN, DIRTY, NOT_RESIDENT, WRITE_PENDING};
+use super::lock::Guard;
+use super::sigsegv::{MIN_SERVICE_STACK, altstack_room};
+use super::space::{FrameSpace, Imp, Installer};
+use super::sys::fatal;
+use super::uffd::{UFFD_PAGEFAULT_FLAG_WP, UffdMsg};
+use super::{FaultError, FrameNo, VmError};
+
+thread_local! {
+    /// Address of the frame whose `first_write` this thread is running, to
+    /// turn a touch of that frame from inside the callback (which would wait
+    /// for itself) into a clear abort.
+    static FIRST_WRITE_OF: Cell<usize> = const { Cell::new(0) };
+}
+
+impl FrameSpace {
+    /// Runs the service for `f` in the calling thread unless it is resident.
+    pub(crate) fn fill(&self, f: FrameNo) -> Result<(), FaultError> {
+        let page = match self.page_of(f) {
+            Some((head, idx, _)) => head + u64::from(idx),
+            None => {
+                return Err(FaultError {
+                    page: u64::MAX,
+                    message: format!("frame {f} is not assigned to a page"),
+                });
+            }
+        };
+        if self.is_resident(f) {
+            return Ok(());
+        }
+        let mut inst = Installer {
+            space: self,
+            frame: f,
+        };
+        self.service.missing(f, &mut inst)?;
+        if self.is_resident(f) {
+            Ok(())
+        } else {
+            Err(FaultError {
+                page,
+                message: format!("the fault service returned without installing frame {f}"),
+            })
+        }
+    }
+
+    /// userfaultfd: one message, on the handler thread.
+    pub(crate) fn serve_uffd(&self, m: &UffdMsg) {
+        let Imp::Uffd(u) = &self.imp else { return };
+        if !m.is_pagefault() || self.dropping.load(Ordering::Acquire) {
+            return;
+        }
+        let addr = m.address() as usize;
+        let page_addr = addr & !(self.host_page - 1);
+        let Some(f) = self.frame_at(addr) else {
+            fatal(format_args!(
+                "userfaultfd fault at {addr:#x}, outside the reservation"
+            ))
+        };
+        if m.flags() & UFFD_PAGEFAULT_FLAG_WP != 0 {
+            // Not expected with WP_ASYNC; resolve it rather than hang.
+            let _ = u.uffd.writeprotect(page_addr, self.host_page, false);
+            return;
+        }
+        if self.is_unassigned(f) {
+            fatal(format_args!(
+                "access to frame {f} at {addr:#x}, which is not assigned to any page (a wild or stale pointer)"
+            ));
+        }
+        if let Err(e) = self.fill(f) {
+            fatal(format_args!("page {}: {}", e.page, e.message));
+        }
+        // UFFDIO_COPY woke the faulting thread if this call installed the
+        // page; if another thread installed it first, wake it here.
+        let _ = u.uffd.wake(page_addr, self.host_page);
+    }
+
+    /// sigsegv: a fault at `addr` inside this reservation, on the faulting
+    /// thread, inside the signal handler. Returning retries the access.
+    pub(crate) fn on_sigsegv(&self, addr: usize, write: Option<bool>) {
+        let Some(f) = self.frame_at(addr) else { return };
+        loop {
+            match self.state(f) {
+                NOT_RESIDENT => {
+                    if let Some(room) = altstack_room().filter(|&r| r < MIN_SERVICE_STACK) {
+                        fatal(format_args!(
+                            "frame {f} was touched on a thread whose signal stack has only {room} bytes left; \
+                             call amber::vm::prepare_thread() on threads that dereference persistent pointers"
+                        ));
+                    }
+                    if let Err(e) = self.fill(f) {
+                        fatal(format_args!("page {}: {}", e.page, e.message));
+                    }
+                    return;
+                }
+                CLEAN => {
+                    // A read that raced with an install: the retry succeeds.
+                    if write == Some(false) || !self.track_writes {
+                        return;
+                    }
+                    let Some(m) = self.table.meta(f) else { return };
+                    if m.state
+                        .compare_exchange(CLEAN, WRITE_PENDING, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
+                        self.first_write(f);
+                        return;
+                    }
+                }
+                WRITE_PENDING => {
+                    if FIRST_WRITE_OF.with(|c| c.get()) == self.frame_addr(f) {
+                        fatal(format_args!("first_write for frame {f} touched that frame"));
+                    }
+                    // Another thread is running first_write; wait for it.
+                    // SAFETY: sched_yield has no preconditions.
+                    unsafe { libc::sched_yield() };
+                }
+                DIRTY => return,
+                _ => fatal(format_args!(
+                    "access to frame {f} at {addr:#x}, which is not assigned to any page (a wild or stale pointer)"
+                )),
+            }
+        }
+    }
+
+    /// sigsegv: this thread won the CLEAN → WRITE_PENDING race for `f`.
+    fn first_write(&self, f: FrameNo) {
+        let Imp::Sigsegv(s) = &self.imp else { return };
+        let off = self.frame_addr(f) - self.base();
+        // SAFETY: the staging view covers the reservation and `off..off +
+        // frame_size` is inside it. The frame is read-only in the program's view
+        // and WRITE_PENDING, so only `copy_in` (the layer above, which
+        // coordinates with itself) could change it while the slice lives.
+        let clean =
+            unsafe { std::slice::from_raw_parts(s.staging.ptr().add(off), self.frame_size) };
+        FIRST_WRITE_OF.with(|c| c.set(self.frame_addr(f)));
+        self.service.first_write(f, clean);
+        FIRST_WRITE_OF.with(|c| c.set(0));
+        let g = self.lock.lock();
+        // Evicted meanwhile: leave it; the retried write faults it back in.
+        if self.state(f) != WRITE_PENDING {
+            return;
+        }
+        if let Err(e) = self.protect(f, 1, libc::PROT_READ | libc::PROT_WRITE) {
+            drop(g);
+            fatal(format_args!("enabling writes to frame {f}: {e}"));
+        }
+        if let Some(m) = self.table.meta(f) {
+            m.state.store(DIRTY, Ordering::Release);
+        }
+        self.note_written(&g, f);
+    }
+
+    /// Copies out of a resident frame (lock held, so it cannot be evicted).
+    pub(crate) fn read_frame(&self, _g: &Guard<'_>, addr: usize, buf: &mut [u8]) {
+        let src = match &self.imp {
+            // SAFETY: addr - base is inside the staging view's range.
+            Imp::Sigsegv(s) => unsafe { s.staging.ptr().add(addr - self.base()) },
+            Imp::Uffd(_) => addr as *mut u8,
+        };
+        // SAFETY: the frame is resident and readable in the chosen view (the
+        // caller checked under the lock, which also excludes eviction), so
+        // the copy cannot fault; `buf` does not overlap the reservation.
+        unsafe { std::ptr::copy_nonoverlapping(src, buf.as_mut_ptr(), buf.len()) };
+    }
+
+    /// Copies into a resident frame without changing its written status.
+    pub(crate) fn write_frame(
+        &self,
+        _g: &Guard<'_>,
+        addr: usize,
+        data: &[u8],
+    ) -> Result<(), VmError> {
+        match &self.imp {
+            Imp::Sigsegv(s) => {
+                // SAFETY: inside the staging view, which is always writable;
+                // resident (checked under the lock), so no hole is being punched.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        data.as_ptr(),
+                        s.staging.ptr().add(addr - self.base()),
+                        data.len(),
+                    )
+                };
+                Ok(())
+            }
+            Imp::Uffd(u) => {
+                let hp = self.host_page;
+                let (lo, hi) = (addr & !(hp - 1), (addr + data.len() + hp - 1) & !(hp - 1));
+                let mut written: Vec<(u64, u64)> = Vec::new();
+                if self.track_writes {
+                    u.pagemap_written(lo, hi, &mut written)?;
+                }
+                // SAFETY: resident and writable (a write-protected page is
+                // resolved by the kernel without a message: WP_ASYNC), so the
+                // copy cannot block on our handler thread.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len())
+                };
+                if self.track_writes {
+                    // Re-protect the pages that were clean before our write.
+                    let mut p = lo;
+                    while p < hi {
+                        let was_written = written
+                            .iter()
+                            .any(|&(s, e)| (p as u64) >= s && (p as u64) < e);
+                        if !was_written {
+                            u.uffd.writeprotect(p, hp, true).map_err(|e| VmError::Os {
+                                op: "UFFDIO_WRITEPROTECT",
+                                err: e,
+                            })?;
+                        }
+                        p += hp;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! The address-mapping table: persistent page number → virtual frame and back.
+//!
+//! This is Texas's page-wise table, filled lazily: a page gets a frame the
+//! first time a pointer to it is swizzled, not when it is loaded. Both
+//! directions live in memory obtained from `mmap` and are read without locks,
+//! because the SIGSEGV handler needs `frame → page` and the fault service
+//! (running inside that handler) needs `page → frame` while swizzling.
+//! Writers hold the FrameSpace lock (proved by passing its `Guard`).
+//!
+//! - `frame → page`: a flat array of [`FrameMeta`], one per frame of the
+//!   reservation, reserved up front with MAP_NORESERVE: only the pages of the
+//!   array that describe assigned frames ever become resident.
+//! - `page → frame`: an open-addressing hash table (linear probing, at most
+//!   half full). Page numbers are sparse u64s, so a flat array is impossible.
+//!   It grows by doubling into a fresh mapping; old tables stay mapped until the
+//!   FrameSpace is dropped so that a lock-free reader holding an old pointer
+//!   reads valid (if slightly stale) memory. The waste is bounded by the size
+//!   of the current table.
+//!
+//! Frames are handed out by a bump pointer and never reused for another page
+//! while the FrameSpace lives, so a swizzled pointer never changes meaning.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+
+use super::lock::Guard;
+use super::sys::Mapping;
+use super::{FrameNo, VmError};
+
+/// Frame states (the `state` word of [`FrameMeta`]).
+pub(crate) const UNASSIGNED: u32 = 0;
+/// Assigned to a page, content not present: a touch faults.
+pub(crate) const NOT_RESIDENT: u32 = 1;
+/// Resident and, when writes are tracked, write-protected.
+pub(crate) const CLEAN: u32 = 2;
+/// sigsegv backend: a thread is running `first_write` for this frame.
+pub(crate) const WRITE_PENDING: u32 = 3;
+/// Resident and writable (sigsegv: in the written set if tracking).
+pub(crate) const DIRTY: u32 = 4;
+
+pub(crate) fn is_resident_state(s: u32) -> bool {
+    s >= CLEAN
+}
+
+#[repr(C)]
+pub(crate) struct FrameMeta {
+    /// Head page of the run + 1; 0 while unassigned.
+    head_plus_one: AtomicU64,
+    /// `index_in_run << 32 | run_len`.
+    run: AtomicU64,
+    pub(crate) state: AtomicU32,
+    _pad: u32,
+}
+
+#[repr(C)]
+struct Slot {
+    /// Page + 1; 0 = empty. Written last, with Release, so a reader that sees
+    /// the key also sees the frame.
+    key: AtomicU64,
+    frame: AtomicU32,
+    _pad: u32,
+}
+
+/// First words of every hash-table mapping.
+#[repr(C)]
+struct TableHeader {
+    /// Number of slots, a power of two.
+    cap: u64,
+    _pad: u64,
+}
+
+const INITIAL_SLOTS: usize = 4096;
+const MAX_TABLES: usize = 48;
+
+struct Mutable {
+    /// Entries in the hash table (pages assigned).
+    pages: usize,
+    /// Every hash table ever allocated; the last one is current.
+    tables: [Option<Mapping>; MAX_TABLES],
+    ntables: usize,
+}
+
+pub(crate) struct FrameTable {
+    meta: Mapping,
+    nframes: u32,
+    /// Frames handed out so far (the bump pointer).
+    next_free: AtomicU32,
+    /// Start of the current hash-table mapping.
+    current: AtomicPtr<u8>,
+    /// Only touched with the FrameSpace lock held.
+    mutable: UnsafeCell<Mutable>,
+}
+
+// SAFETY: the raw mappings are shared memory read through atomics; `mutable`
+// is only accessed by a thread holding the FrameSpace lock (every such method
+// takes a `&Guard`).
+unsafe impl Send for FrameTable {}
+// SAFETY: as above.
+unsafe impl Sync for FrameTable {}
+
+fn hash(page: u64, mask: usize) -> usize {
+    // Fibonacci hashing: page numbers are often consecutive, and the
+    // multiplication spreads them over the whole table.
+    (page.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20) as usize & mask
+}
+
+fn new_table(cap: usize) -> Result<Mapping, VmError> {
+    let bytes = std::mem::size_of::<TableHeader>() + cap * std::mem::size_of::<Slot>();
+    let m = Mapping::anon(bytes, libc::PROT_READ | libc::PROT_WRITE).map_err(|e| VmError::Os {
+        op: "mmap page table",
+        err: e,
+    })?;
+    // SAFETY: the mapping is fresh, writable, zeroed and large enough for the
+    // header; no other thread can see it yet.
+    unsafe { (*m.ptr().cast::<TableHeader>()).cap = cap as u64 };
+    Ok(m)
+}
+
+/// # Safety
+/// `t` must point at a live table mapping created by `new_table`.
+unsafe fn slots<'a>(t: *const u8) -> &'a [Slot] {
+    // SAFETY: per the contract the header is initialised and `cap` slots
+    // follow it, zero-initialised (an all-zero Slot is a valid empty slot).
+    unsafe {
+        let cap = (*t.cast::<TableHeader>()).cap as usize;
+        let first = t.add(std::mem::size_of::<TableHeader>()).cast::<Slot>();
+        std::slice::from_raw_parts(first, cap)
+    }
+}
+
+impl FrameTable {
+    pub(crate) fn new(nframes: u32) -> Result<FrameTable, VmError> {
+        let meta_bytes = (nframes as usize).max(1) * std::mem::size_of::<FrameMeta>();
+        let meta = Mapping::anon(meta_bytes, libc::PROT_READ | libc::PROT_WRITE).map_err(|e| {
+            VmError::Os {
+                op: "mmap frame table",
+                err: e,
+            }
+        })?;
+        let first = new_table(INITIAL_SLOTS)?;
+        let current = AtomicPtr::new(first.ptr());
+        let mut tables: [Option<Mapping>; MAX_TABLES] = std::array::from_fn(|_| None);
+        tables[0] = Some(first);
+        Ok(FrameTable {
+            meta,
+            nframes,
+            next_free: AtomicU32::new(0),
+            current,
+            mutable: UnsafeCell::new(Mutable {
+                pages: 0,
+                tables,
+                ntables: 1,
+            }),
+        })
+    }
+
+    pub(crate) fn nframes(&self) -> u32 {
+        self.nframes
+    }
+
+    /// Frames handed out so far; frames `0..assigned()` are assigned.
+    pub(crate) fn assigned(&self) -> u32 {
+        self.next_free.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn meta(&self, f: FrameNo) -> Option<&FrameMeta> {
+        if f >= self.nframes {
+            return None;
+        }
+        // SAFETY: f < nframes and the mapping holds nframes zero-initialised
+        // FrameMeta (all-zero is valid for atomics); it lives as long as self.
+        Some(unsafe { &*self.meta.ptr().cast::<FrameMeta>().add(f as usize) })
+    }
+
+    pub(crate) fn state(&self, f: FrameNo) -> u32 {
+        self.meta(f)
+            .map_or(UNASSIGNED, |m| m.state.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn page_of(&self, f: FrameNo) -> Option<(u64, u32, u32)> {
+        let m = self.meta(f)?;
+        let head = m.head_plus_one.load(Ordering::Acquire);
+        if head == 0 {
+            return None;
+        }
+        let run = m.run.load(Ordering::Relaxed);
+        Some((head - 1, (run >> 32) as u32, run as u32))
+    }
+
+    pub(crate) fn lookup(&self, page: u64) -> Option<FrameNo> {
+        let key = page.checked_add(1)?;
+        // SAFETY: `current` always points at a live table: tables are only
+        // unmapped when the FrameTable is dropped.
+        let slots = unsafe { slots(self.current.load(Ordering::Acquire)) };
+        let mask = slots.len() - 1;
+        let mut i = hash(page, mask);
+        loop {
+            let k = slots[i].key.load(Ordering::Acquire);
+            if k == key {
+                return Some(slots[i].frame.load(Ordering::Relaxed));
+            }
+            if k == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Returns the frame of `page`, or assigns `run_len` fresh contiguous frames
+    /// to `page..page+run_len`.
+    pub(crate) fn assign(
+        &self,
+        _g: &Guard<'_>,
+        page: u64,
+        run_len: u32,
+    ) -> Result<FrameNo, VmError> {
+        if run_len == 0 {
+            return Err(VmError::InvalidArgument("run_len must be at least 1"));
+        }
+        // Keys are page + 1, so every page of the run must be below u64::MAX.
+        if page.checked_add(u64::from(run_len)).is_none() {
+            return Err(VmError::BadPage { page });
+        }
+        if let Some(f) = self.lookup(page) {
+            if run_len > 1 {
+                match self.page_of(f) {
+                    Some((head, 0, len)) if head == page && len == run_len => {}
+                    _ => return Err(VmError::RunConflict { page, run_len }),
+                }
+            }
+            return Ok(f);
+        }
+        for i in 1..u64::from(run_len) {
+            if self.lookup(page + i).is_some() {
+                return Err(VmError::RunConflict { page, run_len });
+            }
+        }
+        let first = self.next_free.load(Ordering::Relaxed);
+        let free = self.nframes - first;
+        if run_len > free {
+            return Err(VmError::Exhausted {
+                requested: run_len,
+                free,
+                frames: self.nframes,
+            });
+        }
+        // SAFETY: we hold the lock (the guard), the only way to reach `mutable`.
+        let mutable = unsafe { &mut *self.mutable.get() };
+        self.reserve_slots(mutable, mutable.pages + run_len as usize)?;
+        for i in 0..run_len {
+            let f = first + i;
+            let m = self.meta(f).ok_or(VmError::BadFrame { frame: f })?;
+            m.run
+                .store(u64::from(i) << 32 | u64::from(run_len), Ordering::Relaxed);
+            m.state.store(NOT_RESIDENT, Ordering::Relaxed);
+            m.head_plus_one.store(page + 1, Ordering::Release);
+        }
+        // SAFETY: reserve_slots left `current` pointing at a live table.
+        let slots = unsafe { slots(self.current.load(Ordering::Acquire)) };
+        for i in 0..run_len {
+            insert(slots, page + u64::from(i), first + i);
+        }
+        mutable.pages += run_len as usize;
+        self.next_free.store(first + run_len, Ordering::Release);
+        Ok(first)
+    }
+
+    /// Grows the hash table so that `want` entries keep it at most half full.
+    fn reserve_slots(&self, mutable: &mut Mutable, want: usize) -> Result<(), VmError> {
+        // SAFETY: `current` is live (see lookup).
+        let old = unsafe { slots(self.current.load(Ordering::Acquire)) };
+        if want * 2 <= old.len() {
+            return Ok(());
+        }
+        if mutable.ntables == MAX_TABLES {
+            return Err(VmError::InvalidArgument("page table grew too many times"));
+        }
+        let cap = (want * 2).next_power_of_two().max(old.len() * 2);
+        let table = new_table(cap)?;
+        // SAFETY: `table` was just created by new_table.
+        let fresh = unsafe { slots(table.ptr()) };
+        for s in old {
+            let k = s.key.load(Ordering::Acquire);
+            if k != 0 {
+                insert(fresh, k - 1, s.frame.load(Ordering::Relaxed));
+            }
+        }
+        self.current.store(table.ptr(), Ordering::Release);
+        mutable.tables[mutable.ntables] = Some(table);
+        mutable.ntables += 1;
+        Ok(())
+    }
+}
+
+fn insert(slots: &[Slot], page: u64, frame: FrameNo) {
+    let mask = slots.len() - 1;
+    let mut i = hash(page, mask);
+    while slots[i].key.load(Ordering::Relaxed) != 0 {
+        i = (i + 1) & mask;
+    }
+    slots[i].frame.store(frame, Ordering::Relaxed);
+    slots[i].key.store(page + 1, Ordering::Release);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::lock::OwnerLock;
+    use super::*;
+
+    #[test]
+    fn assigns_lazily_and_contiguously() {
+        let lock = OwnerLock::new();
+        let t = FrameTable::new(100_000).expect("table");
+        let g = lock.lock();
+        assert_eq!(t.lookup(5), None);
+        let a = t.assign(&g, 5, 1).expect("assign");
+        assert_eq!(t.assign(&g, 5, 1).expect("again"), a);
+        let b = t.assign(&g, 1 << 40, 3).expect("run");
+        assert_eq!(b, a + 1);
+        for i in 0..3 {
+            assert_eq!(t.lookup((1 << 40) + i), Some(b + i as u32));
+            assert_eq!(t.page_of(b + i as u32), Some((1 << 40, i as u32, 3)));
+        }
+        assert!(matches!(
+            t.assign(&g, (1 << 40) + 1, 2),
+            Err(VmError::RunConflict { .. })
+        ));
+        assert!(matches!(
+            t.assign(&g, 4, 2),
+            Err(VmError::RunConflict { .. })
+        ));
+        // Growth: many pages, all still found.
+        for p in 0..20_000u64 {
+            t.assign(&g, 1_000_000 + p * 7, 1).expect("assign many");
+        }
+        for p in 0..20_000u64 {
+            let f = t.lookup(1_000_000 + p * 7).expect("found");
+            assert_eq!(t.page_of(f), Some((1_000_000 + p * 7, 0, 1)));
+        }
+        assert!(matches!(
+            t.assign(&g, u64::MAX, 1),
+            Err(VmError::BadPage { .. })
+        ));
+        t.assign(&g, u64::MAX - 1, 1).expect("largest page");
+    }
+
+    #[test]
+    fn exhaustion_is_an_error() {
+        let lock = OwnerLock::new();
+        let t = FrameTable::new(4).expect("table");
+        let g = lock.lock();
+        t.assign(&g, 0, 3).expect("fits");
+        assert!(matches!(
+            t.assign(&g, 10, 2),
+            Err(VmError::Exhausted {
+                requested: 2,
+                free: 1,
+                ..
+            })
+        ));
+        t.assign(&g, 10, 1).expect("last frame");
+    }
+}

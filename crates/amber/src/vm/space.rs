@@ -1,0 +1,426 @@
+//! `FrameSpace`: one reservation, its frame table, and the backend serving it.
+//! The public operations live here; what happens on a fault is in `fault.rs`.
+
+use std::cell::UnsafeCell;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::frame_table::{self, FrameTable, UNASSIGNED};
+use super::lock::OwnerLock;
+use super::pagemap::PageMap;
+use super::sigsegv::{self, prepare_thread};
+use super::sys::{self, Mapping};
+use super::types::{
+    Backend, BackendChoice, FaultError, FaultService, FrameNo, InstallAs, VmConfig, VmError,
+};
+use super::uffd::{self, HandlerThread, Uffd};
+
+/// Handed to [`FaultService::missing`]: installs pages and reaches the
+/// FrameSpace (to assign frames while swizzling) without a strong reference.
+pub struct Installer<'a> {
+    pub(crate) space: &'a FrameSpace,
+    pub(crate) frame: FrameNo,
+}
+
+impl<'a> Installer<'a> {
+    /// The frame whose touch caused this call.
+    pub fn frame(&self) -> FrameNo {
+        self.frame
+    }
+
+    pub fn space(&self) -> &'a FrameSpace {
+        self.space
+    }
+
+    /// Same as [`FrameSpace::install`].
+    pub fn install(&mut self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
+        self.space.install(frame, data, how)
+    }
+}
+
+pub(crate) struct UffdState {
+    pub(crate) uffd: Arc<Uffd>,
+    pub(crate) pagemap: PageMap,
+    thread: Mutex<Option<HandlerThread>>,
+}
+
+impl UffdState {
+    /// Host-page runs in `[lo, hi)` written since last protected (no re-protect).
+    pub(crate) fn pagemap_written(
+        &self,
+        lo: usize,
+        hi: usize,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<(), VmError> {
+        self.pagemap
+            .written(lo as u64, hi as u64, false, &mut |s, e| out.push((s, e)))
+            .map_err(|e| VmError::Os {
+                op: "PAGEMAP_SCAN",
+                err: e,
+            })
+    }
+}
+
+pub(crate) struct SigState {
+    pub(crate) memfd: OwnedFd,
+    pub(crate) staging: Mapping,
+    slot: AtomicUsize,
+    /// Frames made writable since the last `take_written` (may hold stale
+    /// entries; filtered by state). Capacity: one entry per frame.
+    pub(crate) written: Mapping,
+    pub(crate) wlen: UnsafeCell<usize>,
+}
+
+pub(crate) enum Imp {
+    Uffd(UffdState),
+    Sigsegv(SigState),
+}
+
+/// A reservation of address space divided into frames; see the module docs.
+pub struct FrameSpace {
+    pub(crate) frame_size: usize,
+    pub(crate) shift: u32,
+    pub(crate) host_page: usize,
+    pub(crate) base: usize,
+    len: usize,
+    pub(crate) track_writes: bool,
+    backend: Backend,
+    reason: String,
+    pub(crate) service: Arc<dyn FaultService>,
+    pub(crate) table: FrameTable,
+    pub(crate) lock: OwnerLock,
+    pub(crate) imp: Imp,
+    /// Set when dropping starts: late fault messages are then ignored.
+    pub(crate) dropping: AtomicBool,
+    main: Option<Mapping>,
+}
+
+// SAFETY: all shared mutable state is atomics, memory reached through raw
+// pointers under the lock, or (`wlen`) only touched with the lock held.
+unsafe impl Send for FrameSpace {}
+// SAFETY: as above.
+unsafe impl Sync for FrameSpace {}
+
+impl std::fmt::Debug for FrameSpace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameSpace")
+            .field("backend", &self.backend)
+            .field("base", &format_args!("{:#x}", self.base))
+            .field("frames", &self.table.nframes())
+            .field("frame_size", &self.frame_size)
+            .finish()
+    }
+}
+
+struct SendPtr(*const FrameSpace);
+// SAFETY: FrameSpace is Sync, and the pointer is only dereferenced by the
+// handler thread, which FrameSpace::drop joins before any field is freed.
+unsafe impl Send for SendPtr {}
+
+/// Decides the backend: explicit choice, then the environment, then a probe.
+fn choose(choice: BackendChoice, env: Option<&str>) -> Result<(BackendChoice, String), VmError> {
+    match (choice, env) {
+        (BackendChoice::Auto, Some("uffd")) => {
+            Ok((BackendChoice::Uffd, "AMBER_FAULT_BACKEND=uffd".into()))
+        }
+        (BackendChoice::Auto, Some("sigsegv")) => {
+            Ok((BackendChoice::Sigsegv, "AMBER_FAULT_BACKEND=sigsegv".into()))
+        }
+        (BackendChoice::Auto, Some(v)) if !v.is_empty() => Err(VmError::InvalidConfig(format!(
+            "AMBER_FAULT_BACKEND={v}: expected uffd or sigsegv"
+        ))),
+        (BackendChoice::Auto, _) => Ok((BackendChoice::Auto, String::new())),
+        (c, _) => Ok((c, "chosen by configuration".into())),
+    }
+}
+
+impl FrameSpace {
+    pub fn new(cfg: VmConfig, service: Arc<dyn FaultService>) -> Result<Arc<FrameSpace>, VmError> {
+        let host_page = sys::host_page_size();
+        let fs = cfg.frame_size;
+        if !fs.is_power_of_two() || fs < host_page || fs > 1 << 20 {
+            return Err(VmError::InvalidConfig(format!(
+                "frame_size {fs} must be a power of two between the host page size {host_page} and 1 MiB"
+            )));
+        }
+        let nframes = (cfg.reserve_bytes / fs as u64).min(u64::from(u32::MAX));
+        if nframes == 0 || nframes as u128 * fs as u128 > isize::MAX as u128 {
+            return Err(VmError::InvalidConfig(format!(
+                "reserve_bytes {} is out of range",
+                cfg.reserve_bytes
+            )));
+        }
+        let nframes = nframes as u32;
+        let len = nframes as usize * fs;
+        let env = std::env::var("AMBER_FAULT_BACKEND").ok();
+        let (choice, mut reason) = choose(cfg.backend, env.as_deref())?;
+        let table = FrameTable::new(nframes)?;
+
+        let (imp, main, backend) = match choice {
+            BackendChoice::Sigsegv => {
+                let (imp, main) = new_sigsegv(len, nframes)?;
+                (imp, main, Backend::Sigsegv)
+            }
+            BackendChoice::Uffd => match new_uffd(len, cfg.track_writes) {
+                Ok((imp, main)) => (imp, main, Backend::Uffd),
+                Err(why) => {
+                    return Err(VmError::BackendUnavailable {
+                        backend: Backend::Uffd,
+                        reason: why,
+                    });
+                }
+            },
+            BackendChoice::Auto => match new_uffd(len, cfg.track_writes) {
+                Ok((imp, main)) => {
+                    reason = "auto: userfaultfd opened with WP_ASYNC and PAGEMAP_SCAN".into();
+                    (imp, main, Backend::Uffd)
+                }
+                Err(why) => {
+                    reason = format!("auto: userfaultfd unusable ({why}); using SIGSEGV");
+                    let (imp, main) = new_sigsegv(len, nframes)?;
+                    (imp, main, Backend::Sigsegv)
+                }
+            },
+        };
+        let space = Arc::new(FrameSpace {
+            frame_size: fs,
+            shift: fs.trailing_zeros(),
+            host_page,
+            base: main.addr(),
+            len,
+            track_writes: cfg.track_writes,
+            backend,
+            reason,
+            service,
+            table,
+            lock: OwnerLock::new(),
+            imp,
+            dropping: AtomicBool::new(false),
+            main: Some(main),
+        });
+        prepare_thread();
+        match &space.imp {
+            Imp::Uffd(u) => {
+                let ptr = SendPtr(Arc::as_ptr(&space));
+                let serve = move |m: &uffd::UffdMsg| {
+                    let p = &ptr;
+                    // SAFETY: see SendPtr: the FrameSpace outlives this thread.
+                    unsafe { &*p.0 }.serve_uffd(m);
+                };
+                let t =
+                    HandlerThread::spawn(u.uffd.clone(), cfg.uffd_spin, serve).map_err(|e| {
+                        VmError::Os {
+                            op: "spawn userfaultfd thread",
+                            err: e,
+                        }
+                    })?;
+                *u.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
+            }
+            Imp::Sigsegv(s) => {
+                sigsegv::install()?;
+                let slot = sigsegv::register(Arc::as_ptr(&space))?;
+                s.slot.store(slot, Ordering::Release);
+            }
+        }
+        Ok(space)
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// Why this backend was chosen (for logs and benchmark reports).
+    pub fn backend_reason(&self) -> &str {
+        &self.reason
+    }
+
+    pub fn frame_size(&self) -> usize {
+        self.frame_size
+    }
+
+    /// Frames in the reservation.
+    pub fn frame_count(&self) -> u32 {
+        self.table.nframes()
+    }
+
+    /// Frames assigned so far (frames `0..n`).
+    pub fn assigned_frames(&self) -> u32 {
+        self.table.assigned()
+    }
+
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// Address of the first byte of frame `f` (computed; not checked).
+    pub fn frame_addr(&self, f: FrameNo) -> usize {
+        self.base + ((f as usize) << self.shift)
+    }
+
+    pub(crate) fn contains(&self, addr: usize) -> bool {
+        addr.wrapping_sub(self.base) < self.len
+    }
+
+    pub fn frame_at(&self, addr: usize) -> Option<FrameNo> {
+        self.contains(addr)
+            .then(|| ((addr - self.base) >> self.shift) as FrameNo)
+    }
+
+    pub fn lookup(&self, page: u64) -> Option<FrameNo> {
+        self.table.lookup(page)
+    }
+
+    /// The frame of `page`, assigning fresh frames if it has none: `run_len`
+    /// contiguous ones for `page..page+run_len` (a large object).
+    pub fn assign(&self, page: u64, run_len: u32) -> Result<FrameNo, VmError> {
+        if let Some(f) = self.table.lookup(page).filter(|_| run_len == 1) {
+            return Ok(f);
+        }
+        prepare_thread();
+        let g = self.lock.lock();
+        self.table.assign(&g, page, run_len)
+    }
+
+    /// `(head page, index in run, run length)` of an assigned frame.
+    pub fn page_of(&self, f: FrameNo) -> Option<(u64, u32, u32)> {
+        self.table.page_of(f)
+    }
+
+    pub fn is_resident(&self, f: FrameNo) -> bool {
+        frame_table::is_resident_state(self.table.state(f))
+    }
+
+    /// Makes `f` resident by running the service in the calling thread, so
+    /// that a bad page is an error here instead of an abort on a later load.
+    pub fn ensure_resident(&self, f: FrameNo) -> Result<(), FaultError> {
+        prepare_thread();
+        self.fill(f)
+    }
+
+    pub(crate) fn state(&self, f: FrameNo) -> u32 {
+        self.table.state(f)
+    }
+
+    pub(crate) fn is_unassigned(&self, f: FrameNo) -> bool {
+        self.table.state(f) == UNASSIGNED
+    }
+}
+
+fn new_uffd(len: usize, track: bool) -> Result<(Imp, Mapping), String> {
+    let uffd = Uffd::open(uffd::UFFD_FEATURE_WP_ASYNC)?;
+    let pagemap = PageMap::open().map_err(|e| format!("PAGEMAP_SCAN unavailable: {e}"))?;
+    let main = Mapping::anon(len, libc::PROT_READ | libc::PROT_WRITE)
+        .map_err(|e| format!("reserving {len} bytes: {e}"))?;
+    advise_reservation(&main);
+    let mode = uffd::UFFDIO_REGISTER_MODE_MISSING
+        | if track {
+            uffd::UFFDIO_REGISTER_MODE_WP
+        } else {
+            0
+        };
+    uffd.register(main.addr(), len, mode)
+        .map_err(|e| format!("UFFDIO_REGISTER: {e}"))?;
+    Ok((
+        Imp::Uffd(UffdState {
+            uffd: Arc::new(uffd),
+            pagemap,
+            thread: Mutex::new(None),
+        }),
+        main,
+    ))
+}
+
+fn new_sigsegv(len: usize, nframes: u32) -> Result<(Imp, Mapping), VmError> {
+    // SAFETY: memfd_create takes a C string and flags, returns a new fd or -1.
+    let fd = unsafe { libc::memfd_create(c"amber-frames".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(VmError::Os {
+            op: "memfd_create",
+            err: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: fd is fresh and owned by nobody else.
+    let memfd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ftruncate on our own memfd; a sparse size costs nothing.
+    if unsafe { libc::ftruncate(memfd.as_raw_fd(), len as libc::off_t) } != 0 {
+        return Err(VmError::Os {
+            op: "ftruncate(memfd)",
+            err: std::io::Error::last_os_error(),
+        });
+    }
+    let os = |op| move |e| VmError::Os { op, err: e };
+    let main = Mapping::shared_fd(len, libc::PROT_NONE, memfd.as_raw_fd())
+        .map_err(os("mmap reservation"))?;
+    let staging = Mapping::shared_fd(len, libc::PROT_READ | libc::PROT_WRITE, memfd.as_raw_fd())
+        .map_err(os("mmap staging view"))?;
+    advise_reservation(&main);
+    advise_reservation(&staging);
+    let written = Mapping::anon(
+        nframes as usize * std::mem::size_of::<FrameNo>(),
+        libc::PROT_READ | libc::PROT_WRITE,
+    )
+    .map_err(os("mmap written list"))?;
+    let st = SigState {
+        memfd,
+        staging,
+        slot: AtomicUsize::new(usize::MAX),
+        written,
+        wlen: UnsafeCell::new(0),
+    };
+    Ok((Imp::Sigsegv(st), main))
+}
+
+/// Not inherited by a forked child (it would lose its fault handling and see
+/// zero pages), and no transparent huge pages (frames are managed one by one).
+fn advise_reservation(m: &Mapping) {
+    let _ = sys::madvise(m.addr(), m.len(), libc::MADV_DONTFORK);
+    let _ = sys::madvise(m.addr(), m.len(), libc::MADV_NOHUGEPAGE);
+}
+
+impl Drop for FrameSpace {
+    fn drop(&mut self) {
+        self.dropping.store(true, Ordering::SeqCst);
+        match &self.imp {
+            Imp::Uffd(u) => {
+                // Joined here, before any field is freed (the thread holds a
+                // raw pointer to self).
+                drop(u.thread.lock().unwrap_or_else(|p| p.into_inner()).take());
+            }
+            Imp::Sigsegv(s) => sigsegv::unregister(s.slot.load(Ordering::Acquire)),
+        }
+        if let Some(m) = self.main.take() {
+            m.into_tombstone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_choice_honours_environment_only_for_auto() {
+        assert_eq!(
+            choose(BackendChoice::Auto, Some("uffd")).map(|c| c.0).ok(),
+            Some(BackendChoice::Uffd)
+        );
+        assert_eq!(
+            choose(BackendChoice::Auto, Some("sigsegv"))
+                .map(|c| c.0)
+                .ok(),
+            Some(BackendChoice::Sigsegv)
+        );
+        assert_eq!(
+            choose(BackendChoice::Auto, None).map(|c| c.0).ok(),
+            Some(BackendChoice::Auto)
+        );
+        assert_eq!(
+            choose(BackendChoice::Sigsegv, Some("uffd"))
+                .map(|c| c.0)
+                .ok(),
+            Some(BackendChoice::Sigsegv)
+        );
+        assert!(choose(BackendChoice::Auto, Some("mmap")).is_err());
+    }
+}

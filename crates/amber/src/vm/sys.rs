@@ -1,0 +1,239 @@
+//! Thin wrappers over the system calls the module needs, and the one way it
+//! reports a fatal error from a context that must not allocate.
+
+use std::fmt::{self, Write as _};
+use std::io;
+use std::ptr::NonNull;
+
+/// The host's virtual-memory page size (4 KiB on x86-64, 16 KiB on some arm64 hosts).
+pub(crate) fn host_page_size() -> usize {
+    // SAFETY: sysconf has no preconditions; _SC_PAGESIZE is always supported on Linux.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n <= 0 { 4096 } else { n as usize }
+}
+
+/// A region of address space that is unmapped when dropped, unless it was
+/// turned into a tombstone with [`Mapping::into_tombstone`].
+pub(crate) struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a Mapping is only an address range plus the duty to unmap it; the
+// bytes in it are accessed through raw pointers by code that synchronises on its own.
+unsafe impl Send for Mapping {}
+// SAFETY: as above; &Mapping hands out only the address.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Private anonymous memory, not charged against overcommit (MAP_NORESERVE):
+    /// tables sized for the worst case cost only the pages actually touched.
+    pub(crate) fn anon(len: usize, prot: libc::c_int) -> io::Result<Mapping> {
+        Self::map(len, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1)
+    }
+
+    /// A shared view of `fd` from offset 0.
+    pub(crate) fn shared_fd(len: usize, prot: libc::c_int, fd: libc::c_int) -> io::Result<Mapping> {
+        Self::map(len, prot, libc::MAP_SHARED, fd)
+    }
+
+    fn map(
+        len: usize,
+        prot: libc::c_int,
+        flags: libc::c_int,
+        fd: libc::c_int,
+    ) -> io::Result<Mapping> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
+        }
+        // SAFETY: a fresh mapping at an address the kernel picks (no MAP_FIXED)
+        // cannot alias or clobber any existing Rust object.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                flags | libc::MAP_NORESERVE,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        NonNull::new(p.cast::<u8>())
+            .map(|ptr| Mapping { ptr, len })
+            .ok_or_else(|| io::Error::other("mmap returned null"))
+    }
+
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Replaces the range with inaccessible, unregistered, empty memory and
+    /// keeps it reserved for ever. Pointers into a dropped FrameSpace then fault
+    /// (and crash through the previous SIGSEGV handler) instead of reading
+    /// whatever a later mmap would have put at the same address.
+    pub(crate) fn into_tombstone(self) {
+        // SAFETY: MAP_FIXED over our own range only replaces memory this Mapping
+        // owns; every FrameSpace user has been stopped before this is called, and
+        // stale raw pointers into it now fault rather than read freed memory.
+        let p = unsafe {
+            libc::mmap(
+                self.ptr().cast(),
+                self.len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            // Could not replace it: unmapping is the next safest thing, since
+            // leaving a live registered range without a handler could hang.
+            drop(self);
+        } else {
+            std::mem::forget(self);
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the range was returned by mmap and is owned by this value alone.
+        unsafe {
+            libc::munmap(self.ptr().cast(), self.len);
+        }
+    }
+}
+
+/// Changes the protection of `[addr, addr+len)`, all inside one of our mappings.
+pub(crate) fn mprotect(addr: usize, len: usize, prot: libc::c_int) -> io::Result<()> {
+    // SAFETY: callers pass ranges inside a reservation owned by a live
+    // FrameSpace; changing protection never invalidates Rust references because
+    // none are handed out into the reservation.
+    let rc = unsafe { libc::mprotect(addr as *mut libc::c_void, len, prot) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// madvise over a range of one of our mappings.
+pub(crate) fn madvise(addr: usize, len: usize, advice: libc::c_int) -> io::Result<()> {
+    // SAFETY: as for mprotect: the range belongs to a reservation we own and no
+    // Rust reference points into it.
+    let rc = unsafe { libc::madvise(addr as *mut libc::c_void, len, advice) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+pub(crate) fn errno() -> libc::c_int {
+    // SAFETY: __errno_location returns this thread's errno slot, always valid.
+    unsafe { *libc::__errno_location() }
+}
+
+pub(crate) fn set_errno(v: libc::c_int) {
+    // SAFETY: as in errno().
+    unsafe { *libc::__errno_location() = v }
+}
+
+/// A fixed buffer that `core::fmt` can write into without allocating, so that
+/// messages can be formatted inside a signal handler.
+pub(crate) struct StackBuf {
+    buf: [u8; 1024],
+    len: usize,
+}
+
+impl StackBuf {
+    pub(crate) const fn new() -> StackBuf {
+        StackBuf {
+            buf: [0; 1024],
+            len: 0,
+        }
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl fmt::Write for StackBuf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.buf.len() - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
+    }
+}
+
+/// Writes `amber: fatal: <args>` and a newline to stderr and aborts.
+///
+/// Used where an error cannot be returned: a fault on a plain load or store.
+/// It neither allocates nor takes locks (stderr is written with one write(2)),
+/// so it is safe inside the SIGSEGV handler and the userfaultfd thread.
+pub(crate) fn fatal(args: fmt::Arguments<'_>) -> ! {
+    let mut b = StackBuf::new();
+    let _ = b.write_str("amber: fatal: ");
+    let _ = b.write_fmt(args);
+    if b.len == b.buf.len() {
+        b.len -= 1;
+    }
+    b.buf[b.len] = b'\n';
+    b.len += 1;
+    let bytes = b.as_bytes();
+    // SAFETY: writing an initialised buffer to fd 2; a failed write is ignored
+    // because we abort next anyway.
+    unsafe {
+        libc::write(2, bytes.as_ptr().cast(), bytes.len());
+        libc::abort()
+    }
+}
+
+/// Issues an ioctl whose argument is a `#[repr(C)]` struct laid out as the kernel expects.
+///
+/// # Safety
+/// `T` must be the exact structure the kernel reads and writes for `req`, and any
+/// pointers inside it must be valid for what the ioctl does with them.
+pub(crate) unsafe fn ioctl<T>(
+    fd: libc::c_int,
+    req: libc::c_ulong,
+    arg: &mut T,
+) -> io::Result<libc::c_int> {
+    // SAFETY: guaranteed by the caller (see # Safety).
+    let rc = unsafe { libc::ioctl(fd, req as _, arg as *mut T) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// `_IOWR(ty, nr, size)` as in `asm-generic/ioctl.h`.
+pub(crate) const fn iowr(ty: u8, nr: u8, size: usize) -> libc::c_ulong {
+    ((3 as libc::c_ulong) << 30)
+        | ((size as libc::c_ulong) << 16)
+        | ((ty as libc::c_ulong) << 8)
+        | nr as libc::c_ulong
+}
+
+/// `_IOR(ty, nr, size)`.
+pub(crate) const fn ior(ty: u8, nr: u8, size: usize) -> libc::c_ulong {
+    ((2 as libc::c_ulong) << 30)
+        | ((size as libc::c_ulong) << 16)
+        | ((ty as libc::c_ulong) << 8)
+        | nr as libc::c_ulong
+}

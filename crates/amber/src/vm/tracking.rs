@@ -1,0 +1,155 @@
+//! Write tracking: which frames the program wrote since the last look, and
+//! re-arming the protection that notices the next write.
+
+use std::sync::atomic::Ordering;
+
+use super::frame_table::{self, CLEAN, DIRTY};
+use super::lock::Guard;
+use super::space::{FrameSpace, Imp};
+use super::{FrameNo, VmError};
+
+impl FrameSpace {
+    /// sigsegv: records a frame that became writable (lock held).
+    pub(crate) fn note_written(&self, _g: &Guard<'_>, f: FrameNo) {
+        let Imp::Sigsegv(s) = &self.imp else { return };
+        // SAFETY: `wlen` and the list are only touched with the lock held
+        // (the guard proves it); the list has room for one entry per frame.
+        unsafe {
+            let list = std::slice::from_raw_parts_mut(
+                s.written.ptr().cast::<FrameNo>(),
+                self.table.nframes() as usize,
+            );
+            let wlen = &mut *s.wlen.get();
+            if *wlen == list.len() {
+                // Full of stale entries: keep only frames still written. Sorting
+                // in place does not allocate, so this is fine in the handler.
+                list.sort_unstable();
+                let mut k = 0;
+                for i in 0..*wlen {
+                    if (k == 0 || list[k - 1] != list[i]) && self.table.state(list[i]) == DIRTY {
+                        list[k] = list[i];
+                        k += 1;
+                    }
+                }
+                *wlen = k;
+            }
+            if *wlen < list.len() {
+                list[*wlen] = f;
+                *wlen += 1;
+            }
+        }
+    }
+
+    /// Frames written since the last call (ascending), write-protecting them
+    /// again so the next write is noticed.
+    pub fn take_written(&self) -> Result<Vec<FrameNo>, VmError> {
+        if !self.track_writes {
+            return Err(VmError::NotTracking);
+        }
+        let g = self.lock.lock();
+        match &self.imp {
+            Imp::Uffd(u) => {
+                let mut out: Vec<FrameNo> = Vec::new();
+                let end = self.frame_addr(self.table.assigned());
+                u.pagemap
+                    .written(self.base as u64, end as u64, true, &mut |s, e| {
+                        let first = ((s as usize - self.base) >> self.shift) as FrameNo;
+                        let last = ((e as usize - 1 - self.base) >> self.shift) as FrameNo;
+                        for fr in first..=last {
+                            if out.last() != Some(&fr) {
+                                out.push(fr);
+                            }
+                        }
+                    })
+                    .map_err(|e| VmError::Os {
+                        op: "PAGEMAP_SCAN",
+                        err: e,
+                    })?;
+                // A page that is not present (never installed, or evicted) counts
+                // as written until first write-protected: only resident frames
+                // can really have been written.
+                out.retain(|&fr| frame_table::is_resident_state(self.table.state(fr)));
+                Ok(out)
+            }
+            Imp::Sigsegv(s) => {
+                // SAFETY: lock held (g); see note_written.
+                let list = unsafe {
+                    let wlen = &mut *s.wlen.get();
+                    let l = std::slice::from_raw_parts(s.written.ptr().cast::<FrameNo>(), *wlen)
+                        .to_vec();
+                    *wlen = 0;
+                    l
+                };
+                let mut out = list;
+                out.sort_unstable();
+                out.dedup();
+                out.retain(|&fr| self.table.state(fr) == DIRTY);
+                self.reprotect(&g, &out)?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// sigsegv: makes DIRTY frames (ascending) read-only and CLEAN again.
+    fn reprotect(&self, _g: &Guard<'_>, frames: &[FrameNo]) -> Result<(), VmError> {
+        let mut i = 0;
+        while i < frames.len() {
+            let mut j = i + 1;
+            while j < frames.len() && frames[j] == frames[j - 1] + 1 {
+                j += 1;
+            }
+            self.protect(frames[i], (j - i) as u32, libc::PROT_READ)?;
+            for &fr in &frames[i..j] {
+                if let Some(m) = self.table.meta(fr) {
+                    m.state.store(CLEAN, Ordering::Release);
+                }
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    /// Write-protects frames `f..f+n` again without reporting them (e.g. after
+    /// the layer above restored their clean content with `copy_in`).
+    pub fn write_protect(&self, f: FrameNo, n: u32) -> Result<(), VmError> {
+        if !self.track_writes {
+            return Err(VmError::NotTracking);
+        }
+        self.check_frames(f, n)?;
+        let g = self.lock.lock();
+        match &self.imp {
+            Imp::Uffd(u) => u
+                .uffd
+                .writeprotect(self.frame_addr(f), n as usize * self.frame_size, true)
+                .map_err(|e| VmError::Os {
+                    op: "UFFDIO_WRITEPROTECT",
+                    err: e,
+                }),
+            Imp::Sigsegv(_) => {
+                let dirty: Vec<FrameNo> = (f..f + n)
+                    .filter(|&fr| self.table.state(fr) == DIRTY)
+                    .collect();
+                self.reprotect(&g, &dirty)
+            }
+        }
+    }
+
+    /// Write-protects every resident frame and forgets what was written.
+    pub fn write_protect_all(&self) -> Result<(), VmError> {
+        let n = self.table.assigned();
+        if n == 0 {
+            return if self.track_writes {
+                Ok(())
+            } else {
+                Err(VmError::NotTracking)
+            };
+        }
+        self.write_protect(0, n)?;
+        if let Imp::Sigsegv(s) = &self.imp {
+            let _g = self.lock.lock();
+            // SAFETY: lock held; see note_written.
+            unsafe { *s.wlen.get() = 0 };
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,220 @@
+//! The vocabulary shared by the module's users: configuration, the service
+//! trait the layer above implements, and errors.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use super::space::Installer;
+
+/// Index of a frame in a [`super::FrameSpace`]; 32 bits cover 16 TiB of 4 KiB frames.
+pub type FrameNo = u32;
+
+/// The fault backend in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Uffd,
+    Sigsegv,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Uffd => "uffd",
+            Backend::Sigsegv => "sigsegv",
+        })
+    }
+}
+
+/// Which backend to use. `Auto` takes userfaultfd when it can be opened with
+/// everything it needs (missing faults, `WP_ASYNC`, `PAGEMAP_SCAN`) and
+/// SIGSEGV otherwise; the environment variable `AMBER_FAULT_BACKEND=uffd|sigsegv`
+/// overrides `Auto` (and only `Auto`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    #[default]
+    Auto,
+    Uffd,
+    Sigsegv,
+}
+
+#[derive(Clone, Debug)]
+pub struct VmConfig {
+    pub backend: BackendChoice,
+    /// Bytes per frame (= database page size): a power of two, at least the
+    /// host page size, at most 1 MiB.
+    pub frame_size: usize,
+    /// Address space to reserve; rounded down to whole frames, at most
+    /// 2^32 frames.
+    pub reserve_bytes: u64,
+    /// Install frames write-protected and report written ones through
+    /// `take_written`. Off: frames are installed writable.
+    pub track_writes: bool,
+    /// userfaultfd only: how long the handler thread keeps polling the
+    /// descriptor after serving a fault before it blocks (see `uffd.rs`).
+    pub uffd_spin: Duration,
+}
+
+impl Default for VmConfig {
+    fn default() -> Self {
+        VmConfig {
+            backend: BackendChoice::Auto,
+            frame_size: 4096,
+            reserve_bytes: 64 << 30,
+            track_writes: true,
+            uffd_spin: Duration::from_micros(200),
+        }
+    }
+}
+
+/// How a frame is installed when writes are tracked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallAs {
+    /// Content as stored: write-protected, the first write is noticed.
+    Clean,
+    /// Content the store does not have yet (a brand-new page): writable at once
+    /// and reported by the next `take_written`.
+    Dirty,
+}
+
+/// Implemented by the layer above: it fetches a page, verifies its checksum and
+/// swizzles it.
+///
+/// With the `Sigsegv` backend the methods run inside the SIGSEGV handler of
+/// the faulting thread (a synchronous fault in program code, so the allocator
+/// and stdio locks are not held by the interrupted code); with `Uffd`,
+/// `missing` runs on the handler thread. Either way they must not touch a
+/// non-resident frame through a pointer (use `Installer::space().copy_out`).
+pub trait FaultService: Send + Sync + 'static {
+    /// The program touched `frame`, which is assigned to a page but not
+    /// resident. Must make at least the block containing `frame` resident
+    /// through `inst.install(..)`; it may install neighbours too (a fetch
+    /// cluster).
+    fn missing(&self, frame: super::FrameNo, inst: &mut Installer<'_>) -> Result<(), FaultError>;
+
+    /// `Sigsegv` backend with write tracking only: the first write to a
+    /// resident, write-protected frame, called before write access is enabled;
+    /// `clean` is the frame's current content (to copy into a recovery
+    /// buffer). Must not allocate.
+    fn first_write(&self, frame: super::FrameNo, clean: &[u8]);
+}
+
+/// A page could not be made resident. `page` is `u64::MAX` when the frame has
+/// no page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultError {
+    pub page: u64,
+    pub message: String,
+}
+
+impl fmt::Display for FaultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "page {}: {}", self.page, self.message)
+    }
+}
+
+impl std::error::Error for FaultError {}
+
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum VmError {
+    InvalidConfig(String),
+    InvalidArgument(&'static str),
+    /// The requested backend cannot run here; the reason says why.
+    BackendUnavailable {
+        backend: Backend,
+        reason: String,
+    },
+    /// The reservation has no room for `requested` more frames.
+    Exhausted {
+        requested: u32,
+        free: u32,
+        frames: u32,
+    },
+    /// `assign(page, run_len)` overlaps pages already assigned differently.
+    RunConflict {
+        page: u64,
+        run_len: u32,
+    },
+    /// The page number is out of range (`u64::MAX` is reserved).
+    BadPage {
+        page: u64,
+    },
+    /// The frame is not assigned (or beyond the reservation).
+    BadFrame {
+        frame: FrameNo,
+    },
+    /// A copy reaches past the last assigned frame.
+    OutOfBounds {
+        frame: FrameNo,
+        offset: usize,
+        len: usize,
+    },
+    /// `mprotect` failed with ENOMEM: too many distinct protection ranges for
+    /// `vm.max_map_count`.
+    MapCount {
+        frame: FrameNo,
+    },
+    /// More live `Sigsegv` FrameSpaces than the handler's registry holds.
+    TooManySpaces,
+    /// `take_written` or a write-protect call without `track_writes`.
+    NotTracking,
+    Fault(FaultError),
+    Os {
+        op: &'static str,
+        err: io::Error,
+    },
+}
+
+impl fmt::Display for VmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VmError::InvalidConfig(m) => write!(f, "invalid vm configuration: {m}"),
+            VmError::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            VmError::BackendUnavailable { backend, reason } => {
+                write!(f, "fault backend {backend} unavailable: {reason}")
+            }
+            VmError::Exhausted {
+                requested,
+                free,
+                frames,
+            } => write!(
+                f,
+                "address reservation exhausted: {requested} frames requested, {free} of {frames} free \
+                 (raise VmConfig::reserve_bytes)"
+            ),
+            VmError::RunConflict { page, run_len } => {
+                write!(
+                    f,
+                    "pages {page}..{} overlap pages already assigned differently",
+                    page.saturating_add(u64::from(*run_len))
+                )
+            }
+            VmError::BadPage { page } => write!(f, "page number {page} is out of range"),
+            VmError::BadFrame { frame } => write!(f, "frame {frame} is not assigned"),
+            VmError::OutOfBounds { frame, offset, len } => {
+                write!(
+                    f,
+                    "{len} bytes at offset {offset} of frame {frame} reach past the assigned frames"
+                )
+            }
+            VmError::MapCount { frame } => write!(
+                f,
+                "mprotect of frame {frame} failed with ENOMEM: too many separately protected \
+                 frames for vm.max_map_count (raise it, or install neighbouring pages together)"
+            ),
+            VmError::TooManySpaces => write!(f, "too many live sigsegv FrameSpaces (limit 64)"),
+            VmError::NotTracking => write!(f, "write tracking is off for this FrameSpace"),
+            VmError::Fault(e) => write!(f, "{e}"),
+            VmError::Os { op, err } => write!(f, "{op} failed: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for VmError {}
+
+impl From<FaultError> for VmError {
+    fn from(e: FaultError) -> Self {
+        VmError::Fault(e)
+    }
+}
