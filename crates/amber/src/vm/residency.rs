@@ -24,7 +24,7 @@ impl FrameSpace {
     /// seen by other threads, skipping frames already resident. Returns the
     /// number installed. Usable outside a fault, e.g. for a brand-new page.
     pub fn install(&self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
-        if data.is_empty() || data.len() % self.frame_size != 0 {
+        if data.is_empty() || !data.len().is_multiple_of(self.frame_size) {
             return Err(VmError::InvalidArgument(
                 "install data must be whole frames",
             ));

@@ -236,11 +236,10 @@ pub fn prepare_thread() {
     // A failure leaves the thread on its previous stack; the handler then
     // reports a too-small stack if the service cannot run.
     let _ = ALT.try_with(|a| {
-        if let Ok(mut slot) = a.try_borrow_mut() {
-            if slot.is_none() {
+        if let Ok(mut slot) = a.try_borrow_mut()
+            && slot.is_none() {
                 *slot = new_altstack();
             }
-        }
     });
 }
 
