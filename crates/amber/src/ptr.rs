@@ -1,0 +1,243 @@
+//! Persistent pointer and collection types, as they lie in objects.
+//!
+//! In memory a [`PRef`] holds a plain virtual address, so following it is a
+//! pointer load; on disk and on the wire it holds a persistent address
+//! (page number × page size + offset). The fault handler swizzles one form
+//! into the other a page at a time. A [`Smart`] holds a persistent address
+//! even in memory and is translated at each use (Texas's fine-grained
+//! pointers, for sparse, high-fanout structures). [`PVec`] and [`PBytes`] are
+//! growable arrays whose buffer is a separate object (swizzled like a `PRef`);
+//! [`PIndex`] is an ordered map whose nodes are reached through smart
+//! pointers, so faulting in a node does not reserve frames for all its
+//! children.
+//!
+//! Values of these types are only made by Amber (allocation, roots, reading
+//! fields); reading them from objects and dereferencing them goes through
+//! the database ([`crate::Db::get`]).
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+use std::num::NonZeroU64;
+
+/// A persistent pointer to a `T`: a virtual address while in memory.
+/// `Option<PRef<T>>` is a nullable one (null is 0, also on disk).
+#[repr(transparent)]
+pub struct PRef<T> {
+    addr: NonZeroU64,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> PRef<T> {
+    pub(crate) fn from_addr(addr: NonZeroU64) -> Self {
+        PRef {
+            addr,
+            _t: PhantomData,
+        }
+    }
+
+    /// The in-memory address (for diagnostics; not stable across runs).
+    pub fn addr(self) -> u64 {
+        self.addr.get()
+    }
+}
+
+impl<T> Clone for PRef<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for PRef<T> {}
+impl<T> PartialEq for PRef<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.addr == o.addr
+    }
+}
+impl<T> Eq for PRef<T> {}
+impl<T> Hash for PRef<T> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.addr.hash(h)
+    }
+}
+impl<T> fmt::Debug for PRef<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PRef({:#x})", self.addr)
+    }
+}
+
+/// A smart pointer: holds the persistent address even in memory and is
+/// translated at each use. Equality compares persistent addresses.
+#[repr(transparent)]
+pub struct Smart<T> {
+    paddr: NonZeroU64,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Smart<T> {
+    pub(crate) fn from_paddr(paddr: NonZeroU64) -> Self {
+        Smart {
+            paddr,
+            _t: PhantomData,
+        }
+    }
+
+    /// The persistent address.
+    pub fn paddr(self) -> u64 {
+        self.paddr.get()
+    }
+}
+
+impl<T> Clone for Smart<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Smart<T> {}
+impl<T> PartialEq for Smart<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.paddr == o.paddr
+    }
+}
+impl<T> Eq for Smart<T> {}
+impl<T> Hash for Smart<T> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.paddr.hash(h)
+    }
+}
+impl<T> fmt::Debug for Smart<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Smart({:#x})", self.paddr)
+    }
+}
+
+/// A growable array of `T` stored in a separate buffer object. Not `Copy`:
+/// one header owns its buffer.
+#[repr(C)]
+pub struct PVec<T> {
+    pub(crate) buf: u64,
+    pub(crate) len: u32,
+    pub(crate) cap: u32,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> PVec<T> {
+    /// An empty vector (no buffer).
+    pub const fn new() -> Self {
+        PVec {
+            buf: 0,
+            len: 0,
+            cap: 0,
+            _t: PhantomData,
+        }
+    }
+
+    /// Elements.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Allocated capacity.
+    pub fn capacity(&self) -> usize {
+        self.cap as usize
+    }
+}
+
+impl<T> Default for PVec<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for PVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PVec(len {}, cap {})", self.len, self.cap)
+    }
+}
+
+/// A growable byte string stored in a separate buffer object.
+#[repr(C)]
+pub struct PBytes {
+    pub(crate) buf: u64,
+    pub(crate) len: u32,
+    pub(crate) cap: u32,
+}
+
+impl PBytes {
+    /// An empty string.
+    pub const fn new() -> Self {
+        PBytes {
+            buf: 0,
+            len: 0,
+            cap: 0,
+        }
+    }
+
+    /// Bytes.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for PBytes {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for PBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PBytes(len {})", self.len)
+    }
+}
+
+/// An ordered map from `u64` keys to `PRef<V>`, a B+tree whose nodes are
+/// reached through persistent addresses translated at each use.
+#[repr(C)]
+pub struct PIndex<V> {
+    pub(crate) root: u64,
+    pub(crate) len: u64,
+    _v: PhantomData<fn() -> V>,
+}
+
+impl<V> PIndex<V> {
+    /// An empty index.
+    pub const fn new() -> Self {
+        PIndex {
+            root: 0,
+            len: 0,
+            _v: PhantomData,
+        }
+    }
+
+    /// Entries.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<V> Default for PIndex<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<V> fmt::Debug for PIndex<V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PIndex(len {})", self.len)
+    }
+}
