@@ -189,7 +189,10 @@ mod tests {
         let b = r.update(5, &none).expect("update");
         assert_eq!(b.changed, 0);
         let c = r.traverse(5).expect("traversal");
-        assert_eq!(b.checksum, c.checksum, "an update with p = 0 reads what a traversal reads");
+        assert_eq!(
+            b.checksum, c.checksum,
+            "an update with p = 0 reads what a traversal reads"
+        );
     }
 
     #[test]
@@ -206,7 +209,13 @@ mod tests {
         assert_eq!(r.parts(), 2_100);
         let after = r.reverse(batch[0].connections[0].to).expect("reverse");
         assert!(after.count > before.count);
-        assert!(matches!(r.insert(&batch), Err(EngineError::BadInput { .. })));
-        assert!(matches!(r.lookup(&[5_000]), Err(EngineError::MissingPart { id: 5_000 })));
+        assert!(matches!(
+            r.insert(&batch),
+            Err(EngineError::BadInput { .. })
+        ));
+        assert!(matches!(
+            r.lookup(&[5_000]),
+            Err(EngineError::MissingPart { id: 5_000 })
+        ));
     }
 }
