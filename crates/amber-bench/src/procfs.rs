@@ -9,8 +9,10 @@ use std::io::{self, Write};
 pub struct IoCounters {
     /// Bytes passed to `write`-like system calls (including to the page cache).
     pub wchar: u64,
-    /// Bytes this process caused to be sent to the storage layer (accounted when
-    /// page-cache pages are dirtied).
+    /// Bytes this process caused to be sent to the storage layer, accounted when
+    /// page-cache folios are dirtied. With large folios (ext4 on Linux 6.x) a
+    /// 4 KiB write into a cached file can account a whole folio (up to 2 MiB),
+    /// so this overstates in-place writes; see [`BlockDevice`].
     pub write_bytes: u64,
 }
 
@@ -31,6 +33,36 @@ impl IoCounters {
             wchar: later.wchar.saturating_sub(self.wchar),
             write_bytes: later.write_bytes.saturating_sub(self.write_bytes),
         }
+    }
+}
+
+/// The block device holding a directory, for counting the bytes actually sent
+/// to it (`/sys/dev/block/MAJ:MIN/stat`, sectors written). The count is
+/// machine-wide: every process writing to the device adds to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDevice {
+    stat: std::path::PathBuf,
+}
+
+impl BlockDevice {
+    /// The device of `path`, or `None` when it is not a block device with
+    /// statistics (tmpfs, overlay and other virtual file systems).
+    pub fn of(path: &std::path::Path) -> Option<BlockDevice> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = fs::metadata(path).ok()?.dev();
+        // The kernel's dev_t encoding (glibc's gnu_dev_major / gnu_dev_minor).
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        let stat = std::path::PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat"));
+        let device = BlockDevice { stat };
+        device.written_bytes().map(|_| device)
+    }
+
+    /// Bytes written to the device since boot (sectors written × 512).
+    pub fn written_bytes(&self) -> Option<u64> {
+        let text = fs::read_to_string(&self.stat).ok()?;
+        let sectors: u64 = text.split_whitespace().nth(6)?.parse().ok()?;
+        Some(sectors * 512)
     }
 }
 
@@ -108,6 +140,14 @@ mod tests {
         assert_eq!(field(text, "missing:"), None);
         let status = "Name:\tx\nVmHWM:\t    2252 kB\n";
         assert_eq!(field(status, "VmHWM:"), Some(2252));
+    }
+
+    #[test]
+    fn finds_the_device_of_the_temporary_directory() {
+        // Not every machine has one (tmpfs); where there is, it counts.
+        if let Some(dev) = BlockDevice::of(&std::env::temp_dir()) {
+            assert!(dev.written_bytes().is_some());
+        }
     }
 
     #[test]

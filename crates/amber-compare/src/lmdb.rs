@@ -42,10 +42,11 @@ pub struct LmdbFactory;
 fn open_env(dir: &Path) -> Result<Env, EngineError> {
     let mut options = EnvOpenOptions::new();
     options.map_size(MAP_SIZE).max_dbs(3);
-    // SAFETY: the harness gives every process its own copy of the database
-    // directory and nothing else writes to it while it is open; LMDB's lock file
-    // (kept, default flags: no NO_LOCK, no NO_SYNC) coordinates readers and the
-    // writer; heed allows the same path to be opened again in one process.
+    // The harness gives every process its own copy of the database directory
+    // and nothing else writes to it while it is open; LMDB's lock file (default
+    // flags: no NO_LOCK, no NO_SYNC) coordinates readers and the writer.
+    // SAFETY: no other mapping of these files is modified behind LMDB's back,
+    // and heed allows the same path to be opened again in one process.
     unsafe { options.open(dir) }.ctx(&format!("opening the LMDB environment {}", dir.display()))
 }
 

@@ -17,7 +17,7 @@ use super::database::{GenParams, PartId};
 use super::engine::{Answer, Engine, EngineError, EngineFactory, EngineOptions};
 use super::error::BenchError;
 use super::ops::{INSERT_PARTS, Input, Job, Op, Protocol, inputs};
-use crate::procfs::{self, IoCounters};
+use crate::procfs::{self, BlockDevice, IoCounters};
 
 /// The hidden subcommand that makes a harness binary serve one job; pass it (and
 /// whatever must precede it) in [`Oo1Args::child_args`](super::Oo1Args).
@@ -36,11 +36,39 @@ pub struct ChildRequest {
     pub options: EngineOptions,
 }
 
-/// Bytes written during one iteration, from `/proc/self/io`.
+/// Bytes written during one iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoDelta {
+    /// `write_bytes` of `/proc/self/io` (folios dirtied; see [`IoCounters`]).
     pub write_bytes: u64,
+    /// `wchar` of `/proc/self/io` (bytes passed to write calls).
     pub wchar: u64,
+    /// Bytes the database's block device received (machine-wide), if known.
+    pub device_bytes: Option<u64>,
+}
+
+/// What [`execute`] measures around committing iterations.
+#[derive(Clone, Debug, Default)]
+pub struct IoProbe {
+    /// The device holding the database, if it has statistics.
+    pub device: Option<BlockDevice>,
+}
+
+impl IoProbe {
+    /// A probe for a database in `dir`.
+    pub fn for_dir(dir: &std::path::Path) -> IoProbe {
+        IoProbe {
+            device: BlockDevice::of(dir),
+        }
+    }
+
+    fn sample(&self) -> Option<(IoCounters, Option<u64>)> {
+        let io = IoCounters::now()?;
+        Some((
+            io,
+            self.device.as_ref().and_then(BlockDevice::written_bytes),
+        ))
+    }
 }
 
 /// One timed iteration.
@@ -76,22 +104,19 @@ pub enum ChildReply {
     Error(String),
 }
 
-/// Runs every iteration of `inputs` on `engine`, timing each one. With
-/// `measure_io`, committing operations also record `/proc/self/io` deltas (read
-/// outside the timed region).
+/// Runs every iteration of `inputs` on `engine`, timing each one. With a
+/// probe, committing operations also record the bytes written (sampled outside
+/// the timed region).
 pub fn execute(
     engine: &mut dyn Engine,
     inputs: &[Input],
-    measure_io: bool,
+    probe: Option<&IoProbe>,
 ) -> Result<Vec<Iteration>, EngineError> {
     let mut out = Vec::with_capacity(inputs.len());
     for input in inputs {
         let commits = matches!(input, Input::Insert(_) | Input::Update { .. });
-        let before = if measure_io && commits {
-            IoCounters::now()
-        } else {
-            None
-        };
+        let probe = probe.filter(|_| commits);
+        let before = probe.and_then(IoProbe::sample);
         let start = Instant::now();
         let answer = match input {
             Input::Lookup(ids) => engine.lookup(ids)?,
@@ -102,11 +127,13 @@ pub fn execute(
             Input::Open(id) => engine.lookup(&[*id])?,
         };
         let ms = start.elapsed().as_secs_f64() * 1e3;
-        let io = before.zip(IoCounters::now()).map(|(b, a)| {
-            let d = b.delta(a);
+        let after = probe.and_then(IoProbe::sample);
+        let io = before.zip(after).map(|((io0, dev0), (io1, dev1))| {
+            let d = io0.delta(io1);
             IoDelta {
                 write_bytes: d.write_bytes,
                 wchar: d.wchar,
+                device_bytes: dev0.zip(dev1).map(|(a, b)| b.saturating_sub(a)),
             }
         });
         out.push(Iteration { ms, answer, io });
@@ -158,7 +185,8 @@ pub fn run_job(
         .map_err(|e| BenchError::engine(name, format!("opening {}", request.dir.display()), e))?;
     let open_ms = start.elapsed().as_secs_f64() * 1e3;
     let during = request.job.label();
-    let iterations = execute(engine.as_mut(), &inputs, true)
+    let probe = IoProbe::for_dir(&request.dir);
+    let iterations = execute(engine.as_mut(), &inputs, Some(&probe))
         .map_err(|e| BenchError::engine(name, &during, e))?;
     let checks = post_checks(
         engine.as_mut(),

@@ -39,7 +39,7 @@ pub fn expected_answers(
     let mut reference = Reference::new(db);
     let ins = inputs(db.params, job, protocol);
     let during = format!("computing the expected answers of {}", job.label());
-    let iterations = execute(&mut reference, &ins, false)
+    let iterations = execute(&mut reference, &ins, None)
         .map_err(|e| BenchError::engine("reference", &during, e))?
         .into_iter()
         .map(|it| it.answer)
@@ -228,6 +228,16 @@ fn select<'a>(
     let Some(names) = names else {
         return Ok(engines.iter().map(|f| f.as_ref()).collect());
     };
+    if let Some((i, name)) = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].contains(n))
+    {
+        return Err(BenchError::Usage(format!(
+            "engine {name:?} is named twice in --engines (position {})",
+            i + 1
+        )));
+    }
     names
         .iter()
         .map(|name| {

@@ -10,7 +10,41 @@
 //!
 //! A front end (the `amber` CLI) calls [`Oo1Args::parse`] and [`run_oo1`] for
 //! `amber bench oo1 …`, and routes the hidden subcommand [`CHILD_SUBCOMMAND`] to
-//! [`run_oo1_child`], passing the same engine factories to both.
+//! [`run_oo1_child`], passing the same engine factories to both:
+//!
+//! ```no_run
+//! # fn engines() -> Vec<Box<dyn amber_bench::oo1::EngineFactory>> { amber_bench::oo1::builtin_engines() }
+//! use amber_bench::oo1::{self, BenchError, CHILD_SUBCOMMAND, Oo1Args};
+//! let args: Vec<String> = std::env::args().skip(1).collect(); // after `amber bench oo1`
+//! let outcome = if args.first().map(String::as_str) == Some(CHILD_SUBCOMMAND) {
+//!     oo1::run_oo1_child(engines())
+//! } else {
+//!     Oo1Args::parse(&args).and_then(|a| oo1::run_oo1(a, engines()).map(drop))
+//! };
+//! match outcome {
+//!     Ok(()) => {}
+//!     Err(BenchError::Help(usage)) => print!("{usage}"),
+//!     Err(e) => { eprintln!("amber bench oo1: {e}"); std::process::exit(1) }
+//! }
+//! ```
+//!
+//! If the hidden subcommand is not the binary's first argument (say `amber
+//! bench __oo1-child`), set [`Oo1Args::child_args`] to what must be passed.
+//!
+//! # Adding an engine
+//!
+//! 1. Implement [`EngineFactory`] (`info`, `build`, `open`) and [`Engine`] (the
+//!    five operations and `close`) as the [`engine`] module specifies; create
+//!    each operation's [`Tally`] with [`Tally::for_op`] and call
+//!    [`Tally::visit`] for every visit, which calls [`null_proc`].
+//! 2. Keep every file of the database inside the directory given to `build`:
+//!    the harness copies it to give each measured process a pristine database.
+//! 3. Add the factory to [`builtin_engines`] (Amber's engines, here) or to
+//!    `amber_compare::engines()` (the comparison engines).
+//! 4. Run `cargo test` (the comparison crate's tests run every engine of
+//!    `amber_compare::engines()` against the reference; an Amber engine should
+//!    get the same test) and `oo1 --parts 2000 --engines NAME`: a wrong answer
+//!    fails the run.
 
 pub mod args;
 pub mod child;

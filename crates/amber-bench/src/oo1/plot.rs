@@ -51,6 +51,12 @@ fn panels(report: &Oo1Report) -> Vec<Panel> {
     out
 }
 
+/// `10^e` written plainly: 0.01, 0.1, 1, 10, 100.
+fn decade_label(e: f64) -> String {
+    let digits = (-e).max(0.0) as usize;
+    format!("{:.digits$}", 10f64.powf(e))
+}
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -146,7 +152,7 @@ fn draw_panel(
             r##"<line x1="{x0}" y1="{y:.1}" x2="{x1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
             x0 - 4.0,
             y + 4.0,
-            fmt_ms(10f64.powf(decade))
+            decade_label(decade)
         );
         decade += 1.0;
     }
@@ -186,5 +192,18 @@ fn draw_panel(
             y0 + 16.0,
             escape(label)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decades_and_escapes() {
+        assert_eq!(decade_label(-2.0), "0.01");
+        assert_eq!(decade_label(0.0), "1");
+        assert_eq!(decade_label(2.0), "100");
+        assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
     }
 }
