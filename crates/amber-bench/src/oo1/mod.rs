@@ -4,9 +4,9 @@
 //! - [`database`]: the database and its generator (the locality rule);
 //! - [`ops`]: the operations and each iteration's inputs;
 //! - [`engine`]: the contract every engine implements;
-//! - [`reference`]: the plain evaluator every answer is checked against;
+//! - [`reference`](mod@reference): the plain evaluator every answer is checked against;
 //! - [`child`]: one measured process; [`harness`]: the whole run;
-//! - [`report`] and [`plot`]: the table, the JSON and the SVG.
+//! - [`report`], [`table`] and [`plot`]: the JSON, the printed table and the SVG.
 //!
 //! A front end (the `amber` CLI) calls [`Oo1Args::parse`] and [`run_oo1`] for
 //! `amber bench oo1 …`, and routes the hidden subcommand [`CHILD_SUBCOMMAND`] to
@@ -56,6 +56,7 @@ pub mod ops;
 pub mod plot;
 pub mod reference;
 pub mod report;
+pub mod table;
 
 pub use args::{Oo1Args, USAGE};
 pub use child::{CHILD_SUBCOMMAND, ChildRequest, JobResult, run_job, run_oo1_child};

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use super::ops::Op;
-use super::report::{Oo1Report, RowKey, fmt_ms};
+use super::report::Oo1Report;
+use super::table::{RowKey, fmt_ms};
 
 const PALETTE: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f",
@@ -81,10 +82,7 @@ pub fn write_svg(report: &Oo1Report) -> String {
         s,
         r#"<text x="10" y="20" font-size="15" font-weight="bold">OO1, {} parts: milliseconds per operation (log scale); cold cache {}</text>"#,
         report.parts,
-        escape(match report.cold_cache {
-            super::report::ColdCache::OsCached => "os-cached",
-            super::report::ColdCache::Dropped => "dropped",
-        })
+        report.cold_cache.name()
     );
     for (i, e) in engines.iter().enumerate() {
         let x = 10.0 + 120.0 * i as f64;
