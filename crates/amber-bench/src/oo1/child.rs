@@ -1,0 +1,258 @@
+//! One measured process: open a database, run every iteration of one job, and
+//! report times, answers, bytes written and peak RSS.
+//!
+//! The harness runs each job in a new process (so that iteration 1 is cold for
+//! the engine) by re-executing its own binary with the hidden subcommand
+//! [`CHILD_SUBCOMMAND`]; the binary routes it to [`run_oo1_child`], which reads a
+//! [`ChildRequest`] as JSON from stdin and writes a [`ChildReply`] as JSON to
+//! stdout. [`run_job`] does the same work in the calling process.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use super::database::{GenParams, PartId};
+use super::engine::{Answer, Engine, EngineError, EngineFactory, EngineOptions};
+use super::error::BenchError;
+use super::ops::{INSERT_PARTS, Input, Job, Op, Protocol, inputs};
+use crate::procfs::{self, BlockDevice, IoCounters};
+
+/// The hidden subcommand that makes a harness binary serve one job; pass it (and
+/// whatever must precede it) in [`Oo1Args::child_args`](super::Oo1Args).
+pub const CHILD_SUBCOMMAND: &str = "__oo1-child";
+
+/// What a child process is asked to do.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChildRequest {
+    /// The engine's name, as in [`EngineInfo::name`](super::EngineInfo).
+    pub engine: String,
+    /// The directory holding a pristine copy of the engine's database.
+    pub dir: PathBuf,
+    pub params: GenParams,
+    pub job: Job,
+    pub protocol: Protocol,
+    pub options: EngineOptions,
+}
+
+/// Bytes written during one iteration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoDelta {
+    /// `write_bytes` of `/proc/self/io` (folios dirtied; see [`IoCounters`]).
+    pub write_bytes: u64,
+    /// `wchar` of `/proc/self/io` (bytes passed to write calls).
+    pub wchar: u64,
+    /// Bytes the database's block device received (machine-wide), if known.
+    pub device_bytes: Option<u64>,
+}
+
+/// What [`execute`] measures around committing iterations.
+#[derive(Clone, Debug, Default)]
+pub struct IoProbe {
+    /// The device holding the database, if it has statistics.
+    pub device: Option<BlockDevice>,
+}
+
+impl IoProbe {
+    /// A probe for a database in `dir`.
+    pub fn for_dir(dir: &std::path::Path) -> IoProbe {
+        IoProbe {
+            device: BlockDevice::of(dir),
+        }
+    }
+
+    fn sample(&self) -> Option<(IoCounters, Option<u64>)> {
+        let io = IoCounters::now()?;
+        Some((
+            io,
+            self.device.as_ref().and_then(BlockDevice::written_bytes),
+        ))
+    }
+}
+
+/// One timed iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    pub ms: f64,
+    pub answer: Answer,
+    /// For committing operations: bytes written around the operation (whose end
+    /// is the commit).
+    pub io: Option<IoDelta>,
+}
+
+/// Everything one job measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub engine: String,
+    pub job: Job,
+    /// Time of `EngineFactory::open`.
+    pub open_ms: f64,
+    pub iterations: Vec<Iteration>,
+    /// Untimed answers read after the last iteration, checking that the writes
+    /// landed (see [`post_checks`]).
+    pub checks: Vec<Answer>,
+    /// `VmHWM` of the process at the end, in KiB.
+    pub peak_rss_kib: Option<u64>,
+}
+
+/// A child's reply on stdout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChildReply {
+    Ok(JobResult),
+    Error(String),
+}
+
+/// Runs every iteration of `inputs` on `engine`, timing each one. With a
+/// probe, committing operations also record the bytes written (sampled outside
+/// the timed region).
+pub fn execute(
+    engine: &mut dyn Engine,
+    inputs: &[Input],
+    probe: Option<&IoProbe>,
+) -> Result<Vec<Iteration>, EngineError> {
+    let mut out = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let commits = matches!(input, Input::Insert(_) | Input::Update { .. });
+        let probe = probe.filter(|_| commits);
+        let before = probe.and_then(IoProbe::sample);
+        let start = Instant::now();
+        let answer = match input {
+            Input::Lookup(ids) => engine.lookup(ids)?,
+            Input::Traversal(root) => engine.traverse(*root)?,
+            Input::Reverse(root) => engine.reverse(*root)?,
+            Input::Insert(parts) => engine.insert(parts)?,
+            Input::Update { root, plan } => engine.update(*root, plan)?,
+            Input::Open(id) => engine.lookup(&[*id])?,
+        };
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let after = probe.and_then(IoProbe::sample);
+        let io = before.zip(after).map(|((io0, dev0), (io1, dev1))| {
+            let d = io0.delta(io1);
+            IoDelta {
+                write_bytes: d.write_bytes,
+                wchar: d.wchar,
+                device_bytes: dev0.zip(dev1).map(|(a, b)| b.saturating_sub(a)),
+            }
+        });
+        out.push(Iteration { ms, answer, io });
+    }
+    Ok(out)
+}
+
+/// Untimed reads after a committing job, so that a write that did not land (or
+/// landed in the wrong index) fails the run:
+/// - after `insert`: a lookup of every inserted part, and a traversal and a
+///   reverse traversal from the first inserted part (the reverse one reaches the
+///   new parts through the incoming index);
+/// - after `update`: a lookup of every original part.
+pub fn post_checks(
+    engine: &mut dyn Engine,
+    params: GenParams,
+    job: Job,
+    protocol: Protocol,
+) -> Result<Vec<Answer>, EngineError> {
+    match job.op {
+        Op::Insert => {
+            let first = params.parts + 1;
+            let last = params.parts + protocol.iterations() as u32 * INSERT_PARTS;
+            let ids: Vec<PartId> = (first..=last).collect();
+            Ok(vec![
+                engine.lookup(&ids)?,
+                engine.traverse(first)?,
+                engine.reverse(first)?,
+            ])
+        }
+        Op::Update => {
+            let ids: Vec<PartId> = (1..=params.parts).collect();
+            Ok(vec![engine.lookup(&ids)?])
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// Runs one job in this process: open (timed), iterations, post checks, close.
+pub fn run_job(
+    factory: &dyn EngineFactory,
+    request: &ChildRequest,
+) -> Result<JobResult, BenchError> {
+    let name = factory.info().name;
+    let inputs = inputs(request.params, request.job, request.protocol);
+    let start = Instant::now();
+    let mut engine = factory
+        .open(&request.dir, &request.options)
+        .map_err(|e| BenchError::engine(name, format!("opening {}", request.dir.display()), e))?;
+    let open_ms = start.elapsed().as_secs_f64() * 1e3;
+    let during = request.job.label();
+    let probe = IoProbe::for_dir(&request.dir);
+    let iterations = execute(engine.as_mut(), &inputs, Some(&probe))
+        .map_err(|e| BenchError::engine(name, &during, e))?;
+    let checks = post_checks(
+        engine.as_mut(),
+        request.params,
+        request.job,
+        request.protocol,
+    )
+    .map_err(|e| BenchError::engine(name, format!("checking after {during}"), e))?;
+    engine
+        .close()
+        .map_err(|e| BenchError::engine(name, "closing", e))?;
+    Ok(JobResult {
+        engine: name.to_string(),
+        job: request.job,
+        open_ms,
+        iterations,
+        checks,
+        peak_rss_kib: procfs::peak_rss_kib(),
+    })
+}
+
+/// The child side of the harness: reads a [`ChildRequest`] (JSON) from stdin,
+/// runs it with the engine of that name from `engines`, and writes a
+/// [`ChildReply`] (JSON) to stdout. Returns an error (after replying) when the
+/// job failed, so the binary can exit non-zero.
+pub fn run_oo1_child(engines: Vec<Box<dyn EngineFactory>>) -> Result<(), BenchError> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| BenchError::Io {
+            context: "reading the OO1 child request from stdin".into(),
+            path: None,
+            source: e,
+        })?;
+    let outcome = serde_json::from_str::<ChildRequest>(&text)
+        .map_err(|e| BenchError::Json {
+            context: "malformed OO1 child request".into(),
+            source: e,
+        })
+        .and_then(|request| {
+            let factory = engines
+                .iter()
+                .find(|f| f.info().name == request.engine)
+                .ok_or_else(|| {
+                    BenchError::Usage(format!(
+                        "no engine named {:?} in this binary",
+                        request.engine
+                    ))
+                })?;
+            run_job(factory.as_ref(), &request)
+        });
+    let reply = match &outcome {
+        Ok(result) => ChildReply::Ok(result.clone()),
+        Err(e) => ChildReply::Error(e.to_string()),
+    };
+    let json = serde_json::to_string(&reply).map_err(|e| BenchError::Json {
+        context: "encoding the OO1 child reply".into(),
+        source: e,
+    })?;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{json}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| BenchError::Io {
+            context: "writing the OO1 child reply to stdout".into(),
+            path: None,
+            source: e,
+        })?;
+    outcome.map(|_| ())
+}

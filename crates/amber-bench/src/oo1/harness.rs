@@ -1,0 +1,427 @@
+//! `amber bench oo1`: generate the database, build it with every engine, run
+//! every job in a child process on a pristine copy, check the answers against
+//! the reference evaluator, and report.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::args::Oo1Args;
+use super::child::{ChildReply, ChildRequest, JobResult, execute, post_checks};
+use super::database::{GenParams, GeneratedDb, generate};
+use super::engine::{Answer, EngineFactory, EngineOptions};
+use super::error::BenchError;
+use super::ops::{Job, Protocol, inputs};
+use super::plot::write_svg;
+use super::reference::Reference;
+use super::report::{BuildInfo, ColdCache, Oo1Report};
+use crate::procfs;
+
+/// The answers every engine must give for one job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expected {
+    pub job: Job,
+    pub iterations: Vec<Answer>,
+    pub checks: Vec<Answer>,
+}
+
+/// Computes the expected answers of `job` with the reference evaluator on a
+/// fresh copy of `db`.
+pub fn expected_answers(
+    db: &GeneratedDb,
+    job: Job,
+    protocol: Protocol,
+) -> Result<Expected, BenchError> {
+    let mut reference = Reference::new(db);
+    let ins = inputs(db.params, job, protocol);
+    let during = format!("computing the expected answers of {}", job.label());
+    let iterations = execute(&mut reference, &ins, None)
+        .map_err(|e| BenchError::engine("reference", &during, e))?
+        .into_iter()
+        .map(|it| it.answer)
+        .collect();
+    let checks = post_checks(&mut reference, db.params, job, protocol)
+        .map_err(|e| BenchError::engine("reference", &during, e))?;
+    Ok(Expected {
+        job,
+        iterations,
+        checks,
+    })
+}
+
+/// Compares a job's answers with the expected ones; returns one line per
+/// difference.
+pub fn compare_answers(result: &JobResult, expected: &Expected, protocol: Protocol) -> Vec<String> {
+    let mut problems = Vec::new();
+    let what = format!("{}: {}", result.engine, result.job.label());
+    if result.iterations.len() != expected.iterations.len() {
+        problems.push(format!(
+            "{what}: {} iterations, expected {}",
+            result.iterations.len(),
+            expected.iterations.len()
+        ));
+    }
+    for (i, (got, want)) in result
+        .iterations
+        .iter()
+        .zip(&expected.iterations)
+        .enumerate()
+    {
+        if got.answer != *want {
+            problems.push(format!(
+                "{what}: iteration {} ({}) answered {:?}, expected {:?}",
+                i + 1,
+                protocol.phase(i).name(),
+                got.answer,
+                want
+            ));
+        }
+    }
+    if result.checks != expected.checks {
+        problems.push(format!(
+            "{what}: reads after the last iteration answered {:?}, expected {:?}",
+            result.checks, expected.checks
+        ));
+    }
+    problems
+}
+
+/// Runs OO1 on the engines of `engines` that `args` selects, prints the table
+/// to stdout, writes the JSON and SVG files that `args` asks for, and returns
+/// the report. An engine that fails or gives an answer different from the
+/// reference makes the result [`BenchError::Failed`] (after reporting).
+pub fn run_oo1(
+    args: Oo1Args,
+    engines: Vec<Box<dyn EngineFactory>>,
+) -> Result<Oo1Report, BenchError> {
+    let params = GenParams {
+        parts: args.parts,
+        seed: args.seed,
+    };
+    params.validate().map_err(BenchError::Usage)?;
+    let selected = select(&engines, args.engines.as_deref())?;
+    let cold_cache = if !args.drop_caches {
+        ColdCache::OsCached
+    } else if procfs::can_drop_caches() {
+        ColdCache::Dropped
+    } else {
+        eprintln!(
+            "oo1: --drop-caches: /proc/sys/vm/drop_caches is not writable here; cold runs read from the OS page cache"
+        );
+        ColdCache::OsCached
+    };
+    let db = with_progress(&format!("generating {} parts", params.parts), || {
+        generate(params)
+    })
+    .map_err(BenchError::Usage)?;
+    let jobs = Job::all(&args.ops);
+    let expected = with_progress("computing the expected answers", || {
+        jobs.iter()
+            .map(|&job| expected_answers(&db, job, args.protocol))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    let workspace = Workspace::new(args.dir.as_deref())?;
+    let options = EngineOptions {
+        cache_mib: args.cache_mib,
+    };
+
+    let mut builds = Vec::new();
+    let mut results = Vec::new();
+    let mut problems = Vec::new();
+    for factory in &selected {
+        let name = factory.info().name;
+        let engine_dir = workspace.root().join(name);
+        let base = engine_dir.join("base");
+        let run = engine_dir.join("run");
+        reset_dir(&base)?;
+        let start = Instant::now();
+        let built = with_progress(&format!("{name}: building the database"), || {
+            factory.build(&base, &db, &options)
+        });
+        if let Err(e) = built {
+            problems.push(BenchError::engine(name, "building the database", e).to_string());
+            continue;
+        }
+        let build_ms = start.elapsed().as_secs_f64() * 1e3;
+        sync_tree(&base)?;
+        builds.push(BuildInfo {
+            info: factory.info(),
+            build_ms,
+            db_bytes: tree_size(&base)?,
+        });
+        for (job, want) in jobs.iter().zip(&expected) {
+            reset_dir(&run)?;
+            copy_tree(&base, &run)?;
+            if cold_cache == ColdCache::Dropped {
+                procfs::drop_caches().map_err(|e| {
+                    BenchError::io("dropping caches via", "/proc/sys/vm/drop_caches", e)
+                })?;
+            }
+            let request = ChildRequest {
+                engine: name.to_string(),
+                dir: run.clone(),
+                params,
+                job: *job,
+                protocol: args.protocol,
+                options: options.clone(),
+            };
+            match spawn_child(&args.child_args, &request) {
+                Ok(result) => {
+                    let differences = compare_answers(&result, want, args.protocol);
+                    eprintln!(
+                        "oo1: {name:<9} {:<16} {}",
+                        job.label(),
+                        if differences.is_empty() {
+                            "ok"
+                        } else {
+                            "WRONG ANSWERS"
+                        }
+                    );
+                    problems.extend(differences);
+                    results.push(result);
+                }
+                Err(e) => {
+                    eprintln!("oo1: {name:<9} {:<16} FAILED", job.label());
+                    problems.push(e.to_string());
+                }
+            }
+        }
+        remove_dir(&run)?;
+    }
+
+    let report = Oo1Report::new(&args, &db, cold_cache, &builds, &jobs, &results, &problems);
+    print!("{}", report.table());
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| BenchError::Json {
+            context: "encoding the OO1 report".into(),
+            source: e,
+        })?;
+        fs::write(path, json + "\n").map_err(|e| BenchError::io("writing", path, e))?;
+    }
+    if let Some(path) = &args.plot {
+        fs::write(path, write_svg(&report)).map_err(|e| BenchError::io("writing", path, e))?;
+    }
+    drop(workspace);
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(BenchError::Failed { problems })
+    }
+}
+
+/// The engines named by `--engines` (in that order), or all of them.
+fn select<'a>(
+    engines: &'a [Box<dyn EngineFactory>],
+    names: Option<&[String]>,
+) -> Result<Vec<&'a dyn EngineFactory>, BenchError> {
+    let available: Vec<&str> = engines.iter().map(|f| f.info().name).collect();
+    if available.is_empty() {
+        return Err(BenchError::Usage(
+            "no OO1 engines in this binary (the comparison engines need the `compare` feature)"
+                .into(),
+        ));
+    }
+    let Some(names) = names else {
+        return Ok(engines.iter().map(|f| f.as_ref()).collect());
+    };
+    if let Some((i, name)) = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].contains(n))
+    {
+        return Err(BenchError::Usage(format!(
+            "engine {name:?} is named twice in --engines (position {})",
+            i + 1
+        )));
+    }
+    names
+        .iter()
+        .map(|name| {
+            engines
+                .iter()
+                .find(|f| f.info().name == name.as_str())
+                .map(|f| f.as_ref())
+                .ok_or_else(|| {
+                    BenchError::Usage(format!(
+                        "unknown engine {name:?}; available: {}",
+                        available.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Runs one job in a new process: `current_exe() child_args…`, request on stdin,
+/// reply on stdout.
+fn spawn_child(child_args: &[String], request: &ChildRequest) -> Result<JobResult, BenchError> {
+    let fail = |message: String| BenchError::Child {
+        engine: request.engine.clone(),
+        job: request.job.label(),
+        message,
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| fail(format!("cannot find the running binary: {e}")))?;
+    let mut child = Command::new(&exe)
+        .args(child_args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| fail(format!("cannot start {}: {e}", exe.display())))?;
+    let json =
+        serde_json::to_vec(request).map_err(|e| fail(format!("cannot encode the request: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(&json)
+            .map_err(|e| fail(format!("cannot send the request: {e}")))?;
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| fail(format!("cannot wait for the child: {e}")))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let reply = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str::<ChildReply>(l).ok());
+    match reply {
+        Some(ChildReply::Ok(result)) if output.status.success() => Ok(result),
+        Some(ChildReply::Error(message)) => Err(fail(message)),
+        _ => Err(fail(format!(
+            "{} exited with {} without a reply (does it route {:?} to amber_bench::oo1::run_oo1_child?)",
+            exe.display(),
+            output.status,
+            child_args.join(" ")
+        ))),
+    }
+}
+
+/// Runs `f`, printing a progress line to stderr if it takes more than a second.
+fn with_progress<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let (done, wait) = mpsc::channel::<()>();
+    let label = what.to_string();
+    let start = Instant::now();
+    let watcher = thread::spawn(move || {
+        if wait.recv_timeout(Duration::from_secs(1)) == Err(mpsc::RecvTimeoutError::Timeout) {
+            eprintln!("oo1: {label} …");
+            true
+        } else {
+            false
+        }
+    });
+    let out = f();
+    let _ = done.send(());
+    if watcher.join().unwrap_or(false) {
+        eprintln!(
+            "oo1: {what}: done in {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+    }
+    out
+}
+
+/// Where the databases live: a temporary directory, or `--dir`.
+enum Workspace {
+    Temp(tempfile::TempDir),
+    Given(PathBuf),
+}
+
+impl Workspace {
+    fn new(dir: Option<&Path>) -> Result<Workspace, BenchError> {
+        match dir {
+            Some(dir) => {
+                fs::create_dir_all(dir).map_err(|e| BenchError::io("creating", dir, e))?;
+                Ok(Workspace::Given(dir.to_path_buf()))
+            }
+            None => tempfile::Builder::new()
+                .prefix("amber-oo1-")
+                .tempdir()
+                .map(Workspace::Temp)
+                .map_err(|e| {
+                    BenchError::io("creating a temporary directory in", std::env::temp_dir(), e)
+                }),
+        }
+    }
+
+    fn root(&self) -> &Path {
+        match self {
+            Workspace::Temp(t) => t.path(),
+            Workspace::Given(p) => p,
+        }
+    }
+}
+
+fn remove_dir(dir: &Path) -> Result<(), BenchError> {
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(BenchError::io("removing", dir, e)),
+    }
+}
+
+/// Makes `dir` an empty directory.
+fn reset_dir(dir: &Path) -> Result<(), BenchError> {
+    remove_dir(dir)?;
+    fs::create_dir_all(dir).map_err(|e| BenchError::io("creating", dir, e))
+}
+
+/// Copies the files under `from` into the existing directory `to`, and syncs
+/// them, so that no write-back of the copy overlaps the measured process.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
+    for entry in fs::read_dir(from).map_err(|e| BenchError::io("reading", from, e))? {
+        let entry = entry.map_err(|e| BenchError::io("reading", from, e))?;
+        let src = entry.path();
+        let dst = to.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|e| BenchError::io("inspecting", &src, e))?;
+        if kind.is_dir() {
+            fs::create_dir_all(&dst).map_err(|e| BenchError::io("creating", &dst, e))?;
+            copy_tree(&src, &dst)?;
+        } else {
+            fs::copy(&src, &dst).map_err(|e| BenchError::io("copying", &src, e))?;
+            sync_file(&dst)?;
+        }
+    }
+    sync_file(to)
+}
+
+/// fsyncs every file and directory under `dir`.
+fn sync_tree(dir: &Path) -> Result<(), BenchError> {
+    for entry in fs::read_dir(dir).map_err(|e| BenchError::io("reading", dir, e))? {
+        let path = entry.map_err(|e| BenchError::io("reading", dir, e))?.path();
+        if path.is_dir() {
+            sync_tree(&path)?;
+        } else {
+            sync_file(&path)?;
+        }
+    }
+    sync_file(dir)
+}
+
+fn sync_file(path: &Path) -> Result<(), BenchError> {
+    fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| BenchError::io("syncing", path, e))
+}
+
+/// Bytes of the files under `dir`.
+fn tree_size(dir: &Path) -> Result<u64, BenchError> {
+    let mut total = 0;
+    for entry in fs::read_dir(dir).map_err(|e| BenchError::io("reading", dir, e))? {
+        let entry = entry.map_err(|e| BenchError::io("reading", dir, e))?;
+        let meta = entry
+            .metadata()
+            .map_err(|e| BenchError::io("inspecting", entry.path(), e))?;
+        total += if meta.is_dir() {
+            tree_size(&entry.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}

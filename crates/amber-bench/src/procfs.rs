@@ -1,0 +1,160 @@
+//! What the benchmarks read from `/proc`: I/O counters, peak RSS, the kernel
+//! and the CPU; and dropping the OS page cache where the machine allows it.
+
+use std::fs;
+use std::io::{self, Write};
+
+/// The write counters of `/proc/self/io`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    /// Bytes passed to `write`-like system calls (including to the page cache).
+    pub wchar: u64,
+    /// Bytes this process caused to be sent to the storage layer, accounted when
+    /// page-cache folios are dirtied. With large folios (ext4 on Linux 6.x) a
+    /// 4 KiB write into a cached file can account a whole folio (up to 2 MiB),
+    /// so this overstates in-place writes; see [`BlockDevice`].
+    pub write_bytes: u64,
+}
+
+impl IoCounters {
+    /// This process's counters, or `None` where `/proc/self/io` is missing
+    /// (kernels without task I/O accounting).
+    pub fn now() -> Option<IoCounters> {
+        let text = fs::read_to_string("/proc/self/io").ok()?;
+        Some(IoCounters {
+            wchar: field(&text, "wchar:")?,
+            write_bytes: field(&text, "write_bytes:")?,
+        })
+    }
+
+    /// The counts between `self` (earlier) and `later`.
+    pub fn delta(self, later: IoCounters) -> IoCounters {
+        IoCounters {
+            wchar: later.wchar.saturating_sub(self.wchar),
+            write_bytes: later.write_bytes.saturating_sub(self.write_bytes),
+        }
+    }
+}
+
+/// The block device holding a directory, for counting the bytes actually sent
+/// to it (`/sys/dev/block/MAJ:MIN/stat`, sectors written). The count is
+/// machine-wide: every process writing to the device adds to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDevice {
+    stat: std::path::PathBuf,
+}
+
+impl BlockDevice {
+    /// The device of `path`, or `None` when it is not a block device with
+    /// statistics (tmpfs, overlay and other virtual file systems).
+    pub fn of(path: &std::path::Path) -> Option<BlockDevice> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = fs::metadata(path).ok()?.dev();
+        // The kernel's dev_t encoding (glibc's gnu_dev_major / gnu_dev_minor).
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        let stat = std::path::PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat"));
+        let device = BlockDevice { stat };
+        device.written_bytes().map(|_| device)
+    }
+
+    /// Bytes written to the device since boot (sectors written × 512).
+    pub fn written_bytes(&self) -> Option<u64> {
+        let text = fs::read_to_string(&self.stat).ok()?;
+        let sectors: u64 = text.split_whitespace().nth(6)?.parse().ok()?;
+        Some(sectors * 512)
+    }
+}
+
+/// The first number after `key` at the start of a line of `text`.
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// This process's peak resident set size (`VmHWM`), in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let text = fs::read_to_string("/proc/self/status").ok()?;
+    field(&text, "VmHWM:")
+}
+
+/// The kernel release, as `uname -r` prints it.
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// The CPU model name from `/proc/cpuinfo`.
+pub fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Cores available to this process.
+pub fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// Total memory in KiB (`MemTotal`).
+pub fn mem_total_kib() -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    field(&text, "MemTotal:")
+}
+
+const DROP_CACHES: &str = "/proc/sys/vm/drop_caches";
+
+/// Whether this process may drop the OS page cache.
+pub fn can_drop_caches() -> bool {
+    fs::OpenOptions::new().write(true).open(DROP_CACHES).is_ok()
+}
+
+/// Drops clean page-cache pages, dentries and inodes (`echo 3 >
+/// /proc/sys/vm/drop_caches`). Dirty pages are not dropped: sync the files
+/// first.
+pub fn drop_caches() -> io::Result<()> {
+    let mut f = fs::OpenOptions::new().write(true).open(DROP_CACHES)?;
+    f.write_all(b"3\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_fields() {
+        let text = "rchar: 10\nwchar: 20\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+        assert_eq!(field(text, "wchar:"), Some(20));
+        assert_eq!(field(text, "write_bytes:"), Some(4096));
+        assert_eq!(field(text, "missing:"), None);
+        let status = "Name:\tx\nVmHWM:\t    2252 kB\n";
+        assert_eq!(field(status, "VmHWM:"), Some(2252));
+    }
+
+    #[test]
+    fn finds_the_device_of_the_temporary_directory() {
+        // Not every machine has one (tmpfs); where there is, it counts.
+        if let Some(dev) = BlockDevice::of(&std::env::temp_dir()) {
+            assert!(dev.written_bytes().is_some());
+        }
+    }
+
+    #[test]
+    fn reads_this_process() {
+        if let Some(io) = IoCounters::now() {
+            assert_eq!(io.delta(io), IoCounters::default());
+        }
+        assert!(cores() >= 1);
+    }
+}
