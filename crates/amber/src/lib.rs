@@ -2,13 +2,20 @@
 #![deny(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub mod db;
 pub mod error;
 pub mod format;
 pub mod io;
+pub mod ptr;
+pub mod schema;
 pub mod store;
+pub mod translate;
 pub mod wal;
 
 #[allow(unsafe_code)]
 pub mod vm;
 
+pub use db::{Db, Options, Tx};
 pub use error::{Error, Result};
+pub use ptr::{PBytes, PIndex, PRef, PVec, Smart};
+pub use vm::{Field, Persistent};

@@ -1,7 +1,7 @@
 //! The vm suite on the userfaultfd backend (its own process).
 mod vm_common;
-use vm_common as common;
 use amber::vm::Backend;
+use vm_common as common;
 
 const B: Backend = Backend::Uffd;
 

@@ -562,14 +562,11 @@ fn fields_difference(a: &[StoredField], b: &[StoredField], prefix: &str) -> Opti
                 fa.offset, fb.offset
             ));
         }
-        if let (
-            StoredKind::Struct { fields: x, .. },
-            StoredKind::Struct { fields: y, .. },
-        ) = (&fa.kind, &fb.kind)
+        if let (StoredKind::Struct { fields: x, .. }, StoredKind::Struct { fields: y, .. }) =
+            (&fa.kind, &fb.kind)
+            && let Some(d) = fields_difference(x, y, &format!("{path}."))
         {
-            if let Some(d) = fields_difference(x, y, &format!("{path}.")) {
-                return Some(d);
-            }
+            return Some(d);
         }
         if fa.kind != fb.kind {
             return Some(format!(

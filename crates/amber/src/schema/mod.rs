@@ -4,3 +4,4 @@
 
 pub mod desc;
 pub mod layout;
+pub mod registry;

@@ -131,6 +131,11 @@ impl<'s> StoreTx<'s> {
         }
     }
 
+    /// The store this transaction writes to.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
     /// The transaction id.
     pub fn id(&self) -> TxId {
         self.txid

@@ -155,6 +155,52 @@ impl FrameSpace {
         Ok(())
     }
 
+    /// Drops frames `f..f+n` like [`evict`](Self::evict), but only if none of
+    /// them was written since the last [`take_written`](Self::take_written)
+    /// (their content would be lost). Returns whether it evicted.
+    pub fn evict_clean(&self, f: FrameNo, n: u32) -> Result<bool, VmError> {
+        self.check_frames(f, n)?;
+        {
+            let _g = self.lock.lock();
+            let resident =
+                (f..f + n).any(|fr| frame_table::is_resident_state(self.table.state(fr)));
+            if !resident {
+                return Ok(false);
+            }
+            let written = match &self.imp {
+                Imp::Uffd(u) => {
+                    let (lo, hi) = (
+                        self.frame_addr(f),
+                        self.frame_addr(f) + n as usize * self.frame_size,
+                    );
+                    let mut w: Vec<(u64, u64)> = Vec::new();
+                    if self.track_writes {
+                        u.pagemap_written(lo, hi, &mut w)?;
+                    }
+                    // Unpopulated pages look written; only resident ones count.
+                    !w.is_empty()
+                        && (f..f + n).any(|fr| {
+                            let a = self.frame_addr(fr) as u64;
+                            frame_table::is_resident_state(self.table.state(fr))
+                                && w.iter()
+                                    .any(|&(s, e)| a < e && s < a + self.frame_size as u64)
+                        })
+                }
+                Imp::Sigsegv(_) => (f..f + n).any(|fr| {
+                    self.table.state(fr) != CLEAN && self.table.state(fr) != NOT_RESIDENT
+                }),
+            };
+            if written || !self.track_writes {
+                return Ok(false);
+            }
+        }
+        // The program cannot write these frames meanwhile: writes come from
+        // the one thread holding the database exclusively, which is the one
+        // faulting (or calling) now.
+        self.evict(f, n)?;
+        Ok(true)
+    }
+
     /// Copies bytes out of frames starting at `offset` into frame `f` (may span
     /// into the following assigned frames), faulting them in first if needed.
     pub fn copy_out(&self, f: FrameNo, offset: usize, buf: &mut [u8]) -> Result<(), VmError> {

@@ -237,9 +237,10 @@ pub fn prepare_thread() {
     // reports a too-small stack if the service cannot run.
     let _ = ALT.try_with(|a| {
         if let Ok(mut slot) = a.try_borrow_mut()
-            && slot.is_none() {
-                *slot = new_altstack();
-            }
+            && slot.is_none()
+        {
+            *slot = new_altstack();
+        }
     });
 }
 

@@ -1,0 +1,300 @@
+//! The database a program opens: persistent objects reached through ordinary
+//! pointers, faulted in and swizzled a page at a time.
+//!
+//! ```ignore
+//! use amber::{Db, Options, PRef, Persistent};
+//!
+//! #[derive(Persistent)]
+//! #[repr(C)]
+//! struct Node { value: u64, next: Option<PRef<Node>> }
+//!
+//! # fn main() -> amber::Result<()> {
+//! let mut db = Db::create("list.amber", Options::default())?;
+//! let mut tx = db.begin()?;
+//! let tail = tx.alloc(Node { value: 2, next: None })?;
+//! let head = tx.alloc(Node { value: 1, next: Some(tail) })?;
+//! tx.set_root("head", head)?;
+//! tx.commit()?;
+//!
+//! let head: PRef<Node> = db.root("head")?.expect("root");
+//! let next = db.get(head).next.expect("two nodes");
+//! assert_eq!(db.get(next).value, 2); // a plain pointer load
+//! # Ok(()) }
+//! ```
+
+mod commit;
+pub mod options;
+pub(crate) mod pager;
+pub mod tx;
+
+use crate::error::{Error, Result};
+use crate::io::Vfs;
+use crate::io::real::RealVfs;
+use crate::ptr::{PBytes, PRef, PVec, Smart};
+use crate::schema::layout::pages_for;
+use crate::schema::registry::Registry;
+use crate::store::{Store, StoreStats};
+use crate::vm::{Access, Backend, Field, FrameSpace, Persistent, VmConfig};
+use pager::Pager;
+use std::num::NonZeroU64;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+pub use options::Options;
+pub use tx::{CommitStats, Tx};
+
+/// Allocation state that lives across transactions.
+#[derive(Debug, Default)]
+pub(crate) struct Heap {
+    /// A page with room for more small objects.
+    pub(crate) current: Option<u64>,
+    /// Set when an abort could not restore memory: the database must be
+    /// reopened.
+    pub(crate) broken: Option<String>,
+}
+
+/// Numbers about an open database.
+#[derive(Debug, Clone)]
+pub struct DbStats {
+    /// The store's numbers.
+    pub store: StoreStats,
+    /// Faults served.
+    pub faults: u64,
+    /// Blocks fetched (cluster neighbours included).
+    pub fetched: u64,
+    /// Blocks evicted to respect the cache budget.
+    pub evicted: u64,
+    /// Frames resident.
+    pub resident_frames: u64,
+    /// Frames assigned (address space reserved for pages).
+    pub assigned_frames: u64,
+}
+
+/// An open database.
+#[derive(Debug)]
+pub struct Db {
+    pub(crate) store: Arc<Store>,
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) pager: Arc<Pager>,
+    pub(crate) fs: Arc<FrameSpace>,
+    pub(crate) access: Access,
+    pub(crate) heap: Heap,
+}
+
+impl Db {
+    /// Creates a new database at `path` (and `path-wal`).
+    pub fn create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Self::create_with(Arc::new(RealVfs), path.as_ref(), opts)
+    }
+
+    /// Opens the database at `path`, recovering it if needed.
+    pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Self::open_with(Arc::new(RealVfs), path.as_ref(), opts)
+    }
+
+    /// Creates a database on a given file system (crash model, fault
+    /// injection).
+    pub fn create_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
+        let mut so = opts.store.clone();
+        so.page_size = opts.page_size;
+        let store = Store::create(vfs, path, so)?;
+        Self::start(store, &opts)
+    }
+
+    /// Opens a database on a given file system.
+    pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
+        let store = Store::open(vfs, path, opts.store.clone())?;
+        Self::start(store, &opts)
+    }
+
+    fn start(store: Store, opts: &Options) -> Result<Db> {
+        let ps = store.page_size();
+        let registry = Arc::new(Registry::load(ps, &store.types())?);
+        let store = Arc::new(store);
+        let pager = Arc::new(Pager::new(
+            store.clone(),
+            registry.clone(),
+            opts.fetch_cluster,
+            opts.cache_bytes,
+        ));
+        let cfg = VmConfig {
+            backend: opts.backend,
+            frame_size: ps,
+            reserve_bytes: opts.reserve_bytes,
+            track_writes: true,
+            ..VmConfig::default()
+        };
+        let fs = FrameSpace::new(cfg, pager.clone())
+            .map_err(|e| Error::invalid(format!("cannot set up the frame space: {e}")))?;
+        let access =
+            Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
+        Ok(Db {
+            store,
+            registry,
+            pager,
+            fs,
+            access,
+            heap: Heap::default(),
+        })
+    }
+
+    /// The fault backend in use.
+    pub fn backend(&self) -> Backend {
+        self.fs.backend()
+    }
+
+    /// Why that backend was chosen.
+    pub fn backend_reason(&self) -> &str {
+        self.fs.backend_reason()
+    }
+
+    /// Page size in bytes.
+    pub fn page_size(&self) -> usize {
+        self.store.page_size()
+    }
+
+    /// The storage layer underneath (for inspection and benchmarks).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Numbers about faults, residency and the store.
+    pub fn stats(&self) -> DbStats {
+        let s = &self.pager.stats;
+        DbStats {
+            store: self.store.stats(),
+            faults: s.faults.load(Ordering::Relaxed),
+            fetched: s.fetched.load(Ordering::Relaxed),
+            evicted: s.evicted.load(Ordering::Relaxed),
+            resident_frames: s.resident.load(Ordering::Relaxed),
+            assigned_frames: u64::from(self.fs.assigned_frames()),
+        }
+    }
+
+    /// Follows a pointer: a plain load once the page is resident (the first
+    /// touch faults it in). Panics if `p` belongs to another database.
+    #[inline(always)]
+    pub fn get<T: Persistent>(&self, p: PRef<T>) -> &T {
+        self.access.obj(p.addr())
+    }
+
+    /// Follows a pointer, fetching its page first so that a damaged page is
+    /// an error here instead of a fatal fault at the load.
+    pub fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
+        self.ensure_resident(p.addr())?;
+        Ok(self.access.obj(p.addr()))
+    }
+
+    pub(crate) fn ensure_resident(&self, addr: u64) -> Result<()> {
+        let f = self
+            .fs
+            .frame_at(addr as usize)
+            .ok_or_else(|| Error::invalid("pointer does not belong to this database"))?;
+        self.fs.ensure_resident(f).map_err(|e| Error::Corrupt {
+            file: crate::error::FileKind::PageFile,
+            path: self.store.path().to_path_buf(),
+            at: crate::error::Location::Page(e.page),
+            what: e.message,
+        })
+    }
+
+    /// The elements of a persistent vector.
+    #[inline(always)]
+    pub fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T] {
+        self.access.slice(v.buf, v.len as usize)
+    }
+
+    /// The bytes of a persistent byte string.
+    #[inline(always)]
+    pub fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8] {
+        self.access.slice(b.buf, b.len as usize)
+    }
+
+    /// Follows a smart pointer: translates its persistent address through
+    /// the frame table (reserving a frame if needed) at each use.
+    pub fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
+        let va = self.translate(
+            s.paddr(),
+            pages_for(u64::from(T::DESC.size), self.page_size()),
+        )?;
+        Ok(self.access.obj(va))
+    }
+
+    /// The virtual address of a persistent address whose block spans `pages`.
+    pub(crate) fn translate(&self, paddr: u64, pages: u32) -> Result<u64> {
+        translate(&self.fs, paddr, pages)
+    }
+
+    /// A named root, if it exists. Its stored type must be `T`.
+    pub fn root<T: Persistent>(&self, name: &str) -> Result<Option<PRef<T>>> {
+        let Some(r) = self.store.root(name) else {
+            return Ok(None);
+        };
+        let stored = T::DESC.to_stored();
+        let id = self
+            .registry
+            .bind(Some(std::any::TypeId::of::<T>()), &stored)?;
+        if id != Some(r.type_id) {
+            let actual = self.registry.get(r.type_id).map_or_else(
+                || format!("type id {}", r.type_id),
+                |e| e.stored.name.clone(),
+            );
+            return Err(Error::SchemaMismatch {
+                type_name: stored.name,
+                what: format!("root `{name}` holds a `{actual}`"),
+            });
+        }
+        let va = self.translate(r.addr, pages_for(u64::from(T::DESC.size), self.page_size()))?;
+        Ok(NonZeroU64::new(va).map(PRef::from_addr))
+    }
+
+    /// Checks that the database's layout of `T` (if it has one) is the
+    /// program's: an error names the type and the first differing field.
+    pub fn check_type<T: Persistent>(&self) -> Result<()> {
+        self.registry
+            .bind(Some(std::any::TypeId::of::<T>()), &T::DESC.to_stored())
+            .map(|_| ())
+    }
+
+    /// Starts a transaction. Only one at a time: it borrows the database
+    /// exclusively, so no reference into it can be held meanwhile.
+    pub fn begin(&mut self) -> Result<Tx<'_>> {
+        if let Some(why) = &self.heap.broken {
+            return Err(Error::Poisoned { cause: why.clone() });
+        }
+        Tx::new(self)
+    }
+
+    /// Installs committed changes into the page file now.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.store.checkpoint().map(|_| ())
+    }
+
+    /// Closes the database, checkpointing first.
+    pub fn close(self) -> Result<()> {
+        let Db {
+            store,
+            fs,
+            access,
+            pager,
+            ..
+        } = self;
+        drop(access);
+        drop(fs);
+        drop(pager);
+        match Arc::try_unwrap(store) {
+            Ok(s) => s.close(),
+            Err(s) => s.checkpoint().map(|_| ()),
+        }
+    }
+}
+
+/// The virtual address of persistent address `paddr` in `fs`.
+pub(crate) fn translate(fs: &FrameSpace, paddr: u64, pages: u32) -> Result<u64> {
+    let shift = fs.frame_size().trailing_zeros();
+    let f = fs
+        .assign(paddr >> shift, pages)
+        .map_err(|e| Error::invalid(format!("persistent address {paddr:#x}: {e}")))?;
+    Ok(fs.frame_addr(f) as u64 + (paddr & ((1 << shift) - 1)))
+}

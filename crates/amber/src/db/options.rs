@@ -1,0 +1,39 @@
+//! Options for opening a database.
+
+use crate::store::StoreOptions;
+use crate::vm::BackendChoice;
+
+/// How to open (or create) a database.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Page size of a new database (ignored when opening).
+    pub page_size: usize,
+    /// Fault backend: automatic (userfaultfd when available), or forced. The
+    /// environment variable `AMBER_FAULT_BACKEND=uffd|sigsegv` overrides
+    /// `Auto`.
+    pub backend: BackendChoice,
+    /// Cache budget in bytes: resident pages beyond it are evicted (clean
+    /// ones; they fault back in on the next touch). `None`: no limit.
+    pub cache_bytes: Option<u64>,
+    /// Pages fetched per fault: the faulting block plus the blocks that start
+    /// in the following pages (Texas's data-fetching granularity).
+    pub fetch_cluster: u32,
+    /// Address space reserved for frames. A session can touch at most this
+    /// much of the database.
+    pub reserve_bytes: u64,
+    /// Storage options (checkpoint thresholds).
+    pub store: StoreOptions,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            page_size: crate::format::DEFAULT_PAGE_SIZE,
+            backend: BackendChoice::Auto,
+            cache_bytes: None,
+            fetch_cluster: 1,
+            reserve_bytes: 64 << 30,
+            store: StoreOptions::default(),
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The fault handler's work: fetch a block from the store (checksum
+//! verified), swizzle every pointer in it (reserving frames for the blocks
+//! they point to: Texas's wave-front), install it, fetch its neighbours (the
+//! fetch cluster), and keep resident memory within the cache budget by
+//! evicting clean blocks.
+//!
+//! Replacement is first-in first-out over installed blocks, skipping blocks
+//! written in the open transaction. Userspace cannot see the hardware's
+//! referenced bits cheaply (`PAGEMAP_SCAN` has no accessed category, and
+//! idle-page tracking needs privilege), so a recency policy would have to
+//! sample; FIFO costs nothing on the fault path and, for traversals that sweep
+//! the database, evicts what LRU would.
+//!
+//! Runs inside the SIGSEGV handler of the faulting thread (sigsegv backend)
+//! or on the handler thread (userfaultfd). It takes the store's and its own
+//! locks, which Amber never holds while touching frame memory, so the code a
+//! fault interrupts can never be holding them.
+
+use crate::format::PageNo;
+use crate::format::objects::{self, FLAG_FREE};
+use crate::format::page::{BlockKind, PageHeader};
+use crate::schema::registry::Registry;
+use crate::store::Store;
+use crate::translate::swizzle::{AddrMap, Direction, convert_block};
+use crate::vm::{FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Maps addresses through a frame space's frame table.
+pub(crate) struct FrameMap<'a> {
+    pub(crate) fs: &'a FrameSpace,
+    pub(crate) shift: u32,
+}
+
+impl AddrMap for FrameMap<'_> {
+    fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
+        let page = paddr >> self.shift;
+        let off = paddr & ((1 << self.shift) - 1);
+        let f = self
+            .fs
+            .assign(page, pages)
+            .map_err(|e| format!("pointer to persistent address {paddr:#x}: {e}"))?;
+        Ok(self.fs.frame_addr(f) as u64 + off)
+    }
+
+    fn to_paddr(&self, va: u64) -> Result<u64, String> {
+        let f = self
+            .fs
+            .frame_at(va as usize)
+            .ok_or_else(|| format!("pointer {va:#x} does not point into this database"))?;
+        let (head, idx, _) = self
+            .fs
+            .page_of(f)
+            .ok_or_else(|| format!("pointer {va:#x} points to an unassigned frame"))?;
+        Ok(((head + u64::from(idx)) << self.shift) | (va & ((1 << self.shift) - 1)))
+    }
+}
+
+/// Counters for benchmarks and tests.
+#[derive(Debug, Default)]
+pub struct PagerStats {
+    /// Blocks fetched by faults (cluster neighbours included).
+    pub fetched: AtomicU64,
+    /// Faults served.
+    pub faults: AtomicU64,
+    /// Blocks evicted to stay within the budget.
+    pub evicted: AtomicU64,
+    /// Frames resident (as counted by the pager).
+    pub resident: AtomicU64,
+}
+
+/// The fault service of one open database.
+#[derive(Debug)]
+pub(crate) struct Pager {
+    pub(crate) store: Arc<Store>,
+    pub(crate) registry: Arc<Registry>,
+    page_size: usize,
+    shift: u32,
+    /// Pages fetched per fault (1: just the faulting block).
+    cluster: u32,
+    /// Cache budget in frames; `None`: unlimited.
+    budget: Option<u64>,
+    /// Installed blocks, oldest first: (first frame, frames).
+    fifo: Mutex<VecDeque<(FrameNo, u32)>>,
+    /// Free slots found in fetched pages, by (type id, size): persistent
+    /// addresses, for type-stable reuse.
+    free_slots: Mutex<HashMap<(u32, u32), Vec<u64>>>,
+    pub(crate) stats: PagerStats,
+}
+
+impl Pager {
+    pub(crate) fn new(
+        store: Arc<Store>,
+        registry: Arc<Registry>,
+        cluster: u32,
+        budget_bytes: Option<u64>,
+    ) -> Pager {
+        let page_size = store.page_size();
+        Pager {
+            store,
+            registry,
+            page_size,
+            shift: page_size.trailing_zeros(),
+            cluster: cluster.max(1),
+            budget: budget_bytes.map(|b| (b / page_size as u64).max(4)),
+            fifo: Mutex::new(VecDeque::new()),
+            free_slots: Mutex::new(HashMap::new()),
+            stats: PagerStats::default(),
+        }
+    }
+
+    fn fifo(&self) -> MutexGuard<'_, VecDeque<(FrameNo, u32)>> {
+        self.fifo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn slots(&self) -> MutexGuard<'_, HashMap<(u32, u32), Vec<u64>>> {
+        self.free_slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Reads block `head` from the store and swizzles it, ready to install.
+    pub(crate) fn fetch(
+        &self,
+        fs: &FrameSpace,
+        head: PageNo,
+        run: u32,
+    ) -> Result<Vec<u8>, FaultError> {
+        let err = |message: String| FaultError {
+            page: head,
+            message,
+        };
+        let mut block = self
+            .store
+            .read_block(head)
+            .map_err(|e| err(e.to_string()))?;
+        if PageHeader::read(&block).is_none_or(|h| h.kind != BlockKind::Data as u8) {
+            return Err(err("not a data block (a pointer into metadata?)".into()));
+        }
+        if block.len() != run as usize * self.page_size {
+            return Err(err(format!(
+                "block is {} pages, but pointers to it say {run}",
+                block.len() / self.page_size
+            )));
+        }
+        let types = self.registry.snapshot();
+        let map = FrameMap {
+            fs,
+            shift: self.shift,
+        };
+        convert_block(&mut block, self.page_size, &types, &map, Direction::Swizzle).map_err(err)?;
+        self.note_free_slots(head, &block);
+        Ok(block)
+    }
+
+    /// Records the free slots of a fetched block for reuse.
+    fn note_free_slots(&self, head: PageNo, block: &[u8]) {
+        let Some(h) = PageHeader::read(block) else {
+            return;
+        };
+        let mut found = Vec::new();
+        for e in objects::walk(block, h.used as usize).flatten() {
+            if e.flags & FLAG_FREE != 0 {
+                found.push((
+                    (e.type_id, e.size as u32),
+                    (head << self.shift) + e.body as u64,
+                ));
+            }
+        }
+        if found.is_empty() {
+            return;
+        }
+        let mut slots = self.slots();
+        for (k, addr) in found {
+            let v = slots.entry(k).or_default();
+            if !v.contains(&addr) {
+                v.push(addr);
+            }
+        }
+    }
+
+    /// Records an installed block for replacement and enforces the budget.
+    pub(crate) fn installed(&self, fs: &FrameSpace, frame: FrameNo, frames: u32) {
+        self.fifo().push_back((frame, frames));
+        self.stats
+            .resident
+            .fetch_add(u64::from(frames), Ordering::Relaxed);
+        self.enforce_budget(fs, frame);
+    }
+
+    /// Evicts the oldest clean blocks until resident frames fit the budget
+    /// (never `keep`, the block just installed).
+    fn enforce_budget(&self, fs: &FrameSpace, keep: FrameNo) {
+        let Some(budget) = self.budget else { return };
+        let mut tries = self.fifo().len();
+        while self.stats.resident.load(Ordering::Relaxed) > budget && tries > 0 {
+            tries -= 1;
+            let Some((f, n)) = self.fifo().pop_front() else {
+                break;
+            };
+            if f == keep {
+                self.fifo().push_back((f, n));
+                continue;
+            }
+            match fs.evict_clean(f, n) {
+                Ok(true) => {
+                    self.stats
+                        .resident
+                        .fetch_sub(u64::from(n), Ordering::Relaxed);
+                    self.stats.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+                // Written in the open transaction (or already gone): keep it
+                // in line, it becomes evictable after the commit.
+                Ok(false) if fs.is_resident(f) => self.fifo().push_back((f, n)),
+                Ok(false) | Err(_) => {
+                    self.stats
+                        .resident
+                        .fetch_sub(u64::from(n), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Forgets a block that was evicted by someone else (an abort).
+    pub(crate) fn forget(&self, frame: FrameNo) {
+        let mut q = self.fifo();
+        if let Some(i) = q.iter().position(|&(f, _)| f == frame)
+            && let Some((_, n)) = q.remove(i)
+        {
+            self.stats
+                .resident
+                .fetch_sub(u64::from(n), Ordering::Relaxed);
+        }
+    }
+
+    /// Fetches and installs the block at `head` (of `run` pages) if it is not
+    /// resident; used for the faulting block and its cluster neighbours.
+    fn bring_in(&self, inst: &mut Installer<'_>, head: PageNo, run: u32) -> Result<(), FaultError> {
+        let fs = inst.space();
+        if fs.lookup(head).is_some_and(|f| fs.is_resident(f)) {
+            return Ok(());
+        }
+        let block = self.fetch(fs, head, run)?;
+        let frame = fs.assign(head, run).map_err(|e| FaultError {
+            page: head,
+            message: e.to_string(),
+        })?;
+        let n = inst
+            .install(frame, &block, InstallAs::Clean)
+            .map_err(|e| FaultError {
+                page: head,
+                message: format!("install: {e}"),
+            })?;
+        self.stats.fetched.fetch_add(1, Ordering::Relaxed);
+        if n > 0 {
+            self.installed(fs, frame, run);
+        }
+        Ok(())
+    }
+}
+
+impl FaultService for Pager {
+    fn missing(&self, frame: FrameNo, inst: &mut Installer<'_>) -> Result<(), FaultError> {
+        self.stats.faults.fetch_add(1, Ordering::Relaxed);
+        let fs = inst.space();
+        let (head, _, run) = fs.page_of(frame).ok_or(FaultError {
+            page: u64::MAX,
+            message: format!("frame {frame} has no page"),
+        })?;
+        self.bring_in(inst, head, run)?;
+        // The fetch cluster: blocks that start in the next pages, fetched now
+        // (frames reserved for them if nothing points to them yet) so that
+        // the traversal that touches them next does not fault.
+        let mut page = head + u64::from(run);
+        let end = head + u64::from(self.cluster);
+        while page < end {
+            match self.store.block_of(page) {
+                Some((h, n)) if h == page => {
+                    // A neighbour that cannot be read is left for its own
+                    // fault to report.
+                    let _ = self.bring_in(inst, h, n);
+                    page += u64::from(n);
+                }
+                Some((h, n)) => page = h + u64::from(n),
+                None => page += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn first_write(&self, _frame: FrameNo, _clean: &[u8]) {}
+}

@@ -1,0 +1,162 @@
+//! The registry: a database's type ids, their stored descriptors and pointer
+//! layouts, and which Rust types the program has bound to them.
+//!
+//! Layouts come from the catalog, so every page can be swizzled whatever the
+//! program has named so far. The fault handler reads them through a snapshot
+//! (one `Arc` clone per fault); registration publishes a new snapshot.
+
+use super::desc::{StoredType, first_difference};
+use super::layout::Layout;
+use crate::error::{Error, Result};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One type of the database.
+#[derive(Debug)]
+pub struct TypeEntry {
+    /// Its catalog id.
+    pub id: u32,
+    /// The stored descriptor.
+    pub stored: StoredType,
+    /// Where its swizzled pointers are.
+    pub layout: Layout,
+}
+
+/// Layouts by type id, as the fault handler sees them.
+pub type Snapshot = Arc<Vec<Option<Arc<TypeEntry>>>>;
+
+#[derive(Debug, Default)]
+struct Inner {
+    by_name: HashMap<String, u32>,
+    by_rust: HashMap<TypeId, u32>,
+    /// Ids defined by the open transaction (dropped if it aborts).
+    pending: Vec<(u32, Option<TypeId>, String)>,
+}
+
+/// The registry of one open database.
+#[derive(Debug)]
+pub struct Registry {
+    page_size: usize,
+    inner: Mutex<Inner>,
+    snapshot: Mutex<Snapshot>,
+}
+
+impl Registry {
+    /// A registry loaded from the catalog's `(id, descriptor bytes)` pairs.
+    pub fn load(page_size: usize, catalog: &[(u32, Vec<u8>)]) -> Result<Registry> {
+        let r = Registry {
+            page_size,
+            inner: Mutex::new(Inner::default()),
+            snapshot: Mutex::new(Arc::new(Vec::new())),
+        };
+        for (id, bytes) in catalog {
+            let stored = StoredType::decode(bytes).map_err(|e| {
+                Error::invalid(format!(
+                    "schema catalog entry for type id {id} is unreadable: {e}"
+                ))
+            })?;
+            r.insert(*id, stored, None);
+        }
+        Ok(r)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn insert(&self, id: u32, stored: StoredType, rust: Option<TypeId>) {
+        let layout = Layout::of(&stored, self.page_size);
+        let mut inner = self.lock();
+        inner.by_name.insert(stored.name.clone(), id);
+        if let Some(t) = rust {
+            inner.by_rust.insert(t, id);
+        }
+        let mut snap = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = (**snap).clone();
+        if v.len() <= id as usize {
+            v.resize(id as usize + 1, None);
+        }
+        v[id as usize] = Some(Arc::new(TypeEntry { id, stored, layout }));
+        *snap = Arc::new(v);
+    }
+
+    /// The current snapshot of layouts by id.
+    pub fn snapshot(&self) -> Snapshot {
+        self.snapshot
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One type by id.
+    pub fn get(&self, id: u32) -> Option<Arc<TypeEntry>> {
+        self.snapshot().get(id as usize).cloned().flatten()
+    }
+
+    /// The id already bound to a Rust type, if any (the fast path of every
+    /// allocation).
+    pub fn bound(&self, rust: TypeId) -> Option<u32> {
+        self.lock().by_rust.get(&rust).copied()
+    }
+
+    /// Binds a Rust type to its catalog entry by name, checking the layout;
+    /// `Ok(None)` when the catalog has no such type yet.
+    pub fn bind(&self, rust: Option<TypeId>, program: &StoredType) -> Result<Option<u32>> {
+        let id = match self.lock().by_name.get(&program.name) {
+            Some(&id) => id,
+            None => return Ok(None),
+        };
+        let entry = self
+            .get(id)
+            .ok_or_else(|| Error::invalid(format!("type id {id} missing from the registry")))?;
+        if let Some(what) = first_difference(program, &entry.stored) {
+            return Err(Error::SchemaMismatch {
+                type_name: program.name.clone(),
+                what,
+            });
+        }
+        if let Some(t) = rust {
+            self.lock().by_rust.insert(t, id);
+        }
+        Ok(Some(id))
+    }
+
+    /// Records a type just defined (under id `id`) by the open transaction.
+    pub fn define(&self, id: u32, rust: Option<TypeId>, stored: StoredType) {
+        let name = stored.name.clone();
+        self.insert(id, stored, rust);
+        self.lock().pending.push((id, rust, name));
+    }
+
+    /// The open transaction committed: its types are permanent.
+    pub fn commit(&self) {
+        self.lock().pending.clear();
+    }
+
+    /// The open transaction aborted: forget the types it defined.
+    pub fn abort(&self) {
+        let pending = std::mem::take(&mut self.lock().pending);
+        if pending.is_empty() {
+            return;
+        }
+        let mut inner = self.lock();
+        let mut snap = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut v: Vec<_> = (**snap).clone();
+        for (id, rust, name) in pending {
+            inner.by_name.remove(&name);
+            if let Some(t) = rust {
+                inner.by_rust.remove(&t);
+            }
+            if let Some(slot) = v.get_mut(id as usize) {
+                *slot = None;
+            }
+        }
+        *snap = Arc::new(v);
+    }
+
+    /// All types, by id.
+    pub fn all(&self) -> Vec<Arc<TypeEntry>> {
+        self.snapshot().iter().flatten().cloned().collect()
+    }
+}

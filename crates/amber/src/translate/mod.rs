@@ -1,0 +1,4 @@
+//! Address translation: swizzling pages at fault time and unswizzling them
+//! at commit.
+
+pub mod swizzle;

@@ -1,0 +1,137 @@
+//! Swizzling and unswizzling a block: every pointer of every object, found
+//! through the object map and the type layouts, converted between persistent
+//! addresses and virtual addresses.
+//!
+//! Both directions are pure functions over a block's bytes and an address
+//! mapping, so the fault handler (which swizzles a fetched block before
+//! installing it) and the commit path (which unswizzles a changed block
+//! before diffing it) share them, and tests can drive them without memory
+//! mapping.
+
+use crate::format::bytes::get_u32;
+use crate::format::objects::{self, ObjectEntry};
+use crate::format::page::PageHeader;
+use crate::schema::layout::{PtrSlot, SlotKind, pages_for};
+use crate::schema::registry::Snapshot;
+
+/// Converts between persistent and virtual addresses.
+pub trait AddrMap {
+    /// The virtual address of persistent address `paddr`, whose block spans
+    /// `pages` pages (a frame run is reserved for it if needed).
+    fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String>;
+    /// The persistent address of virtual address `va`.
+    fn to_paddr(&self, va: u64) -> Result<u64, String>;
+}
+
+/// Which way to convert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Persistent → virtual (after fetching).
+    Swizzle,
+    /// Virtual → persistent (before logging).
+    Unswizzle,
+}
+
+/// Converts every pointer in `block` (a whole block, run included).
+/// `page_size` is the database's. Reports a damaged object map, an unknown
+/// type or an impossible pointer.
+pub fn convert_block(
+    block: &mut [u8],
+    page_size: usize,
+    types: &Snapshot,
+    map: &impl AddrMap,
+    dir: Direction,
+) -> Result<(), String> {
+    let h = PageHeader::read(block).ok_or("block shorter than its header")?;
+    let entries: Vec<ObjectEntry> = objects::walk(block, h.used as usize)
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    for e in entries {
+        convert_object(block, &e, page_size, types, map, dir)?;
+    }
+    Ok(())
+}
+
+/// Converts the pointers of one object, given its map entry.
+pub fn convert_object(
+    block: &mut [u8],
+    e: &ObjectEntry,
+    page_size: usize,
+    types: &Snapshot,
+    map: &impl AddrMap,
+    dir: Direction,
+) -> Result<(), String> {
+    let t = types
+        .get(e.type_id as usize)
+        .and_then(Option::as_ref)
+        .ok_or_else(|| {
+            format!(
+                "object at offset {} has unknown type id {}",
+                e.header, e.type_id
+            )
+        })?;
+    let l = &t.layout;
+    if l.slots.is_empty() {
+        return Ok(());
+    }
+    if l.array {
+        if l.size == 0 {
+            return Ok(());
+        }
+        let n = e.size / l.size as usize;
+        for i in 0..n {
+            convert_slots(
+                block,
+                e.body + i * l.size as usize,
+                &l.slots,
+                page_size,
+                map,
+                dir,
+            )?;
+        }
+        Ok(())
+    } else {
+        if e.size < l.size as usize {
+            return Err(format!(
+                "object at offset {} is {} bytes, its type `{}` needs {}",
+                e.header, e.size, t.stored.name, l.size
+            ));
+        }
+        convert_slots(block, e.body, &l.slots, page_size, map, dir)
+    }
+}
+
+fn convert_slots(
+    block: &mut [u8],
+    base: usize,
+    slots: &[PtrSlot],
+    page_size: usize,
+    map: &impl AddrMap,
+    dir: Direction,
+) -> Result<(), String> {
+    for s in slots {
+        let at = base + s.offset as usize;
+        let word = block
+            .get(at..at + 8)
+            .ok_or_else(|| format!("pointer at offset {at} outside its block"))?;
+        let v = u64::from_le_bytes(word.try_into().map_err(|_| "pointer truncated")?);
+        if v == 0 {
+            continue;
+        }
+        let out = match dir {
+            Direction::Unswizzle => map.to_paddr(v)?,
+            Direction::Swizzle => {
+                let pages = match s.kind {
+                    SlotKind::Ref { pages } => pages,
+                    SlotKind::Buffer { elem_size } => {
+                        let cap = get_u32(block, at + 12).ok_or("buffer capacity truncated")?;
+                        pages_for(u64::from(cap) * u64::from(elem_size), page_size)
+                    }
+                };
+                map.to_va(v, pages)?
+            }
+        };
+        block[at..at + 8].copy_from_slice(&out.to_le_bytes());
+    }
+    Ok(())
+}

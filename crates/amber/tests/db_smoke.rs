@@ -1,0 +1,114 @@
+//! End-to-end smoke test of the object layer with hand-written descriptors
+//! (the derive has its own tests).
+#![allow(unsafe_code)]
+
+use amber::schema::desc::{FieldDesc, FieldKind, TypeDesc};
+use amber::vm::BackendChoice;
+use amber::{Db, Field, Options, PRef, PVec, Persistent};
+
+#[repr(C)]
+struct Node {
+    value: u64,
+    next: Option<PRef<Node>>,
+    kids: PVec<u64>,
+}
+
+unsafe impl Persistent for Node {
+    const DESC: TypeDesc = TypeDesc {
+        name: "Node",
+        size: 32,
+        align: 8,
+        fields: &[
+            FieldDesc {
+                name: "value",
+                offset: 0,
+                kind: &<u64 as Field>::KIND,
+            },
+            FieldDesc {
+                name: "next",
+                offset: 8,
+                kind: &<Option<PRef<Node>> as Field>::KIND,
+            },
+            FieldDesc {
+                name: "kids",
+                offset: 16,
+                kind: &<PVec<u64> as Field>::KIND,
+            },
+        ],
+    };
+}
+
+fn opts(b: BackendChoice) -> Options {
+    Options {
+        backend: b,
+        ..Options::default()
+    }
+}
+
+fn list(b: BackendChoice) {
+    let _ = FieldKind::Bytes;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db");
+    {
+        let mut db = Db::create(&p, opts(b)).unwrap();
+        let mut tx = db.begin().unwrap();
+        let mut head: Option<PRef<Node>> = None;
+        for i in 0..2000u64 {
+            let n = tx
+                .alloc(Node {
+                    value: i,
+                    next: head,
+                    kids: PVec::new(),
+                })
+                .unwrap();
+            head = Some(n);
+        }
+        let h = head.unwrap();
+        for k in 0..100 {
+            tx.push(h, |n| &mut n.kids, k * 3).unwrap();
+        }
+        tx.set_root("head", h).unwrap();
+        let st = tx.commit().unwrap();
+        assert!(st.blocks > 10, "{st:?}");
+        // Update a few in place.
+        let mut tx = db.begin().unwrap();
+        tx.get_mut(h).value = 777;
+        let st = tx.commit().unwrap();
+        assert_eq!(st.blocks, 1);
+        assert!(st.log_bytes < 100, "{st:?}");
+        // Abort restores.
+        let mut tx = db.begin().unwrap();
+        tx.get_mut(h).value = 5;
+        tx.abort().unwrap();
+        assert_eq!(db.get(h).value, 777);
+        db.close().unwrap();
+    }
+    let db = Db::open(&p, opts(b)).unwrap();
+    let h: PRef<Node> = db.root("head").unwrap().unwrap();
+    assert_eq!(db.get(h).value, 777);
+    let kids = db.slice(&db.get(h).kids);
+    assert_eq!(kids.len(), 100);
+    assert_eq!(kids[99], 297);
+    let mut n = Some(h);
+    let mut count = 0;
+    let mut sum = 0;
+    while let Some(p) = n {
+        let node = db.get(p);
+        sum += node.value;
+        count += 1;
+        n = node.next;
+    }
+    assert_eq!(count, 2000);
+    assert_eq!(sum, (0..1999u64).sum::<u64>() + 777);
+    eprintln!("{:?}: {:?}", db.backend(), db.stats());
+}
+
+#[test]
+fn list_uffd() {
+    list(BackendChoice::Uffd);
+}
+
+#[test]
+fn list_sigsegv() {
+    list(BackendChoice::Sigsegv);
+}
