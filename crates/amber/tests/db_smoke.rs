@@ -112,3 +112,80 @@ fn list_uffd() {
 fn list_sigsegv() {
     list(BackendChoice::Sigsegv);
 }
+
+#[repr(C)]
+struct Holder {
+    idx: amber::PIndex<Node>,
+}
+
+unsafe impl Persistent for Holder {
+    const DESC: TypeDesc = TypeDesc {
+        name: "Holder",
+        size: 16,
+        align: 8,
+        fields: &[FieldDesc {
+            name: "idx",
+            offset: 0,
+            kind: &<amber::PIndex<Node> as Field>::KIND,
+        }],
+    };
+}
+
+#[test]
+fn index_matches_btreemap() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db");
+    let mut db = Db::create(&p, Options::default()).unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    let mut rng = amber::io::crash::SplitMix::new(9);
+    let mut tx = db.begin().unwrap();
+    let h = tx
+        .alloc(Holder {
+            idx: amber::PIndex::new(),
+        })
+        .unwrap();
+    tx.set_root("h", h).unwrap();
+    let mut nodes = Vec::new();
+    for i in 0..50u64 {
+        nodes.push(
+            tx.alloc(Node {
+                value: i,
+                next: None,
+                kids: PVec::new(),
+            })
+            .unwrap(),
+        );
+    }
+    for _ in 0..30_000 {
+        let k = rng.below(20_000);
+        if rng.below(5) == 0 {
+            let got = tx
+                .index_remove(h, |o| &mut o.idx, k)
+                .unwrap()
+                .map(|r| tx.get(r).value);
+            assert_eq!(got, model.remove(&k));
+        } else {
+            let v = rng.below(50) as usize;
+            let old = tx
+                .index_insert(h, |o| &mut o.idx, k, nodes[v])
+                .unwrap()
+                .map(|r| tx.get(r).value);
+            assert_eq!(old, model.insert(k, v as u64));
+        }
+    }
+    tx.commit().unwrap();
+    db.close().unwrap();
+    let db = Db::open(&p, Options::default()).unwrap();
+    let h: PRef<Holder> = db.root("h").unwrap().unwrap();
+    let idx = &db.get(h).idx;
+    assert_eq!(idx.len(), model.len() as u64);
+    for k in 0..20_000u64 {
+        let got = db.index_get(idx, k).unwrap().map(|r| db.get(r).value);
+        assert_eq!(got, model.get(&k).copied(), "key {k}");
+    }
+    let r = db.index_range(idx, 500, 1500).unwrap();
+    let want: Vec<u64> = model.range(500..1500).map(|(k, _)| *k).collect();
+    assert_eq!(r.iter().map(|(k, _)| *k).collect::<Vec<_>>(), want);
+    // Only the paths looked up were given frames: far fewer than the nodes.
+    eprintln!("{:?}", db.stats());
+}

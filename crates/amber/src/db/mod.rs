@@ -23,6 +23,7 @@
 //! ```
 
 mod commit;
+mod index;
 pub mod options;
 pub(crate) mod pager;
 pub mod tx;

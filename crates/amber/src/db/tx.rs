@@ -185,7 +185,7 @@ impl<'db> Tx<'db> {
         self.type_id_of(TypeId::of::<T>(), || T::DESC.to_stored())
     }
 
-    fn array_id<T: Field>(&mut self) -> Result<u32> {
+    pub(crate) fn array_id<T: Field>(&mut self) -> Result<u32> {
         self.type_id_of(TypeId::of::<ArrayOf<T>>(), || {
             StoredType::array_of(T::KIND.to_stored(), std::mem::size_of::<T>() as u32)
         })
