@@ -26,31 +26,67 @@ use crate::translate::swizzle::{Direction, convert_block};
 use crate::vm::FrameNo;
 use crate::wal::RANGE_HEADER;
 use crate::wal::coalesce::{Region, coalesce, diff_into, log_cost};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 impl Tx<'_> {
-    /// The written blocks, as (head page, first frame, pages).
-    fn written_blocks(&self) -> Result<BTreeMap<PageNo, (FrameNo, u32)>> {
-        let frames = self
-            .fs
+    /// Frames written since the transaction began (re-protected).
+    fn written_frames(&self) -> Result<Vec<FrameNo>> {
+        self.fs
             .take_written()
-            .map_err(|e| Error::invalid(format!("listing written pages: {e}")))?;
+            .map_err(|e| Error::invalid(format!("listing written pages: {e}")))
+    }
+
+    /// The blocks of `frames`, as head page → (first frame, pages).
+    fn blocks_of(&self, frames: &[FrameNo]) -> BTreeMap<PageNo, (FrameNo, u32)> {
         let mut blocks = BTreeMap::new();
-        for f in frames {
+        for &f in frames {
             if let Some((head, idx, run)) = self.fs.page_of(f) {
                 blocks.insert(head, (f - idx, run));
             }
         }
-        Ok(blocks)
+        blocks
     }
 
-    /// The clean version of a block: empty if allocated now, else committed.
-    fn clean_image(&self, head: PageNo, run: u32) -> Result<Vec<u8>> {
+    /// The clean version of a block, unswizzled: empty if allocated now; else
+    /// assembled from the recovery buffer when every written frame of the
+    /// block has its copy there (unwritten frames are unchanged); else the
+    /// committed image read back from the store.
+    fn clean_image(
+        &self,
+        head: PageNo,
+        frame: FrameNo,
+        run: u32,
+        written: &BTreeSet<FrameNo>,
+    ) -> Result<Vec<u8>> {
+        let ps = self.page_size;
         if self.new_blocks.contains_key(&head) {
-            let mut img = vec![0u8; run as usize * self.page_size];
+            let mut img = vec![0u8; run as usize * ps];
             page::format(&mut img, BlockKind::Data, head, run);
             return Ok(img);
+        }
+        if let Some(b) = self.pager.rbuf.get() {
+            let mut img = vec![0u8; run as usize * ps];
+            let mut complete = true;
+            for i in 0..run {
+                let f = frame + i;
+                let dst = &mut img[i as usize * ps..(i as usize + 1) * ps];
+                match b.copy_of(f) {
+                    Some(c) => dst.copy_from_slice(&c),
+                    None if written.contains(&f) => {
+                        complete = false;
+                        break;
+                    }
+                    None => self
+                        .fs
+                        .copy_out(f, 0, dst)
+                        .map_err(|e| Error::invalid(format!("reading page {head}: {e}")))?,
+                }
+            }
+            if complete {
+                self.unswizzle(head, &mut img)?;
+                return Ok(img);
+            }
         }
         self.stx
             .as_ref()
@@ -59,20 +95,88 @@ impl Tx<'_> {
             .read_block(head)
     }
 
+    /// Converts a block image in memory form to persistent form.
+    fn unswizzle(&self, head: PageNo, img: &mut [u8]) -> Result<()> {
+        let types = self.registry.snapshot();
+        let map = super::pager::FrameMap {
+            fs: self.fs,
+            shift: self.shift,
+        };
+        convert_block(img, self.page_size, &types, &map, Direction::Unswizzle)
+            .map_err(|e| Error::invalid(format!("page {head}: {e}")))
+    }
+
     /// Copies block `head` out of memory in persistent form.
     fn dirty_image(&self, head: PageNo, frame: FrameNo, run: u32) -> Result<Vec<u8>> {
         let mut img = vec![0u8; run as usize * self.page_size];
         self.fs
             .copy_out(frame, 0, &mut img)
             .map_err(|e| Error::invalid(format!("reading page {head}: {e}")))?;
-        let types = self.registry.snapshot();
-        let map = super::pager::FrameMap {
-            fs: self.fs,
-            shift: self.shift,
-        };
-        convert_block(&mut img, self.page_size, &types, &map, Direction::Unswizzle)
-            .map_err(|e| Error::invalid(format!("page {head}: {e}")))?;
+        self.unswizzle(head, &mut img)?;
         Ok(img)
+    }
+
+    /// The changed regions of a block, merged by the minimal-log rule for
+    /// records carrying `images` images per byte. `used` and the object
+    /// area are logical content; the header bytes between them are the
+    /// store's, so the two never share a record.
+    fn changes(clean: &[u8], dirty: &[u8], images: usize, stats: &mut CommitStats) -> Vec<Region> {
+        let mut used: Vec<Region> = Vec::new();
+        diff_into(
+            &clean[USED_OFFSET..USED_OFFSET + 4],
+            &dirty[USED_OFFSET..USED_OFFSET + 4],
+            USED_OFFSET,
+            &mut used,
+        );
+        let mut body: Vec<Region> = Vec::new();
+        diff_into(
+            &clean[HEADER_SIZE..],
+            &dirty[HEADER_SIZE..],
+            HEADER_SIZE,
+            &mut body,
+        );
+        let mut out = Vec::new();
+        for regions in [used, body] {
+            stats.changed_bytes += regions.iter().map(|r| r.len() as u64).sum::<u64>();
+            let merged = coalesce(&regions, RANGE_HEADER, images);
+            stats.minimal_log_bytes += log_cost(&merged, RANGE_HEADER, images) as u64;
+            out.extend(merged);
+        }
+        out
+    }
+
+    /// Logs the changes of the page in `frame` now, with before-images taken
+    /// from its recovery-buffer copy `clean`, and write-protects it again so
+    /// that its next write takes a fresh copy (the recovery buffer was full).
+    pub(crate) fn log_early(&mut self, frame: FrameNo, mut clean: Vec<u8>) -> Result<()> {
+        let Some((head, _, run)) = self.fs.page_of(frame) else {
+            return Ok(());
+        };
+        // A multi-page block or a new block is simply left for the commit,
+        // which then diffs it against the committed (or empty) image.
+        if run != 1 || self.new_blocks.contains_key(&head) {
+            return Ok(());
+        }
+        self.unswizzle(head, &mut clean)?;
+        let dirty = self.dirty_image(head, frame, 1)?;
+        let mut stats = CommitStats::default();
+        let regions = Self::changes(&clean, &dirty, 2, &mut stats);
+        let base = head * self.page_size as u64;
+        let stx = self.stx()?;
+        for r in &regions {
+            stx.write_with_before(
+                base + r.start as u64,
+                &clean[r.start..r.end],
+                &dirty[r.start..r.end],
+            )?;
+        }
+        stx.log_early()?;
+        self.fs
+            .write_protect(frame, 1)
+            .map_err(|e| Error::invalid(format!("re-protecting page {head}: {e}")))?;
+        self.early_stats.minimal_log_bytes += stats.minimal_log_bytes;
+        self.early_stats.changed_bytes += stats.changed_bytes;
+        Ok(())
     }
 
     /// Commits: returns once the changes are durable.
@@ -89,43 +193,28 @@ impl Tx<'_> {
     }
 
     fn commit_inner(&mut self) -> Result<CommitStats> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let mut stats = CommitStats::default();
         let t0 = Instant::now();
-        let blocks = self.written_blocks()?;
+        let frames = self.written_frames()?;
+        let blocks = self.blocks_of(&frames);
         stats.detect = t0.elapsed();
         stats.blocks = blocks.len() as u64;
         let t1 = Instant::now();
         let ps = self.page_size as u64;
+        let written: BTreeSet<FrameNo> = frames.into_iter().collect();
         let mut writes: Vec<(u64, Vec<u8>)> = Vec::new();
         for (&head, &(frame, run)) in &blocks {
-            let clean = self.clean_image(head, run)?;
+            let clean = self.clean_image(head, frame, run, &written)?;
             let dirty = self.dirty_image(head, frame, run)?;
-            // Only `used` and the object area are logical content; the header
-            // bytes between them are the store's, so the two never share a
-            // record.
-            let mut used: Vec<Region> = Vec::new();
-            diff_into(
-                &clean[USED_OFFSET..USED_OFFSET + 4],
-                &dirty[USED_OFFSET..USED_OFFSET + 4],
-                USED_OFFSET,
-                &mut used,
-            );
-            let mut body: Vec<Region> = Vec::new();
-            diff_into(
-                &clean[HEADER_SIZE..],
-                &dirty[HEADER_SIZE..],
-                HEADER_SIZE,
-                &mut body,
-            );
-            for regions in [used, body] {
-                stats.changed_bytes += regions.iter().map(|r| r.len() as u64).sum::<u64>();
-                let merged = coalesce(&regions, RANGE_HEADER, 1);
-                stats.minimal_log_bytes += log_cost(&merged, RANGE_HEADER, 1) as u64;
-                for r in merged {
-                    writes.push((head * ps + r.start as u64, dirty[r.start..r.end].to_vec()));
-                }
+            for r in Self::changes(&clean, &dirty, 1, &mut stats) {
+                writes.push((head * ps + r.start as u64, dirty[r.start..r.end].to_vec()));
             }
         }
+        stats.minimal_log_bytes += self.early_stats.minimal_log_bytes;
+        stats.changed_bytes += self.early_stats.changed_bytes;
         stats.diff = t1.elapsed();
         let t2 = Instant::now();
         let mut stx = self
@@ -152,6 +241,10 @@ impl Tx<'_> {
         drop(slots);
         self.taken.clear();
         self.new_blocks.clear();
+        self.early_pages.clear();
+        if let Some(b) = self.pager.rbuf.get() {
+            b.clear();
+        }
         self.done = true;
     }
 
@@ -180,6 +273,10 @@ impl Tx<'_> {
         }
         drop(slots);
         self.freed.clear();
+        self.early_pages.clear();
+        if let Some(b) = self.pager.rbuf.get() {
+            b.clear();
+        }
         self.heap.current = None;
         if let Some(stx) = self.stx.take() {
             stx.abort();
@@ -187,7 +284,15 @@ impl Tx<'_> {
     }
 
     fn restore(&mut self) -> Result<()> {
-        let blocks = self.written_blocks()?;
+        let frames = self.written_frames()?;
+        let mut blocks = self.blocks_of(&frames);
+        // Pages logged early were write-protected again, so they may not be
+        // listed as written; they hold this transaction's changes all the same.
+        for (&head, &run) in &self.early_pages {
+            if let Some(f) = self.fs.lookup(head) {
+                blocks.insert(head, (f, run));
+            }
+        }
         let types = self.registry.snapshot();
         for (&head, &(frame, run)) in &blocks {
             if self.new_blocks.contains_key(&head) {

@@ -26,6 +26,7 @@ mod commit;
 mod index;
 pub mod options;
 pub(crate) mod pager;
+mod recovery_buffer;
 pub mod tx;
 
 use crate::error::{Error, Result};
@@ -70,6 +71,11 @@ pub struct DbStats {
     pub resident_frames: u64,
     /// Frames assigned (address space reserved for pages).
     pub assigned_frames: u64,
+    /// Pages logged early because the recovery buffer was full.
+    pub early_logged: u64,
+    /// Recovery-buffer copies dropped unlogged (their pages were diffed
+    /// against the committed image instead).
+    pub copies_dropped: u64,
 }
 
 /// An open database.
@@ -130,6 +136,12 @@ impl Db {
             .map_err(|e| Error::invalid(format!("cannot set up the frame space: {e}")))?;
         let access =
             Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
+        if fs.backend() == Backend::Sigsegv {
+            let _ = pager.rbuf.set(recovery_buffer::RecoveryBuffer::new(
+                opts.recovery_buffer_pages,
+                ps,
+            ));
+        }
         Ok(Db {
             store,
             registry,
@@ -170,6 +182,16 @@ impl Db {
             evicted: s.evicted.load(Ordering::Relaxed),
             resident_frames: s.resident.load(Ordering::Relaxed),
             assigned_frames: u64::from(self.fs.assigned_frames()),
+            early_logged: self
+                .pager
+                .rbuf
+                .get()
+                .map_or(0, |b| b.early_logged.load(Ordering::Relaxed)),
+            copies_dropped: self
+                .pager
+                .rbuf
+                .get()
+                .map_or(0, |b| b.dropped.load(Ordering::Relaxed)),
         }
     }
 

@@ -21,6 +21,9 @@ pub struct Options {
     /// Address space reserved for frames. A session can touch at most this
     /// much of the database.
     pub reserve_bytes: u64,
+    /// Pages of QuickStore's recovery buffer (SIGSEGV backend): clean copies
+    /// taken at first write; beyond it, pages are logged early.
+    pub recovery_buffer_pages: usize,
     /// Storage options (checkpoint thresholds).
     pub store: StoreOptions,
 }
@@ -33,6 +36,7 @@ impl Default for Options {
             cache_bytes: None,
             fetch_cluster: 1,
             reserve_bytes: 64 << 30,
+            recovery_buffer_pages: 1024,
             store: StoreOptions::default(),
         }
     }

@@ -16,6 +16,7 @@
 //! locks, which Amber never holds while touching frame memory, so the code a
 //! fault interrupts can never be holding them.
 
+use super::recovery_buffer::RecoveryBuffer;
 use crate::format::PageNo;
 use crate::format::objects::{self, FLAG_FREE};
 use crate::format::page::{BlockKind, PageHeader};
@@ -25,7 +26,7 @@ use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::{FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Maps addresses through a frame space's frame table.
 pub(crate) struct FrameMap<'a> {
@@ -87,6 +88,8 @@ pub(crate) struct Pager {
     /// addresses, for type-stable reuse.
     free_slots: Mutex<HashMap<(u32, u32), Vec<u64>>>,
     pub(crate) stats: PagerStats,
+    /// Clean copies taken at first write (SIGSEGV backend only).
+    pub(crate) rbuf: OnceLock<RecoveryBuffer>,
 }
 
 impl Pager {
@@ -107,6 +110,7 @@ impl Pager {
             fifo: Mutex::new(VecDeque::new()),
             free_slots: Mutex::new(HashMap::new()),
             stats: PagerStats::default(),
+            rbuf: OnceLock::new(),
         }
     }
 
@@ -287,5 +291,9 @@ impl FaultService for Pager {
         Ok(())
     }
 
-    fn first_write(&self, _frame: FrameNo, _clean: &[u8]) {}
+    fn first_write(&self, frame: FrameNo, clean: &[u8]) {
+        if let Some(b) = self.rbuf.get() {
+            b.save(frame, clean);
+        }
+    }
 }

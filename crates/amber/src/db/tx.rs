@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// What a commit did and what it cost, split as in Hosking et al.'s
@@ -73,6 +74,13 @@ pub struct Tx<'db> {
     /// Slots this transaction freed (reusable once it commits).
     pub(crate) freed: Vec<((u32, u32), u64)>,
     pub(crate) done: bool,
+    /// Blocks whose changes were logged early (recovery buffer overflow).
+    pub(crate) early_pages: HashMap<PageNo, u32>,
+    /// What early logging cost, for the commit's statistics.
+    pub(crate) early_stats: CommitStats,
+    /// A failure from work done on the way (early logging), reported at
+    /// commit.
+    pub(crate) failed: Option<Error>,
     pub(crate) shift: u32,
     pub(crate) page_size: usize,
 }
@@ -99,6 +107,9 @@ impl<'db> Tx<'db> {
             taken: Vec::new(),
             freed: Vec::new(),
             done: false,
+            early_pages: HashMap::new(),
+            early_stats: CommitStats::default(),
+            failed: None,
             shift: page_size.trailing_zeros(),
             page_size,
         })
@@ -120,7 +131,41 @@ impl<'db> Tx<'db> {
     /// hardware on the first store.
     #[inline(always)]
     pub fn get_mut<T: Persistent>(&mut self, p: PRef<T>) -> &mut T {
+        self.tick();
         self.access.obj_mut(p.addr())
+    }
+
+    /// Work owed at an entry into Amber: pages whose recovery-buffer copies
+    /// must be logged early.
+    #[inline(always)]
+    pub(crate) fn tick(&mut self) {
+        if let Some(b) = self.pager.rbuf.get()
+            && b.attention.load(Ordering::Relaxed)
+        {
+            self.relieve();
+        }
+    }
+
+    #[cold]
+    fn relieve(&mut self) {
+        let Some(b) = self.pager.rbuf.get() else {
+            return;
+        };
+        for (frame, clean) in b.take_marked() {
+            if let Some((head, _, run)) = self.fs.page_of(frame) {
+                self.early_pages.insert(head, run);
+            }
+            match self.log_early(frame, clean) {
+                Ok(()) => {
+                    b.early_logged.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    if self.failed.is_none() {
+                        self.failed = Some(e);
+                    }
+                }
+            }
+        }
     }
 
     /// The elements of a persistent vector.
@@ -207,6 +252,7 @@ impl<'db> Tx<'db> {
     }
 
     fn alloc_at<T: Persistent>(&mut self, value: T, near: Option<u64>) -> Result<PRef<T>> {
+        self.tick();
         let id = self.struct_id::<T>()?;
         let va = self.alloc_raw(id, std::mem::size_of::<T>() as u32, near)?;
         self.access.write_new(va, value);
@@ -316,6 +362,7 @@ impl<'db> Tx<'db> {
     }
 
     pub(crate) fn free_raw(&mut self, va: u64) -> Result<()> {
+        self.tick();
         let hdr = *self.access.obj::<[u8; 8]>(va - 8);
         let tag = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
         let size = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
@@ -351,6 +398,7 @@ impl<'db> Tx<'db> {
         field: impl Fn(&mut O) -> &mut PVec<T>,
         value: T,
     ) -> Result<()> {
+        self.tick();
         let vaddr = std::ptr::from_mut(field(self.access.obj_mut(obj.addr()))) as u64;
         let (buf, len, cap) = {
             let v = self.access.obj::<PVec<T>>(vaddr);

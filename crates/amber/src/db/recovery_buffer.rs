@@ -1,0 +1,184 @@
+//! QuickStore's recovery buffer (`papers/002_*` §3.2.1): with the SIGSEGV
+//! backend, the first write to a page faults, and the handler copies the
+//! page's clean content here before enabling writes. At commit the copy is
+//! the clean version the page is diffed against, saving a read of the
+//! committed image.
+//!
+//! The buffer holds `M` pages (an open option). When it is full the oldest
+//! copy is marked for early logging: at the transaction's next call into
+//! Amber, that page's changes so far are logged (with before-images, ignored
+//! by recovery unless the transaction commits), the copy is dropped and the
+//! page write-protected again, so that its next write takes a fresh copy. A
+//! reserve of slots beyond `M` absorbs the writes made before that call;
+//! should even the reserve fill, the oldest marked copy is dropped unlogged
+//! and its page falls back to the committed image as clean version, which is
+//! always correct, only slower.
+//!
+//! `save` runs inside the SIGSEGV handler and must not allocate: all memory
+//! is reserved when the buffer is made.
+
+use crate::vm::FrameNo;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+#[derive(Debug)]
+struct Inner {
+    data: Vec<u8>,
+    /// Slot → frame whose clean copy it holds.
+    owner: Vec<Option<FrameNo>>,
+    by_frame: HashMap<FrameNo, usize>,
+    /// Occupied slots, oldest first (not yet marked).
+    fifo: VecDeque<usize>,
+    /// Slots marked for early logging, oldest first.
+    marked: VecDeque<usize>,
+    free: Vec<usize>,
+}
+
+/// The recovery buffer.
+#[derive(Debug)]
+pub(crate) struct RecoveryBuffer {
+    page_size: usize,
+    /// Copies beyond which the oldest is marked for early logging.
+    limit: usize,
+    inner: Mutex<Inner>,
+    /// Set when copies are waiting to be logged early.
+    pub(crate) attention: AtomicBool,
+    /// Copies dropped unlogged because even the reserve was full.
+    pub(crate) dropped: AtomicU64,
+    /// Pages logged early so far.
+    pub(crate) early_logged: AtomicU64,
+}
+
+impl RecoveryBuffer {
+    /// A buffer of `pages` pages plus a reserve of an eighth more.
+    pub(crate) fn new(pages: usize, page_size: usize) -> RecoveryBuffer {
+        let pages = pages.max(1);
+        let total = pages + (pages / 8).max(2);
+        RecoveryBuffer {
+            page_size,
+            limit: pages,
+            inner: Mutex::new(Inner {
+                data: vec![0u8; total * page_size],
+                owner: vec![None; total],
+                by_frame: HashMap::with_capacity(total),
+                fifo: VecDeque::with_capacity(total),
+                marked: VecDeque::with_capacity(total),
+                free: (0..total).rev().collect(),
+            }),
+            attention: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+            early_logged: AtomicU64::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `clean` as the clean copy of `frame` (from the fault handler:
+    /// no allocation).
+    pub(crate) fn save(&self, frame: FrameNo, clean: &[u8]) {
+        let mut g = self.lock();
+        if g.by_frame.contains_key(&frame) {
+            return;
+        }
+        if g.fifo.len() >= self.limit
+            && let Some(old) = g.fifo.pop_front()
+        {
+            g.marked.push_back(old);
+            self.attention.store(true, Ordering::Release);
+        }
+        let slot = match g.free.pop() {
+            Some(s) => s,
+            None => {
+                // Even the reserve is full: drop the oldest marked copy.
+                let Some(s) = g.marked.pop_front().or_else(|| g.fifo.pop_front()) else {
+                    return;
+                };
+                if let Some(f) = g.owner[s].take() {
+                    g.by_frame.remove(&f);
+                }
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                s
+            }
+        };
+        let ps = self.page_size;
+        let n = clean.len().min(ps);
+        g.data[slot * ps..slot * ps + n].copy_from_slice(&clean[..n]);
+        g.owner[slot] = Some(frame);
+        g.by_frame.insert(frame, slot);
+        g.fifo.push_back(slot);
+    }
+
+    /// The clean copy of `frame`, if the buffer has one.
+    pub(crate) fn copy_of(&self, frame: FrameNo) -> Option<Vec<u8>> {
+        let g = self.lock();
+        let &slot = g.by_frame.get(&frame)?;
+        let ps = self.page_size;
+        Some(g.data[slot * ps..(slot + 1) * ps].to_vec())
+    }
+
+    /// Takes the copies marked for early logging: `(frame, clean copy)`.
+    pub(crate) fn take_marked(&self) -> Vec<(FrameNo, Vec<u8>)> {
+        let mut g = self.lock();
+        self.attention.store(false, Ordering::Release);
+        let ps = self.page_size;
+        let mut out = Vec::with_capacity(g.marked.len());
+        while let Some(slot) = g.marked.pop_front() {
+            if let Some(f) = g.owner[slot].take() {
+                g.by_frame.remove(&f);
+                out.push((f, g.data[slot * ps..(slot + 1) * ps].to_vec()));
+            }
+            g.free.push(slot);
+        }
+        out
+    }
+
+    /// Forgets every copy (the transaction ended).
+    pub(crate) fn clear(&self) {
+        let mut g = self.lock();
+        let total = g.owner.len();
+        g.owner.iter_mut().for_each(|o| *o = None);
+        g.by_frame.clear();
+        g.fifo.clear();
+        g.marked.clear();
+        g.free.clear();
+        g.free.extend((0..total).rev());
+        self.attention.store(false, Ordering::Release);
+    }
+
+    /// Copies held now.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().by_frame.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overflow_marks_the_oldest_then_drops() {
+        let b = RecoveryBuffer::new(4, 16);
+        for f in 0..4u32 {
+            b.save(f, &[f as u8; 16]);
+        }
+        assert!(!b.attention.load(Ordering::Acquire));
+        b.save(4, &[4; 16]);
+        assert!(b.attention.load(Ordering::Acquire));
+        assert_eq!(b.copy_of(4), Some(vec![4; 16]));
+        let m = b.take_marked();
+        assert_eq!(m, vec![(0, vec![0; 16])]);
+        assert_eq!(b.copy_of(0), None);
+        // Fill everything, reserve included: copies get dropped, never lost
+        // silently (counted).
+        for f in 10..40u32 {
+            b.save(f, &[1; 16]);
+        }
+        assert!(b.dropped.load(Ordering::Relaxed) > 0);
+        b.clear();
+        assert_eq!(b.len(), 0);
+    }
+}
