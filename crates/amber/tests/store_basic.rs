@@ -93,3 +93,39 @@ fn real_files_round_trip() {
     let rep = amber::store::verify::verify(v, &p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
+
+#[test]
+fn open_reports_its_installing_checkpoint() {
+    let v: Arc<dyn Vfs> = Arc::new(CrashVfs::new());
+    let p = Path::new("/db");
+    let s = Store::create(v.clone(), p, opts()).unwrap();
+    assert_eq!(s.open_checkpoint(), None);
+    let ps = s.page_size() as u64;
+    let mut tx = s.begin().unwrap();
+    let page = tx.alloc(1, BlockKind::Raw).unwrap();
+    tx.write(page * ps + 40, b"installed at open").unwrap();
+    tx.commit().unwrap();
+    drop(s); // the log keeps the transaction
+    let ro = StoreOptions {
+        read_only: true,
+        ..opts()
+    };
+    let s = Store::open(v.clone(), p, ro.clone()).unwrap();
+    assert_eq!(
+        s.open_checkpoint(),
+        None,
+        "a read-only open installs nothing"
+    );
+    drop(s);
+    let s = Store::open(v.clone(), p, opts()).unwrap();
+    let ck = s
+        .open_checkpoint()
+        .expect("the writable open installed recovery's work");
+    assert_eq!(ck.blocks, 1);
+    assert!(ck.bytes >= ps);
+    assert_eq!(ck.lsn, s.superblock().checkpoint_lsn);
+    s.close().unwrap();
+    // Nothing left to install: the next open runs no checkpoint.
+    let s = Store::open(v, p, opts()).unwrap();
+    assert_eq!(s.open_checkpoint(), None);
+}
