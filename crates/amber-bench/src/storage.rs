@@ -166,8 +166,8 @@ pub struct CommitConfig {
 impl Default for CommitConfig {
     fn default() -> Self {
         CommitConfig {
-            iters: 1000,
-            warmup: 100,
+            iters: 2000,
+            warmup: 200,
             dir: None,
         }
     }

@@ -39,10 +39,10 @@ fn known() -> String {
 )]
 struct CommitArgs {
     /// Measured iterations.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 2000)]
     iters: usize,
     /// Unmeasured iterations first.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 200)]
     warmup: usize,
     /// Directory on the file system to measure (default: the working directory).
     #[arg(long)]
