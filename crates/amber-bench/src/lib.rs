@@ -1,10 +1,15 @@
 //! Amber's benchmarks, run by `amber bench …`.
 //!
 //! - [`oo1`]: the Object Operations Benchmark, its engine contract and harness;
+//! - [`storage`]: commit latency and recovery time of the storage layer;
 //! - [`rng`]: the deterministic random generator every benchmark draws from;
-//! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`.
+//! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`;
+//! - [`sys`], [`json`]: machine facts and JSON output for the storage benches.
 #![deny(clippy::unwrap_used)]
 
+pub mod json;
 pub mod oo1;
 pub mod procfs;
 pub mod rng;
+pub mod storage;
+pub mod sys;

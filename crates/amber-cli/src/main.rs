@@ -1,2 +1,137 @@
-//! The `amber` command.
-fn main() {}
+//! The `amber` command: create, inspect, verify, checkpoint and recover a
+//! database, and run the benchmarks.
+//!
+//! Exit status: 0 success; 1 `verify` found damage; 2 any error (bad
+//! arguments, missing or foreign files, a locked database, an I/O failure),
+//! reported as one line on stderr, `amber: <message>`.
+#![deny(clippy::unwrap_used)]
+
+mod admin;
+mod bench;
+mod error;
+mod inspect;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use error::CliError;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber",
+    version,
+    about = "Amber, a persistent object store: database administration and benchmarks"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a new, empty database: PATH and its log PATH-wal.
+    Create {
+        /// The database file to create.
+        path: PathBuf,
+        /// Page size in bytes: a power of two from 4096 to 32768.
+        #[arg(long, value_name = "N", default_value_t = amber::format::DEFAULT_PAGE_SIZE)]
+        page_size: usize,
+    },
+    /// Describe a database without changing it: superblocks, free space,
+    /// blocks, the log since the last checkpoint, the schema catalog, roots.
+    Inspect {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// Check every superblock copy, log header copy, log record and block;
+    /// exit status 1 if anything is damaged.
+    Verify {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// Install every committed change into the page file and recycle the log.
+    Checkpoint {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// Run recovery, install what it rebuilt, and report what it found.
+    Recover {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
+    /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// The benchmark: commit, recovery (or `list`).
+        #[arg(allow_hyphen_values = true)]
+        name: Option<String>,
+        /// Its options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
+    match cmd {
+        Command::Create { path, page_size } => admin::create(&path, page_size, out),
+        Command::Inspect { path } => inspect::inspect(&path, out),
+        Command::Verify { path } => admin::verify(&path, out),
+        Command::Checkpoint { path } => admin::checkpoint(&path, out),
+        Command::Recover { path } => admin::recover(&path, out),
+        Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
+    }
+}
+
+/// Writes to stdout; a closed pipe (`amber inspect db | head`) is not an
+/// error worth reporting.
+fn emit(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
+}
+
+/// A panic is a bug in Amber; it is still reported on one line.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "amber: internal error (a bug in amber, please report it): {}{at}",
+            error::one_line(&msg)
+        );
+    }));
+}
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let names: Vec<String> = Cli::command()
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            return error::report(CliError::msg(format!(
+                "a subcommand is required: {} (see 'amber --help')",
+                names.join(", ")
+            )));
+        }
+        Err(e) => return error::report(CliError::from_clap(&e, "amber")),
+    };
+    let mut out = String::new();
+    let result = run(cli.cmd, &mut out);
+    emit(&out);
+    match result {
+        Ok(code) => code,
+        Err(e) => error::report(e),
+    }
+}

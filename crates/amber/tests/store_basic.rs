@@ -93,3 +93,79 @@ fn real_files_round_trip() {
     let rep = amber::store::verify::verify(v, &p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
+
+#[test]
+fn open_reports_its_installing_checkpoint() {
+    let v: Arc<dyn Vfs> = Arc::new(CrashVfs::new());
+    let p = Path::new("/db");
+    let s = Store::create(v.clone(), p, opts()).unwrap();
+    assert_eq!(s.open_checkpoint(), None);
+    let ps = s.page_size() as u64;
+    let mut tx = s.begin().unwrap();
+    let page = tx.alloc(1, BlockKind::Raw).unwrap();
+    tx.write(page * ps + 40, b"installed at open").unwrap();
+    tx.commit().unwrap();
+    drop(s); // the log keeps the transaction
+    let ro = StoreOptions {
+        read_only: true,
+        ..opts()
+    };
+    let s = Store::open(v.clone(), p, ro.clone()).unwrap();
+    assert_eq!(
+        s.open_checkpoint(),
+        None,
+        "a read-only open installs nothing"
+    );
+    drop(s);
+    let s = Store::open(v.clone(), p, opts()).unwrap();
+    let ck = s
+        .open_checkpoint()
+        .expect("the writable open installed recovery's work");
+    assert_eq!(ck.blocks, 1);
+    assert!(ck.bytes >= ps);
+    assert_eq!(ck.lsn, s.superblock().checkpoint_lsn);
+    s.close().unwrap();
+    // Nothing left to install: the next open runs no checkpoint.
+    let s = Store::open(v, p, opts()).unwrap();
+    assert_eq!(s.open_checkpoint(), None);
+}
+
+#[test]
+fn verify_after_a_clean_close_does_not_report_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.amber");
+    let v: Arc<dyn Vfs> = Arc::new(RealVfs);
+    let s = Store::create(v.clone(), &p, opts()).unwrap();
+    let ps = s.page_size() as u64;
+    for i in 0..5u8 {
+        let mut tx = s.begin().unwrap();
+        let page = tx.alloc(1, BlockKind::Raw).unwrap();
+        tx.write(page * ps + 64, &[i; 300]).unwrap();
+        tx.commit().unwrap();
+    }
+    // The checkpoint recycles the log; its old records stay in the file.
+    s.close().unwrap();
+    let rep = amber::store::verify::verify(v.clone(), &p).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert_eq!(rep.notes.len(), 1, "{:?}", rep.notes);
+    assert!(rep.notes[0].contains("older records"), "{:?}", rep.notes);
+    assert!(!rep.notes[0].contains("crash"), "{:?}", rep.notes);
+    // A real torn write in the current epoch is still called one.
+    let s = Store::open(v.clone(), &p, opts()).unwrap(); // truncates the stale bytes
+    let mut tx = s.begin().unwrap();
+    let page = tx.alloc(1, BlockKind::Raw).unwrap();
+    tx.write(page * ps + 64, &[9; 300]).unwrap();
+    tx.commit().unwrap();
+    drop(s);
+    let wal = amber::store::wal_path(&p);
+    let len = std::fs::metadata(&wal).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+    f.set_len(len - 5).unwrap();
+    let rep = amber::store::verify::verify(v, &p).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+    assert!(
+        rep.notes.iter().any(|n| n.contains("torn tail")),
+        "{:?}",
+        rep.notes
+    );
+}

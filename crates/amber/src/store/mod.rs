@@ -127,6 +127,8 @@ pub struct Store {
     gate: RwLock<()>,
     state: Mutex<State>,
     recovery: RecoveryReport,
+    /// What the checkpoint run by a writable open installed.
+    open_checkpoint: Option<checkpoint::CheckpointReport>,
 }
 
 fn corrupt(path: &Path, file: FileKind, at: Location, what: impl Into<String>) -> Error {
@@ -297,6 +299,7 @@ impl Store {
             gate: RwLock::new(()),
             state: Mutex::new(st),
             recovery: RecoveryReport::default(),
+            open_checkpoint: None,
         })
     }
 
@@ -371,7 +374,7 @@ impl Store {
             Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))
         };
         drop(log_bytes);
-        let store = Store {
+        let mut store = Store {
             vfs,
             path: path.to_path_buf(),
             wal_path: wal,
@@ -382,12 +385,13 @@ impl Store {
             gate: RwLock::new(()),
             state: Mutex::new(st),
             recovery: report,
+            open_checkpoint: None,
         };
         // Install what recovery rebuilt, and rewrite a damaged superblock or
         // log header copy (the checkpoint writes the copy that is not current).
         if store.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged)
         {
-            store.checkpoint_forced()?;
+            store.open_checkpoint = Some(store.checkpoint_forced()?);
         }
         Ok(store)
     }
@@ -424,6 +428,13 @@ impl Store {
     /// What recovery found when the store was opened.
     pub fn recovery_report(&self) -> &RecoveryReport {
         &self.recovery
+    }
+
+    /// What the checkpoint that a writable open runs to install recovery's
+    /// work (or to rewrite a damaged superblock or log header copy) did;
+    /// `None` when the open ran none.
+    pub fn open_checkpoint(&self) -> Option<checkpoint::CheckpointReport> {
+        self.open_checkpoint
     }
 
     /// The current superblock.

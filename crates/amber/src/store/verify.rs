@@ -2,13 +2,13 @@
 //! block checked, every problem named. Runs on a read-only open, so it never
 //! changes the files.
 
-use super::{Store, StoreOptions, corrupt, read_superblock_slots, wal_path};
+use super::{Store, StoreOptions, corrupt, read_superblock_slots, read_whole, wal_path};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::objects;
 use crate::format::page::{BlockKind, PageHeader};
 use crate::io::{OpenMode, Vfs};
 use crate::wal::header::{LogHeader, SLOT_OFFSETS as LOG_SLOTS, SLOT_SIZE};
-use crate::wal::scan::Tail;
+use crate::wal::scan::{self, Tail};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -55,18 +55,20 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
     }
     drop(file);
     let wal = wal_path(path);
+    let mut headers = Vec::new();
     if let Ok(lf) = vfs.open(&wal, OpenMode::ReadOnly) {
         for (i, off) in LOG_SLOTS.iter().enumerate() {
             let mut b = [0u8; SLOT_SIZE];
             crate::io::read_at_most(&*lf, &mut b, *off)
                 .map_err(|e| Error::io("read log header", &wal, e))?;
-            if let Err(e) = LogHeader::decode(&b) {
-                report.problems.push(corrupt(
+            match LogHeader::decode(&b) {
+                Ok(h) => headers.push(h),
+                Err(e) => report.problems.push(corrupt(
                     &wal,
                     FileKind::Log,
                     Location::LogHeader(i as u8),
                     e,
-                ));
+                )),
             }
         }
     }
@@ -74,7 +76,7 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
         read_only: true,
         ..StoreOptions::default()
     };
-    let store = match Store::open(vfs, path, opts) {
+    let store = match Store::open(vfs.clone(), path, opts) {
         Ok(s) => s,
         Err(e @ (Error::Corrupt { .. } | Error::NotADatabase { .. })) => {
             report.problems.push(e);
@@ -85,10 +87,36 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
     let rec = store.recovery_report();
     report.records = rec.records;
     if let Tail::Torn { at, what, bytes } = &rec.tail {
-        report.notes.push(format!(
-            "log: torn tail at LSN {at} ({what}; {bytes} bytes after the last valid record), \
-             left by a crash; recovery discards it"
-        ));
+        // The newest header is the epoch the store read; the other copy, if
+        // older, is the epoch whose records a recycle left in place.
+        headers.sort_by_key(|h| std::cmp::Reverse(h.generation));
+        let stale = match headers.as_slice() {
+            [cur, prev, ..] if prev.generation < cur.generation => {
+                let lf = vfs
+                    .open(&wal, OpenMode::ReadOnly)
+                    .map_err(|e| Error::io("open log", &wal, e))?;
+                let bytes = read_whole(&*lf, &wal)?;
+                scan::previous_epoch_after(
+                    &bytes,
+                    cur.base_lsn,
+                    *at,
+                    prev.base_lsn,
+                    store.page_size(),
+                )
+            }
+            _ => None,
+        };
+        report.notes.push(match stale {
+            Some(skip) => format!(
+                "log: ends at LSN {at}; the {bytes} bytes after it hold older records, left in place \
+                 when a checkpoint recycled the log (the first found {skip} bytes on), not damage; \
+                 recovery ignores them"
+            ),
+            None => format!(
+                "log: torn tail at LSN {at} ({what}; {bytes} bytes after the last valid record), \
+                 left by a crash; recovery discards it"
+            ),
+        });
     }
     if rec.uncommitted > 0 {
         report.notes.push(format!(

@@ -1,0 +1,382 @@
+//! The `amber` binary end to end: the round trip of every command, damage
+//! found by `verify`, and one-line errors for bad input.
+
+use amber::format::page::BlockKind;
+use amber::io::real::RealVfs;
+use amber::store::{Store, StoreOptions, wal_path};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn amber(args: &[&str]) -> Run {
+    let o = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(args)
+        .output()
+        .expect("run amber");
+    Run {
+        code: o.status.code().expect("exit status, not a signal"),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Exit status 2 and exactly one line on stderr, `amber: …`, containing `has`.
+#[track_caller]
+fn assert_error(r: &Run, has: &str) {
+    assert_eq!(r.code, 2, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "one line: {:?}", r.stderr);
+    assert!(r.stderr.starts_with("amber: "), "{:?}", r.stderr);
+    assert!(r.stderr.contains(has), "{:?} lacks {has:?}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{:?}", r.stderr);
+}
+
+fn no_close() -> StoreOptions {
+    StoreOptions {
+        checkpoint_on_close: false,
+        ..StoreOptions::default()
+    }
+}
+
+/// Commits `n` transactions to the database at `p` (each allocates a block,
+/// writes into it and names it as a root), and leaves them in the log.
+fn commit_some(p: &Path, n: usize) -> Vec<u64> {
+    let s = Store::open(Arc::new(RealVfs), p, no_close()).expect("open");
+    let ps = s.page_size() as u64;
+    let mut pages = Vec::new();
+    for i in 0..n {
+        let mut tx = s.begin().expect("begin");
+        let ty = tx.define_type(&[0xab, 0xcd, i as u8]).expect("type");
+        let page = tx.alloc(1, BlockKind::Raw).expect("alloc");
+        tx.write(page * ps + 100, format!("transaction {i}").as_bytes())
+            .expect("write");
+        tx.set_root(&format!("root{i}"), page * ps + 100, ty)
+            .expect("root");
+        tx.commit().expect("commit");
+        pages.push(page);
+    }
+    drop(s); // no close, no checkpoint: the log keeps them
+    pages
+}
+
+fn flip(path: &Path, off: u64) {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .expect("open for damage");
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, off).expect("read byte");
+    b[0] ^= 0x5a;
+    f.write_all_at(&b, off).expect("write byte");
+}
+
+fn db_in(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("test.amber")
+}
+
+#[test]
+fn create_inspect_verify_checkpoint_recover() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    let r = amber(&["create", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("page size 4096"), "{}", r.stdout);
+    assert!(wal_path(&db).exists());
+    let r = amber(&["create", s(&db)]);
+    assert_error(&r, "already exists");
+
+    let pages = commit_some(&db, 3);
+    let r = amber(&["inspect", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = &r.stdout;
+    for want in [
+        "copy 0: generation 1",
+        "(current)",
+        "base LSN 1",
+        "3 alloc, 3 commit, 3 range, 3 root, 3 type",
+        "3 committed, 0 uncommitted",
+        "tail: clean",
+        "pending: 3 block(s)",
+        "schema catalog: 3 type(s)",
+        "type 1: 3 byte(s): hex abcd00",
+        "roots: 3",
+    ] {
+        assert!(out.contains(want), "inspect lacks {want:?}:\n{out}");
+    }
+    let root0 = format!("\"root0\": address {}:100", pages[0]);
+    assert!(out.contains(&root0), "inspect lacks {root0:?}:\n{out}");
+
+    let r = amber(&["verify", s(&db)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("no damage found"), "{}", r.stdout);
+
+    let r = amber(&["recover", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("3 committed"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("redone:        12 record(s)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("installed:     3 data block(s)"),
+        "{}",
+        r.stdout
+    );
+
+    let r = amber(&["inspect", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains(": 0 record(s)"), "{}", r.stdout);
+    assert!(r.stdout.contains("pending: 0 block(s)"), "{}", r.stdout);
+    assert!(r.stdout.contains("roots: 3"), "{}", r.stdout);
+
+    commit_some(&db, 1);
+    let r = amber(&["checkpoint", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("open: installed 1 data block(s)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("nothing (more) to install"),
+        "{}",
+        r.stdout
+    );
+    let r = amber(&["checkpoint", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("open:"), "{}", r.stdout);
+
+    let r = amber(&["verify", s(&db)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("checked 7 blocks"), "{}", r.stdout);
+}
+
+#[test]
+fn verify_names_a_damaged_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    let pages = commit_some(&db, 2);
+    assert_eq!(amber(&["checkpoint", s(&db)]).code, 0);
+    flip(&db, pages[1] * 4096 + 2000);
+    let r = amber(&["verify", s(&db)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("problem:"))
+        .expect("a problem line");
+    assert!(line.contains(&format!("page {}", pages[1])), "{line}");
+    assert!(line.contains("checksum mismatch"), "{line}");
+    assert!(r.stdout.contains("1 problem(s)"), "{}", r.stdout);
+}
+
+#[test]
+fn verify_names_a_damaged_log_record() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    commit_some(&db, 3);
+    // The first record (LSN 1) is a type record: damage inside its
+    // descriptor. Later durable commits prove it was synced: damage.
+    flip(&wal_path(&db), 8192 + 17);
+    let r = amber(&["verify", s(&db)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("log record at LSN 1: checksum mismatch"),
+        "{}",
+        r.stdout
+    );
+    // Other commands refuse, on one line.
+    assert_error(&amber(&["recover", s(&db)]), "LSN 1");
+    let r = amber(&["inspect", s(&db)]);
+    assert_error(&r, "LSN 1");
+    assert!(r.stdout.contains("tail: CORRUPT at LSN 1"), "{}", r.stdout);
+}
+
+#[test]
+fn verify_reports_a_torn_tail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    commit_some(&db, 3);
+    let wal = wal_path(&db);
+    let len = std::fs::metadata(&wal).expect("stat").len();
+    // Inside the last transaction's commit record: nothing after it proves
+    // it durable, so it reads as a torn tail.
+    flip(&wal, len - 3);
+    let r = amber(&["verify", s(&db)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("note: log: torn tail at LSN"),
+        "{}",
+        r.stdout
+    );
+    let r = amber(&["inspect", s(&db)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("2 committed, 1 uncommitted"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("tail: torn at LSN"), "{}", r.stdout);
+}
+
+#[test]
+fn foreign_missing_and_locked_files_are_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let txt = dir.path().join("notes.txt");
+    std::fs::write(&txt, "this is not a database\n").expect("write");
+    for cmd in ["inspect", "verify", "checkpoint", "recover"] {
+        assert_error(&amber(&[cmd, s(&txt)]), "not an Amber database");
+    }
+    // Garbage with a log beside it.
+    std::fs::write(wal_path(&txt), vec![7u8; 9000]).expect("write");
+    assert_error(&amber(&["verify", s(&txt)]), "not an Amber database");
+
+    let missing = dir.path().join("missing.amber");
+    for cmd in ["inspect", "verify", "checkpoint", "recover"] {
+        assert_error(&amber(&[cmd, s(&missing)]), "no such file");
+    }
+    assert_error(&amber(&["inspect", s(dir.path())]), "is a directory");
+
+    let db = db_in(&dir);
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    {
+        let _held = Store::open(Arc::new(RealVfs), &db, StoreOptions::default()).expect("open");
+        for cmd in ["inspect", "verify", "checkpoint", "recover"] {
+            assert_error(&amber(&[cmd, s(&db)]), "in use");
+        }
+    }
+    std::fs::remove_file(wal_path(&db)).expect("remove log");
+    for cmd in ["inspect", "verify", "checkpoint", "recover"] {
+        assert_error(&amber(&[cmd, s(&db)]), "log file is missing");
+    }
+    // A log of another database.
+    let other = dir.path().join("other.amber");
+    assert_eq!(amber(&["create", s(&other)]).code, 0);
+    std::fs::copy(wal_path(&other), wal_path(&db)).expect("copy log");
+    assert_error(&amber(&["recover", s(&db)]), "another database");
+}
+
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    assert_error(
+        &amber(&["create", s(&db), "--page-size", "1000"]),
+        "page size 1000",
+    );
+    assert_error(
+        &amber(&["create", s(&db), "--page-size", "65536"]),
+        "page size 65536",
+    );
+    assert_error(
+        &amber(&["create", s(&db), "--page-size", "lots"]),
+        "--page-size",
+    );
+    assert!(!db.exists() && !wal_path(&db).exists(), "nothing created");
+    assert_error(
+        &amber(&["create", s(&dir.path().join("no/such/dir/db"))]),
+        "No such file",
+    );
+    assert_error(&amber(&[]), "subcommand");
+    assert_error(&amber(&["frobnicate"]), "frobnicate");
+    assert_error(&amber(&["inspect"]), "PATH");
+    assert_error(&amber(&["inspect", "a", "b"]), "unexpected argument");
+    assert_error(&amber(&["bench"]), "commit, recovery");
+    assert_error(
+        &amber(&["bench", "nosuch"]),
+        "unknown benchmark 'nosuch'; known: commit, recovery",
+    );
+    assert_error(&amber(&["bench", "commit", "--iters", "x"]), "--iters");
+    assert_error(&amber(&["bench", "commit", "--bogus"]), "--bogus");
+    let r = amber(&["--help"]);
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("inspect"), "{}", r.stdout);
+    let r = amber(&["bench", "commit", "--help"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("--iters"), "{}", r.stdout);
+}
+
+#[test]
+fn benches_run_and_write_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("commit.json");
+    let r = amber(&[
+        "bench",
+        "commit",
+        "--iters",
+        "4",
+        "--warmup",
+        "1",
+        "--dir",
+        s(dir.path()),
+        "--json",
+        s(&json),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parses");
+    for k in [
+        "commit_median_us",
+        "bare_sync_median_us",
+        "commit_vs_bare_sync",
+        "log_bytes_per_commit",
+        "iters",
+        "kernel",
+        "machine",
+        "filesystem",
+    ] {
+        assert!(v.get(k).is_some(), "{k} missing from {v}");
+    }
+    assert_eq!(v["log_bytes_per_commit"], 136.0);
+
+    let json = dir.path().join("recovery.json");
+    let r = amber(&[
+        "bench",
+        "recovery",
+        "--wal-mib",
+        "1",
+        "--pages",
+        "32",
+        "--runs",
+        "1",
+        "--no-cold",
+        "--dir",
+        s(dir.path()),
+        "--json",
+        s(&json),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parses");
+    for k in [
+        "recovery_s",
+        "sequential_read_s",
+        "recovery_vs_read",
+        "recovery_with_install_s",
+        "records",
+        "transactions",
+        "machine",
+        "kernel",
+    ] {
+        assert!(v.get(k).is_some(), "{k} missing from {v}");
+    }
+    assert_error(
+        &amber(&["bench", "commit", "--dir", s(&dir.path().join("nope"))]),
+        "nope",
+    );
+}
