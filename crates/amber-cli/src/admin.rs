@@ -7,7 +7,7 @@ use amber::io::real::RealVfs;
 use amber::store::checkpoint::CheckpointReport;
 use amber::store::{RecoveryReport, Store, StoreOptions, verify, wal_path};
 use amber::wal::header::{self as log_header, LogHeader};
-use amber::wal::scan::{self, Tail};
+use amber::wal::scan::Tail;
 use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::FileExt;
@@ -159,37 +159,31 @@ pub fn checkpoint(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Where a log whose scan stopped at `at` continues with records of the
-/// previous log epoch (left in place by a checkpoint's log recycle): how many
-/// bytes after `at` the first one starts. `wal` is the whole log file.
-pub fn stale_after(wal: &[u8], at: u64, page_size: usize) -> Option<u64> {
-    let mut headers: Vec<LogHeader> = log_header::SLOT_OFFSETS
+/// Whether the log's newest header was written by a clean close: then the
+/// bytes after its (empty) epoch are older records, not a torn batch.
+pub fn closed_cleanly(wal: &[u8]) -> bool {
+    log_header::SLOT_OFFSETS
         .iter()
         .filter_map(|&off| {
             let b = wal.get(off as usize..)?;
             LogHeader::decode(&b[..b.len().min(log_header::SLOT_SIZE)]).ok()
         })
-        .collect();
-    headers.sort_by_key(|h| std::cmp::Reverse(h.generation));
-    match headers.as_slice() {
-        [cur, prev] if prev.generation < cur.generation => {
-            scan::previous_epoch_after(wal, cur.base_lsn, at, prev.base_lsn, page_size)
-        }
-        _ => None,
-    }
+        .max_by_key(|h| h.generation)
+        .is_some_and(|h| h.closed)
 }
 
-/// One line describing how the log ended; `stale` is what [`stale_after`]
-/// found.
-pub fn tail_line(t: &Tail, stale: Option<u64>) -> String {
-    match (t, stale) {
+/// One line describing how the log ended; `closed` is what
+/// [`closed_cleanly`] says.
+pub fn tail_line(t: &Tail, closed: bool) -> String {
+    match (t, closed) {
         (Tail::Clean, _) => "clean".to_string(),
-        (Tail::Torn { at, bytes, .. }, Some(_)) => format!(
-            "clean, ends at LSN {at}; the {bytes} byte(s) after it are older records left in place \
+        (Tail::Torn { at, bytes, .. }, true) => format!(
+            "clean, ends at LSN {at} (closed cleanly); the {bytes} byte(s) after it are older records left in place \
              when a checkpoint recycled the log (not damage; recovery ignores them)"
         ),
-        (Tail::Torn { at, what, bytes }, None) => format!(
-            "torn at LSN {at} ({what}; {bytes} byte(s) after the last valid record, left by a crash; recovery discards them)"
+        (Tail::Torn { at, what, bytes }, false) => format!(
+            "torn at LSN {at} ({what}; {bytes} byte(s) after the last valid record: a batch cut short by a crash, \
+             or older records left when the log was recycled; recovery discards them)"
         ),
         (Tail::Corrupt { at, what, evidence }, _) => format!(
             "CORRUPT at LSN {at} ({what}; the commit record at LSN {evidence} shows the log was durable past it)"
@@ -197,7 +191,7 @@ pub fn tail_line(t: &Tail, stale: Option<u64>) -> String {
     }
 }
 
-fn recovery_lines(out: &mut String, r: &RecoveryReport, stale: Option<u64>) {
+fn recovery_lines(out: &mut String, r: &RecoveryReport, closed: bool) {
     let _ = writeln!(
         out,
         "  log scanned:   LSN {} to {} ({} bytes), {} record(s)",
@@ -225,24 +219,19 @@ fn recovery_lines(out: &mut String, r: &RecoveryReport, stale: Option<u64>) {
         out,
         "  repaired:      {repaired} (blocks torn by an interrupted checkpoint)"
     );
-    let _ = writeln!(out, "  tail:          {}", tail_line(&r.tail, stale));
+    let _ = writeln!(out, "  tail:          {}", tail_line(&r.tail, closed));
 }
 
 /// `amber recover PATH`.
 pub fn recover(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
-    // Read before the open, which truncates what follows the end of the
-    // log: only to tell a torn tail from an older epoch's records.
-    let wal = fs::read(wal_path(path)).unwrap_or_default();
+    // Read before the open, which may start a new log epoch: only to tell
+    // a clean close from a torn tail.
+    let closed = closed_cleanly(&fs::read(wal_path(path)).unwrap_or_default());
     let s = open_writable(path)?;
     let rep = s.recovery_report();
-    let stale = match rep.tail {
-        Tail::Torn { at, .. } => stale_after(&wal, at, s.page_size()),
-        _ => None,
-    };
-    drop(wal);
     let _ = writeln!(out, "recovery of {}", path.display());
-    recovery_lines(out, rep, stale);
+    recovery_lines(out, rep, closed);
     match s.open_checkpoint() {
         Some(ck) => {
             let _ = writeln!(

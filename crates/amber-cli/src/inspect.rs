@@ -5,7 +5,7 @@
 //! rest comes from a read-only [`Store::open`], which runs recovery in memory
 //! and writes nothing.
 
-use crate::admin::{precheck, stale_after, tail_line};
+use crate::admin::{closed_cleanly, precheck, tail_line};
 use crate::error::CliError;
 use amber::format::PageNo;
 use amber::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
@@ -217,11 +217,11 @@ fn log(path: &Path, sb: Option<&Superblock>, out: &mut String) -> Result<(), Cli
         committed.len(),
         seen.len() - seen.intersection(&committed).count()
     );
-    let stale = match s.tail {
-        scan::Tail::Torn { at, .. } => stale_after(&bytes, at, sb.page_size as usize),
-        _ => None,
-    };
-    let _ = writeln!(out, "  tail: {}", tail_line(&s.tail, stale));
+    let _ = writeln!(
+        out,
+        "  tail: {}",
+        tail_line(&s.tail, closed_cleanly(&bytes))
+    );
     Ok(())
 }
 

@@ -153,8 +153,9 @@ fn verify_after_a_clean_close_does_not_report_a_torn_tail() {
     // A real torn write in the current epoch is still called one.
     let s = Store::open(v.clone(), &p, opts()).unwrap(); // truncates the stale bytes
     let mut tx = s.begin().unwrap();
-    let page = tx.alloc(1, BlockKind::Raw).unwrap();
-    tx.write(page * ps + 64, &[9; 300]).unwrap();
+    let page = tx.alloc(2, BlockKind::Raw).unwrap();
+    // Longer than everything before, so that the file's end is this record.
+    tx.write(page * ps + 64, &[9; 6000]).unwrap();
     tx.commit().unwrap();
     drop(s);
     let wal = amber::store::wal_path(&p);

@@ -121,16 +121,22 @@ impl Store {
     /// Installs every committed change into the page file and recycles the
     /// log. Refused while a transaction has records in the log already.
     pub fn checkpoint(&self) -> Result<CheckpointReport> {
-        self.checkpoint_inner(false)
+        self.checkpoint_inner(false, false)
     }
 
     /// A checkpoint even when nothing changed: rewrites the superblock copy
     /// and log header copy that are not current (repairing a damaged one).
     pub(crate) fn checkpoint_forced(&self) -> Result<CheckpointReport> {
-        self.checkpoint_inner(true)
+        self.checkpoint_inner(true, false)
     }
 
-    fn checkpoint_inner(&self, force: bool) -> Result<CheckpointReport> {
+    /// The checkpoint of a clean close: afterwards the log header says the
+    /// epoch is empty, so the next open knows the bytes after it are old.
+    pub(crate) fn checkpoint_closing(&self) -> Result<CheckpointReport> {
+        self.checkpoint_inner(false, true)
+    }
+
+    fn checkpoint_inner(&self, force: bool, closing: bool) -> Result<CheckpointReport> {
         let log = self.log()?;
         let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
         let mut st = self.lock();
@@ -146,6 +152,9 @@ impl Store {
         }
         let start = log.end_lsn();
         if !force && start == st.sb.checkpoint_lsn && st.pending.is_empty() {
+            if closing {
+                log.recycle(true)?;
+            }
             return Ok(CheckpointReport {
                 lsn: start,
                 ..CheckpointReport::default()
@@ -242,7 +251,7 @@ impl Store {
         st.sb_slot = 0;
         st.pending.clear();
         st.pending_bytes = 0;
-        if let Err(e) = log.recycle() {
+        if let Err(e) = log.recycle(closing) {
             st.poisoned = Some(e.to_string());
             return Err(e);
         }

@@ -362,11 +362,12 @@ impl Store {
         let log = if opts.read_only {
             None
         } else {
-            // Bytes after the end of the valid log (a torn batch) must go
-            // before anything new is appended: they carry the same LSNs new
-            // records will, and could otherwise be mistaken for them.
-            let end_off = RECORDS_START + (end_lsn - lh.base_lsn);
-            if (log_bytes.len() as u64) > end_off {
+            // Bytes after the end of the log that a clean close did not vouch
+            // for may be a batch of this epoch cut short by a crash: records
+            // at the very LSNs new ones would get, which a later scan could
+            // take for them. They go before anything is appended.
+            if matches!(scanned.tail, Tail::Torn { .. }) && !lh.closed {
+                let end_off = RECORDS_START + (end_lsn - lh.base_lsn);
                 logf.set_len(end_off)
                     .and_then(|()| logf.sync_data())
                     .map_err(|e| Error::io("truncate log", &wal, e))?;
@@ -564,7 +565,7 @@ impl Store {
     /// Closes the store, checkpointing first if the options say so.
     pub fn close(self) -> Result<()> {
         if self.log.is_some() && self.opts.checkpoint_on_close {
-            self.checkpoint()?;
+            self.checkpoint_closing()?;
         }
         Ok(())
     }

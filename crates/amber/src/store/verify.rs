@@ -2,13 +2,13 @@
 //! block checked, every problem named. Runs on a read-only open, so it never
 //! changes the files.
 
-use super::{Store, StoreOptions, corrupt, read_superblock_slots, read_whole, wal_path};
+use super::{Store, StoreOptions, corrupt, read_superblock_slots, wal_path};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::objects;
 use crate::format::page::{BlockKind, PageHeader};
 use crate::io::{OpenMode, Vfs};
 use crate::wal::header::{LogHeader, SLOT_OFFSETS as LOG_SLOTS, SLOT_SIZE};
-use crate::wal::scan::{self, Tail};
+use crate::wal::scan::Tail;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -87,35 +87,22 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
     let rec = store.recovery_report();
     report.records = rec.records;
     if let Tail::Torn { at, what, bytes } = &rec.tail {
-        // The newest header is the epoch the store read; the other copy, if
-        // older, is the epoch whose records a recycle left in place.
+        // A clean close vouches that everything after its base belongs to
+        // older epochs. Otherwise the bytes after the end are a batch a crash
+        // cut short, or an older epoch's records left when the log was
+        // recycled (stale bytes fail the current LSNs' checksums either way).
         headers.sort_by_key(|h| std::cmp::Reverse(h.generation));
-        let stale = match headers.as_slice() {
-            [cur, prev, ..] if prev.generation < cur.generation => {
-                let lf = vfs
-                    .open(&wal, OpenMode::ReadOnly)
-                    .map_err(|e| Error::io("open log", &wal, e))?;
-                let bytes = read_whole(&*lf, &wal)?;
-                scan::previous_epoch_after(
-                    &bytes,
-                    cur.base_lsn,
-                    *at,
-                    prev.base_lsn,
-                    store.page_size(),
-                )
-            }
-            _ => None,
-        };
-        report.notes.push(match stale {
-            Some(skip) => format!(
-                "log: ends at LSN {at}; the {bytes} bytes after it hold older records, left in place \
-                 when a checkpoint recycled the log (the first found {skip} bytes on), not damage; \
-                 recovery ignores them"
-            ),
-            None => format!(
-                "log: torn tail at LSN {at} ({what}; {bytes} bytes after the last valid record), \
-                 left by a crash; recovery discards it"
-            ),
+        report.notes.push(if headers.first().is_some_and(|h| h.closed) {
+            format!(
+                "log: empty since the database was closed cleanly; the {bytes} bytes after LSN {at} \
+                 are older records left in place when the log was recycled, which recovery ignores"
+            )
+        } else {
+            format!(
+                "log: torn tail at LSN {at} ({what}; {bytes} bytes after the last valid record): \
+                 a batch cut short by a crash, or older records left when the log was recycled; \
+                 recovery discards them"
+            )
         });
     }
     if rec.uncommitted > 0 {

@@ -13,7 +13,10 @@
 //!  16  8  generation
 //!  24  8  base_lsn     LSN of the record at file offset 8192
 //!  32 16  db_id        must equal the superblock's
-//!  48 460 zero
+//!  48  8  prev_base_lsn base LSN of the epoch before this one (0: none)
+//!  56  1  closed       1: written by a clean close; the epoch is empty and
+//!                      every byte after byte 8192 belongs to older epochs
+//!  57 451 zero
 //! 508  4  crc32c of bytes [0, 508)
 //! ```
 
@@ -42,6 +45,10 @@ pub struct LogHeader {
     pub base_lsn: u64,
     /// Database identity.
     pub db_id: [u8; 16],
+    /// Base LSN of the previous epoch (0: none).
+    pub prev_base_lsn: u64,
+    /// Written by a clean close: this epoch holds no record yet.
+    pub closed: bool,
 }
 
 impl LogHeader {
@@ -54,6 +61,8 @@ impl LogHeader {
         b[16..24].copy_from_slice(&self.generation.to_le_bytes());
         b[24..32].copy_from_slice(&self.base_lsn.to_le_bytes());
         b[32..48].copy_from_slice(&self.db_id);
+        b[48..56].copy_from_slice(&self.prev_base_lsn.to_le_bytes());
+        b[56] = u8::from(self.closed);
         let c = crc(&b[..SLOT_SIZE - 4]);
         b[SLOT_SIZE - 4..].copy_from_slice(&c.to_le_bytes());
         b
@@ -84,6 +93,8 @@ impl LogHeader {
             generation: c.u64().map_err(short)?,
             base_lsn: c.u64().map_err(short)?,
             db_id: c.array().map_err(short)?,
+            prev_base_lsn: c.u64().map_err(short)?,
+            closed: c.u8().map_err(short)? == 1,
         })
     }
 }
@@ -99,6 +110,8 @@ mod tests {
             generation: 3,
             base_lsn: 12345,
             db_id: [1; 16],
+            prev_base_lsn: 77,
+            closed: true,
         };
         assert_eq!(LogHeader::decode(&h.encode()), Ok(h));
         let mut e = h.encode();

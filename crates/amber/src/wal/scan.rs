@@ -12,7 +12,6 @@
 
 use super::header::RECORDS_START;
 use super::record::{BadRecord, Record, decode};
-use crate::format::bytes::get_u32;
 
 /// How the scanned log ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,52 +107,6 @@ fn durable_evidence(body: &[u8], base_lsn: u64, bad: usize, page_size: usize) ->
         })
 }
 
-/// Whether the bytes after the end of the log (`end_lsn`, where a scan
-/// stopped at a bad record) are records of the previous log epoch rather
-/// than a torn write; returns how many bytes after the end the first such
-/// record starts.
-///
-/// A checkpoint recycles the log by writing a new header: the file keeps its
-/// length and the new epoch's records overwrite the old ones from the start.
-/// After the new epoch's last record the file therefore usually holds the
-/// rest of the old epoch, whose records fail the new LSNs' checksums just as
-/// a torn write does. Given the previous epoch's base LSN (the other log
-/// header copy), this looks for a record valid in the old numbering anywhere
-/// after the end. Only small records (alloc, free, commit) and intents are
-/// tried, the intents within a fixed budget, so the search is linear in the
-/// file's length whatever its bytes. For diagnostics only: recovery treats
-/// both cases alike.
-pub fn previous_epoch_after(
-    file: &[u8],
-    base_lsn: u64,
-    end_lsn: u64,
-    prev_base_lsn: u64,
-    page_size: usize,
-) -> Option<u64> {
-    if prev_base_lsn >= base_lsn {
-        return None;
-    }
-    let body = file.get(RECORDS_START as usize..)?;
-    let start = usize::try_from(end_lsn.checked_sub(base_lsn)?).ok()?;
-    let mut budget: usize = 64 << 20;
-    (start..body.len().saturating_sub(15))
-        .find(|&o| {
-            match body[o + 4] {
-                3..=5 => {}
-                8 => {
-                    let cost = get_u32(body, o + 8).map_or(usize::MAX, |n| 12 + 12 * n as usize);
-                    if cost > budget {
-                        return false;
-                    }
-                    budget -= cost;
-                }
-                _ => return false,
-            }
-            decode(&body[o..], prev_base_lsn + o as u64, page_size).is_ok()
-        })
-        .map(|o| (o - start) as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,54 +182,5 @@ mod tests {
         let s = scan(&last, 100, 100, 4096);
         assert!(matches!(s.tail, Tail::Torn { .. }));
         assert_eq!(s.records.len(), 4);
-    }
-
-    #[test]
-    fn stale_records_of_the_previous_epoch_are_recognised() {
-        // Epoch 1 (base 100): three transactions.
-        let (a, b, c) = (tx(1), tx(2), tx(3));
-        let old = log_of(&[&a, &b, &c], 100);
-        let old_end = 100 + (old.len() as u64 - RECORDS_START);
-        // Epoch 2 (base old_end) overwrites it from the start with one
-        // transaction whose records are shorter.
-        let d = [
-            Record::Alloc {
-                txid: 4,
-                page: 9,
-                count: 1,
-                kind: 1,
-            },
-            Record::Commit {
-                txid: 4,
-                synced_delta: 0,
-            },
-        ];
-        let new = log_of(&[&d], old_end);
-        let mut file = old.clone();
-        file[..new.len()].copy_from_slice(&new);
-        let s = scan(&file, old_end, old_end, 4096);
-        assert_eq!(s.records.len(), 2);
-        assert!(matches!(s.tail, Tail::Torn { .. }), "{:?}", s.tail);
-        // Epoch 2's 40 bytes end inside epoch 1's first commit record (bytes
-        // 30..46); the first old record tried and valid is the second
-        // commit (76..92), 36 bytes after the end (ranges are not tried).
-        assert_eq!(
-            previous_epoch_after(&file, old_end, s.end_lsn, 100, 4096),
-            Some(36)
-        );
-        // A real torn write (garbage after the end, no old epoch) is not.
-        let mut torn = new.clone();
-        torn.extend_from_slice(&[0x55; 40]);
-        let s = scan(&torn, old_end, old_end, 4096);
-        assert!(matches!(s.tail, Tail::Torn { .. }));
-        assert_eq!(
-            previous_epoch_after(&torn, old_end, s.end_lsn, 100, 4096),
-            None
-        );
-        // Nor is anything when the "previous" base is not older.
-        assert_eq!(
-            previous_epoch_after(&file, old_end, s.end_lsn, old_end, 4096),
-            None
-        );
     }
 }

@@ -48,6 +48,10 @@ struct WState {
     failed: Option<String>,
     /// Syncs performed (for the group-commit statistics).
     syncs: u64,
+    /// The header on disk says "closed cleanly": it must be rewritten
+    /// before the first record is appended.
+    closed_on_disk: bool,
+    prev_base_lsn: u64,
 }
 
 /// What a leader does with the buffer.
@@ -71,6 +75,8 @@ impl LogWriter {
             generation: 1,
             base_lsn,
             db_id,
+            prev_base_lsn: 0,
+            closed: false,
         };
         for off in SLOT_OFFSETS {
             file.write_all_at(&h.encode(), off)
@@ -102,6 +108,8 @@ impl LogWriter {
                 leader: false,
                 failed: None,
                 syncs: 0,
+                closed_on_disk: h.closed,
+                prev_base_lsn: h.prev_base_lsn,
             }),
             flushed: Condvar::new(),
         }
@@ -145,10 +153,48 @@ impl LogWriter {
         }
     }
 
+    /// Writes both header copies, one after the other, each synced: while
+    /// one is being written the other is intact, and afterwards a damaged
+    /// copy always has an identical twin.
+    fn write_header(&self, s: &mut WState, h: &LogHeader) -> Result<()> {
+        let first = (h.generation % 2) as usize;
+        let res = [first, 1 - first].iter().try_for_each(|&i| {
+            self.file
+                .write_all_at(&h.encode(), SLOT_OFFSETS[i])
+                .and_then(|()| self.file.sync_data())
+                .map_err(|e| Error::io("write log header", &self.path, e))
+        });
+        match &res {
+            Ok(()) => s.header_gen = h.generation,
+            Err(e) => s.failed = Some(e.to_string()),
+        }
+        res
+    }
+
+    /// Clears the "closed cleanly" mark before the first append of a
+    /// session: from now on bytes after the end may be this epoch's.
+    fn reopen_epoch(&self, s: &mut WState) -> Result<()> {
+        if !s.closed_on_disk {
+            return Ok(());
+        }
+        let h = LogHeader {
+            page_size: self.page_size,
+            generation: s.header_gen + 1,
+            base_lsn: s.base_lsn,
+            db_id: self.db_id,
+            prev_base_lsn: s.prev_base_lsn,
+            closed: false,
+        };
+        self.write_header(s, &h)?;
+        s.closed_on_disk = false;
+        Ok(())
+    }
+
     /// Encodes `records` at the end of the log; returns the LSN of the first.
     pub fn append(&self, records: &[Record<'_>]) -> Result<u64> {
         let mut s = self.lock();
         self.check(&s)?;
+        self.reopen_epoch(&mut s)?;
         let first = s.end_lsn;
         for r in records {
             let lsn = s.end_lsn;
@@ -164,6 +210,7 @@ impl LogWriter {
     pub fn append_commit(&self, records: &[Record<'_>], txid: TxId) -> Result<(u64, u64)> {
         let mut s = self.lock();
         self.check(&s)?;
+        self.reopen_epoch(&mut s)?;
         for r in records {
             let lsn = s.end_lsn;
             r.encode(lsn, &mut s.buf);
@@ -246,7 +293,8 @@ impl LogWriter {
     /// Starts a new epoch: the next record goes to the start of the file with
     /// LSN `end_lsn`. Requires everything appended to be durable and
     /// installed (the caller's checkpoint has made the page file hold it).
-    pub fn recycle(&self) -> Result<()> {
+    /// `closing` marks the epoch empty-by-a-clean-close (see the header).
+    pub fn recycle(&self, closing: bool) -> Result<()> {
         let mut s = self.lock();
         self.check(&s)?;
         if s.durable_lsn != s.end_lsn || s.leader {
@@ -259,24 +307,20 @@ impl LogWriter {
             generation: s.header_gen + 1,
             base_lsn: s.end_lsn,
             db_id: self.db_id,
+            prev_base_lsn: if s.end_lsn == s.base_lsn {
+                s.prev_base_lsn
+            } else {
+                s.base_lsn
+            },
+            closed: closing,
         };
-        // Both copies, one after the other, each synced: while one is being
-        // written the other is intact, and afterwards a damaged copy always
-        // has an identical twin.
-        let first = (h.generation % 2) as usize;
-        let res = [first, 1 - first].iter().try_for_each(|&i| {
-            self.file
-                .write_all_at(&h.encode(), SLOT_OFFSETS[i])
-                .and_then(|()| self.file.sync_data())
-                .map_err(|e| Error::io("write log header", &self.path, e))
-        });
-        if let Err(e) = &res {
-            s.failed = Some(e.to_string());
-            return res;
+        self.write_header(&mut s, &h)?;
+        if h.base_lsn != s.base_lsn {
+            s.prev_base_lsn = s.base_lsn;
         }
-        s.header_gen = h.generation;
         s.base_lsn = h.base_lsn;
         s.buf_lsn = h.base_lsn;
+        s.closed_on_disk = closing;
         Ok(())
     }
 }
