@@ -204,11 +204,12 @@ pub fn inputs(params: GenParams, job: Job, protocol: Protocol) -> Vec<Input> {
         } else {
             i.min(distinct - 1)
         };
-        if i >= distinct && job.op != Op::Insert {
-            if let Some(last) = out.last() {
-                out.push(last.clone());
-                continue;
-            }
+        if i >= distinct
+            && job.op != Op::Insert
+            && let Some(last) = out.last()
+        {
+            out.push(last.clone());
+            continue;
         }
         let mut rng = Rng::stream(params.seed, &[job.op.stream_tag(), draw_index as u64]);
         let input = match job.op {

@@ -236,18 +236,18 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
             peak_rss_kib: result.peak_rss_kib,
         });
     }
-    if job.op == Op::Traversal {
-        if let Some(first) = its.first() {
-            let ms = result.open_ms + first.ms;
-            rows.push(row(
-                Op::Open,
-                Phase::Cold,
-                Some("open+traversal"),
-                ms,
-                first.answer.count,
-                vec![ms],
-            ));
-        }
+    if job.op == Op::Traversal
+        && let Some(first) = its.first()
+    {
+        let ms = result.open_ms + first.ms;
+        rows.push(row(
+            Op::Open,
+            Phase::Cold,
+            Some("open+traversal"),
+            ms,
+            first.answer.count,
+            vec![ms],
+        ));
     }
     rows
 }
