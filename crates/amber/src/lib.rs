@@ -5,6 +5,8 @@
 pub mod error;
 pub mod format;
 pub mod io;
+pub mod ptr;
+pub mod schema;
 pub mod store;
 pub mod wal;
 

@@ -95,11 +95,13 @@ mod sigsegv;
 mod space;
 mod sys;
 mod tracking;
+mod typed;
 mod types;
 mod uffd;
 
 pub use sigsegv::prepare_thread;
 pub use space::{FrameSpace, Installer};
+pub use typed::{Access, Field, Persistent, check_layout};
 pub use types::{
     Backend, BackendChoice, FaultError, FaultService, FrameNo, InstallAs, VmConfig, VmError,
 };

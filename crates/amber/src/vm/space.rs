@@ -93,6 +93,8 @@ pub struct FrameSpace {
     pub(crate) imp: Imp,
     /// Set when dropping starts: late fault messages are then ignored.
     pub(crate) dropping: AtomicBool,
+    /// Whether the one `Access` of this space is out.
+    pub(crate) access_taken: super::typed::AccessTaken,
     main: Option<Mapping>,
 }
 
@@ -197,6 +199,7 @@ impl FrameSpace {
             lock: OwnerLock::new(),
             imp,
             dropping: AtomicBool::new(false),
+            access_taken: Default::default(),
             main: Some(main),
         });
         prepare_thread();

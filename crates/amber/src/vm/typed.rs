@@ -1,0 +1,250 @@
+//! The typed view of frames: which Rust types may lie in persistent memory,
+//! and the only place where a frame address becomes a Rust reference.
+//!
+//! A type may be overlaid on frame bytes when every bit pattern of its size is
+//! a valid value, it has no padding (padding bytes are uninitialised in Rust
+//! values, and commits read every byte), it needs no drop, its alignment is at
+//! most 8 (object bodies are 8-aligned), and the descriptor it reports gives
+//! the exact offset and kind of each field, so that the fault handler swizzles
+//! exactly the pointer fields. [`Field`] and [`Persistent`] are `unsafe`
+//! traits for that reason; `#[derive(Persistent)]` implements them after
+//! checking all of this at compile time.
+//!
+//! References are handed out through [`Access`], of which each frame space
+//! has at most one: shared references borrow it shared, mutable references
+//! borrow it exclusively, so Rust's borrow rules keep them from aliasing. Every
+//! dereference checks that the address lies in this frame space, so a pointer
+//! taken from another database is refused rather than followed.
+
+use super::space::FrameSpace;
+use crate::ptr::{PBytes, PIndex, PRef, PVec, Smart};
+use crate::schema::desc::{FieldKind, Prim, Target, TypeDesc};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A type that can be a field of a persistent object.
+///
+/// # Safety
+///
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid `Self`
+/// except where `KIND` declares a non-null pointer; `Self` must have no
+/// padding, no drop glue and alignment at most 8; and `KIND` must describe its
+/// layout exactly. Implemented by Amber for primitives, arrays and its pointer
+/// types, and by `#[derive(Persistent)]` (through [`Persistent`]) for structs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a field of a persistent object",
+    label = "not a persistent field type",
+    note = "persistent fields are u8..u64, i8..i64, f32, f64, fixed arrays of them, #[derive(Persistent)] structs, \
+            PRef<T> / Option<PRef<T>> (instead of Box, &, Rc), Smart<T>, PVec<T> (instead of Vec), PBytes (instead of String), PIndex<V>"
+)]
+pub unsafe trait Field: Sized + 'static {
+    /// The field's layout.
+    const KIND: FieldKind;
+}
+
+/// A persistent struct: the type of an object in the persistent heap.
+///
+/// # Safety
+///
+/// As for [`Field`]; `DESC` must list every field with its exact offset.
+/// Implement it with `#[derive(Persistent)]`.
+pub unsafe trait Persistent: Field {
+    /// The type's descriptor.
+    const DESC: TypeDesc;
+}
+
+// SAFETY: a struct whose `Persistent` impl holds its promises is a valid field
+// by value; its kind is its descriptor.
+unsafe impl<T: Persistent> Field for T {
+    const KIND: FieldKind = FieldKind::Struct(&T::DESC);
+}
+
+macro_rules! prim {
+    ($($t:ty => $p:ident),*) => {$(
+        // SAFETY: every bit pattern is a valid value; no padding, no drop,
+        // alignment at most 8.
+        unsafe impl Field for $t {
+            const KIND: FieldKind = FieldKind::Prim(Prim::$p);
+        }
+    )*};
+}
+prim!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32,
+      u64 => U64, i64 => I64, f32 => F32, f64 => F64);
+
+// SAFETY: an array of valid fields is a valid field: no padding between
+// elements (size is a multiple of alignment), no drop, same alignment.
+unsafe impl<F: Field, const N: usize> Field for [F; N] {
+    const KIND: FieldKind = FieldKind::Array {
+        elem: &F::KIND,
+        elem_size: std::mem::size_of::<F>() as u32,
+        len: N as u32,
+    };
+}
+
+// SAFETY: `PRef` is a transparent non-zero u64; the descriptor declares it a
+// pointer so the fault handler only ever stores non-zero frame addresses in it.
+unsafe impl<T: Persistent> Field for PRef<T> {
+    const KIND: FieldKind = FieldKind::Ref(Target(|| &T::DESC));
+}
+
+// SAFETY: `Option<PRef<T>>` is a u64 (null pointer optimisation); 0 is `None`.
+unsafe impl<T: Persistent> Field for Option<PRef<T>> {
+    const KIND: FieldKind = FieldKind::Ref(Target(|| &T::DESC));
+}
+
+// SAFETY: a transparent non-zero u64 holding a persistent address; never
+// swizzled, and persistent addresses of objects are never 0.
+unsafe impl<T: Persistent> Field for Smart<T> {
+    const KIND: FieldKind = FieldKind::Smart(Target(|| &T::DESC));
+}
+
+// SAFETY: as above; 0 is `None`.
+unsafe impl<T: Persistent> Field for Option<Smart<T>> {
+    const KIND: FieldKind = FieldKind::Smart(Target(|| &T::DESC));
+}
+
+// SAFETY: `repr(C)` u64, u32, u32 plus a zero-sized marker: 16 bytes, no
+// padding, any bit pattern valid (the buffer pointer is only followed through
+// checked accessors).
+unsafe impl<T: Field> Field for PVec<T> {
+    const KIND: FieldKind = FieldKind::Vec {
+        elem: &T::KIND,
+        elem_size: std::mem::size_of::<T>() as u32,
+    };
+}
+
+// SAFETY: as for `PVec`.
+unsafe impl Field for PBytes {
+    const KIND: FieldKind = FieldKind::Bytes;
+}
+
+// SAFETY: `repr(C)` u64, u64 plus a marker; any bit pattern valid (the root is
+// a persistent address translated through checked lookups).
+unsafe impl<V: Persistent> Field for PIndex<V> {
+    const KIND: FieldKind = FieldKind::Index(Target(|| &V::DESC));
+}
+
+/// Compile-time checks the derive asks for: no padding, no drop, alignment at
+/// most 8. Evaluated in a `const` item, so a violation is a compile error.
+pub const fn check_layout<T>(fields_size: usize) {
+    assert!(
+        std::mem::size_of::<T>() == fields_size,
+        "a persistent type must have no padding: add explicit `_pad: [u8; N]` fields"
+    );
+    assert!(
+        !std::mem::needs_drop::<T>(),
+        "a persistent type must not implement Drop or contain fields that do"
+    );
+    assert!(
+        std::mem::align_of::<T>() <= 8,
+        "a persistent type's alignment must be at most 8"
+    );
+}
+
+/// The one handle through which frame addresses become references.
+#[derive(Debug)]
+pub struct Access {
+    fs: Arc<FrameSpace>,
+    lo: u64,
+    hi: u64,
+}
+
+/// Marks that a frame space's [`Access`] was taken.
+#[derive(Debug, Default)]
+pub(crate) struct AccessTaken(AtomicBool);
+
+impl Access {
+    /// Takes the frame space's only `Access`; `None` if it was taken before.
+    pub(crate) fn take(fs: &Arc<FrameSpace>) -> Option<Access> {
+        if fs.access_taken.0.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let lo = fs.base() as u64;
+        let hi = lo + u64::from(fs.frame_count()) * fs.frame_size() as u64;
+        Some(Access {
+            fs: fs.clone(),
+            lo,
+            hi,
+        })
+    }
+
+    /// The frame space.
+    pub fn space(&self) -> &Arc<FrameSpace> {
+        &self.fs
+    }
+
+    /// Whether `[addr, addr + len)` lies in this frame space.
+    #[inline(always)]
+    pub fn contains(&self, addr: u64, len: usize) -> bool {
+        addr >= self.lo && addr.saturating_add(len as u64) <= self.hi
+    }
+
+    #[inline(always)]
+    fn check<T>(&self, addr: u64, count: usize) {
+        let len = std::mem::size_of::<T>().saturating_mul(count);
+        if !self.contains(addr, len) || addr % std::mem::align_of::<T>() as u64 != 0 {
+            bad_pointer(addr);
+        }
+    }
+
+    /// The object of type `T` at `addr`.
+    #[inline(always)]
+    pub fn obj<T: Field>(&self, addr: u64) -> &T {
+        self.check::<T>(addr, 1);
+        // SAFETY: `addr` is aligned and `[addr, addr + size)` lies in the
+        // reservation, which stays mapped while `self.fs` lives (frames are
+        // never unmapped; a non-resident frame is filled on touch, atomically,
+        // and an evicted frame comes back with the same bytes). Every bit
+        // pattern is a valid `T` (`Field`'s contract; the fault handler only
+        // stores frame addresses in pointer fields). No `&mut` to these bytes
+        // exists: those are only made from `&mut Access`, which this `&self`
+        // excludes.
+        unsafe { &*(addr as *const T) }
+    }
+
+    /// The object of type `T` at `addr`, mutably.
+    #[inline(always)]
+    pub fn obj_mut<T: Field>(&mut self, addr: u64) -> &mut T {
+        self.check::<T>(addr, 1);
+        // SAFETY: as for `obj`; exclusive because `&mut self` is the only way
+        // to any reference into this frame space.
+        unsafe { &mut *(addr as *mut T) }
+    }
+
+    /// `count` consecutive `T`s at `addr` (a `PVec` buffer).
+    #[inline(always)]
+    pub fn slice<T: Field>(&self, addr: u64, count: usize) -> &[T] {
+        if count == 0 {
+            return &[];
+        }
+        self.check::<T>(addr, count);
+        // SAFETY: as for `obj`, for each element.
+        unsafe { std::slice::from_raw_parts(addr as *const T, count) }
+    }
+
+    /// `count` consecutive `T`s at `addr`, mutably.
+    #[inline(always)]
+    pub fn slice_mut<T: Field>(&mut self, addr: u64, count: usize) -> &mut [T] {
+        if count == 0 {
+            return &mut [];
+        }
+        self.check::<T>(addr, count);
+        // SAFETY: as for `obj_mut`, for each element.
+        unsafe { std::slice::from_raw_parts_mut(addr as *mut T, count) }
+    }
+}
+
+impl Drop for Access {
+    fn drop(&mut self) {
+        self.fs.access_taken.0.store(false, Ordering::Release);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_pointer(addr: u64) -> ! {
+    panic!(
+        "persistent pointer {addr:#x} does not belong to this database \
+         (it came from another database, or one that was closed)"
+    )
+}
