@@ -13,4 +13,10 @@ pub mod wal;
 #[allow(unsafe_code)]
 pub mod vm;
 
+// Lets `#[derive(Persistent)]`, which names `::amber`, be used inside Amber.
+extern crate self as amber;
+
+/// `#[derive(Persistent)]`: see the `amber_derive` crate for what it checks.
+pub use amber_derive::Persistent;
 pub use error::{Error, Result};
+pub use vm::{Field, Persistent};
