@@ -219,6 +219,9 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
          alignment with {GAP} unused byte(s), and padding bytes are uninitialised, so they \
          cannot be written to the database. Add a field `_pad: [u8; {GAP}]` after `{FIELD}`"
     );
+    // Only declared where used: an unused constant would warn in the
+    // user's crate.
+    let between_const = (fields.len() > 1).then(|| quote! { const BETWEEN: &str = #between; });
     let mut checks = Vec::new();
     for pair in fields.windows(2) {
         let [prev, f] = pair else { continue };
@@ -257,7 +260,7 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
     });
     quote_spanned! {ident.span()=>
         const _: () = {
-            const BETWEEN: &str = #between;
+            #between_const
             const TRAILING: &str = #trailing;
             /// Panics with `template`, its placeholders replaced by `field`
             /// and `gap`.

@@ -118,6 +118,80 @@ const PRIMS: &[&str] = &[
     "u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f32", "f64",
 ];
 
+/// Standard types that take type parameters: their names are only taken
+/// for the standard type when written with `<..>`, so that a persistent
+/// struct the program calls `Cell` or `Weak` is not refused.
+const GENERIC_STD: &[&str] = &[
+    "Box",
+    "Rc",
+    "Arc",
+    "Weak",
+    "NonNull",
+    "Vec",
+    "VecDeque",
+    "LinkedList",
+    "BinaryHeap",
+    "HashMap",
+    "BTreeMap",
+    "HashSet",
+    "BTreeSet",
+    "IndexMap",
+    "IndexSet",
+    "Cell",
+    "RefCell",
+    "UnsafeCell",
+    "OnceCell",
+    "LazyCell",
+    "Mutex",
+    "RwLock",
+    "OnceLock",
+    "LazyLock",
+    "PhantomData",
+    "NonZero",
+    "AtomicPtr",
+];
+
+const ATOMICS: &[&str] = &[
+    "AtomicBool",
+    "AtomicU8",
+    "AtomicI8",
+    "AtomicU16",
+    "AtomicI16",
+    "AtomicU32",
+    "AtomicI32",
+    "AtomicU64",
+    "AtomicI64",
+    "AtomicUsize",
+    "AtomicIsize",
+    "AtomicPtr",
+];
+
+const NON_ZEROS: &[&str] = &[
+    "NonZero",
+    "NonZeroU8",
+    "NonZeroI8",
+    "NonZeroU16",
+    "NonZeroI16",
+    "NonZeroU32",
+    "NonZeroI32",
+    "NonZeroU64",
+    "NonZeroI64",
+    "NonZeroU128",
+    "NonZeroI128",
+    "NonZeroUsize",
+    "NonZeroIsize",
+];
+
+/// Advice for a path type that can never be a persistent field.
+fn path_advice(p: &TypePath) -> Option<String> {
+    let (name, args) = last_ident(p)?;
+    let generic = matches!(args, PathArguments::AngleBracketed(_));
+    if GENERIC_STD.contains(&name.as_str()) && !generic {
+        return None;
+    }
+    advice(&name)
+}
+
 /// Advice for a type name that can never be a persistent field.
 fn advice(name: &str) -> Option<String> {
     let owned = |what: &str, instead: &str| {
@@ -135,7 +209,7 @@ fn advice(name: &str) -> Option<String> {
             "use ",
             "PVec<T>, a growable array whose buffer is an object in the database",
         ),
-        "String" | "str" | "OsString" | "OsStr" | "CString" | "CStr" | "PathBuf" | "Path" => owned(
+        "String" | "str" | "OsString" | "CString" | "PathBuf" => owned(
             "use ",
             "PBytes, a growable byte string whose buffer is an object in the database \
                  (store UTF-8 in it)",
@@ -177,7 +251,7 @@ fn advice(name: &str) -> Option<String> {
              borrowed from the database, which tracks and logs the writes, and borrow or lock \
              state would mean nothing in the file; store the plain value"
         ),
-        n if n.starts_with("Atomic") => format!(
+        n if ATOMICS.contains(&n) => format!(
             "`{name}` cannot be a persistent field: persistent objects are changed through `&mut` \
              borrowed from the database, which tracks and logs the writes; store the plain \
              integer (e.g. u64 instead of AtomicU64)"
@@ -186,7 +260,7 @@ fn advice(name: &str) -> Option<String> {
             "`{name}` cannot be a persistent field: it has nothing to store, and persistent \
              types cannot be generic; remove the field"
         ),
-        n if n.starts_with("NonZero") => format!(
+        n if NON_ZEROS.contains(&n) => format!(
             "`{name}` cannot be a persistent field: the bytes read from the database are not \
              known to be non-zero; use the plain integer type and check for zero where you \
              read it"
@@ -199,7 +273,7 @@ fn check_path(p: &TypePath, errors: &mut Vec<Error>) {
     let Some((name, args)) = last_ident(p) else {
         return;
     };
-    if let Some(msg) = advice(&name) {
+    if let Some(msg) = path_advice(p) {
         errors.push(Error::new_spanned(p, msg));
         return;
     }
@@ -212,13 +286,11 @@ fn check_path(p: &TypePath, errors: &mut Vec<Error>) {
                 .is_some_and(|n| n == "PRef" || n == "Smart");
             // `Option<Box<T>>` and the like: the advice about the inner type
             // is the useful one.
-            let known_bad = inner_name.as_deref().and_then(advice).is_some()
-                || inner.first().is_some_and(|t| {
-                    matches!(
-                        strip(t),
-                        Type::Reference(_) | Type::Ptr(_) | Type::BareFn(_)
-                    )
-                });
+            let known_bad = inner.first().is_some_and(|t| match strip(t) {
+                Type::Path(p) => path_advice(p).is_some(),
+                Type::Reference(_) | Type::Ptr(_) | Type::BareFn(_) => true,
+                _ => false,
+            });
             if pointer || known_bad {
                 if let Some(t) = inner.first() {
                     check(t, errors);

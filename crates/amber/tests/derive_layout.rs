@@ -5,6 +5,8 @@
 //! The crate forbids unsafe code: the derive's `unsafe impl` must not trip
 //! the lint in a crate that forbids it (an `allow` would be an error there).
 #![forbid(unsafe_code)]
+// Nor may the expansion warn.
+#![deny(warnings)]
 
 use amber::Persistent;
 use amber::ptr::{PBytes, PIndex, PRef, PVec, Smart};
@@ -178,6 +180,25 @@ struct Aligned {
 struct TwoReprs {
     a: u16,
     b: u16,
+}
+
+/// A persistent struct may share a name with a generic standard type: only
+/// `Cell<..>` is taken for `std::cell::Cell`.
+mod grid {
+    use amber::Persistent;
+
+    #[derive(Persistent)]
+    #[repr(C)]
+    pub struct Cell {
+        pub v: u32,
+    }
+}
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Grid {
+    cells: [grid::Cell; 2],
+    first: Option<amber::ptr::PRef<grid::Cell>>,
 }
 
 // ---- the descriptors are constants -------------------------------------------
@@ -550,6 +571,19 @@ fn raw_identifiers_and_reprs() {
         &[("a", 0, prim(Prim::U16)), ("b", 2, prim(Prim::U16))],
     );
     assert_eq!((s.size, s.align), (4, 4));
+}
+
+#[test]
+fn struct_named_like_a_std_type() {
+    let cell = nested::<grid::Cell>();
+    let s = check::<Grid>(
+        "Grid",
+        &[
+            ("cells", 0, array(cell, 4, 2)),
+            ("first", 8, pref("Cell", 4)),
+        ],
+    );
+    assert_eq!(slots(&s), vec![(8, REF1)]);
 }
 
 #[test]
