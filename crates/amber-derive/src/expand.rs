@@ -226,23 +226,23 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
     for pair in fields.windows(2) {
         let [prev, f] = pair else { continue };
         let (pm, pt, m, name) = (&prev.member, &prev.ty, &f.member, &f.name);
-        checks.push(quote_spanned! {f.span=>
+        checks.push(quote_spanned! {f.span=> {
             let end = ::core::mem::offset_of!(#ident, #pm) + ::core::mem::size_of::<#pt>();
             let at = ::core::mem::offset_of!(#ident, #m);
             if at != end {
                 padding(BETWEEN, #name, at.saturating_sub(end));
             }
-        });
+        }});
     }
     if let Some(last) = fields.last() {
         let (m, t, name) = (&last.member, &last.ty, &last.name);
-        checks.push(quote_spanned! {ident.span()=>
+        checks.push(quote_spanned! {ident.span()=> {
             let end = ::core::mem::offset_of!(#ident, #m) + ::core::mem::size_of::<#t>();
             let size = ::core::mem::size_of::<#ident>();
             if size != end {
                 padding(TRAILING, #name, size.saturating_sub(end));
             }
-        });
+        }});
     }
     let drop_msg = format!(
         "`{ident}` implements Drop (or has a field that does): objects in the database are \
@@ -258,7 +258,25 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
         let t = &f.ty;
         quote! { ::core::mem::size_of::<#t>() }
     });
-    quote_spanned! {ident.span()=>
+    let (gap, field) = (
+        syn::LitByte::new(GAP as u8, Span::call_site()),
+        syn::LitByte::new(FIELD as u8, Span::call_site()),
+    );
+    // Errors point at the struct (or field); the rest has the derive's own
+    // span, so that lints the user's crate enables do not look into it.
+    let type_checks = quote_spanned! {ident.span()=>
+        if ::core::mem::needs_drop::<#ident>() {
+            ::core::panic!("{}", #drop_msg);
+        }
+        if ::core::mem::align_of::<#ident>() > 8 {
+            ::core::panic!("{}", #align_msg);
+        }
+        if ::core::mem::size_of::<#ident>() > u32::MAX as usize {
+            ::core::panic!("{}", #size_msg);
+        }
+        ::amber::vm::check_layout::<#ident>(#(#sizes)+*);
+    };
+    quote! {
         const _: () = {
             #between_const
             const TRAILING: &str = #trailing;
@@ -276,14 +294,14 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
                 let mut len = 0;
                 let mut i = 0;
                 while i < t.len() {
-                    if t[i] == #FIELD as u8 {
+                    if t[i] == #field {
                         let mut j = 0;
                         while j < f.len() {
                             put(&mut buf, &mut len, f[j]);
                             j += 1;
                         }
-                    } else if t[i] == #GAP as u8 {
-                        put(&mut buf, &mut len, if gap < 10 { b'0' + gap as u8 } else { b'?' });
+                    } else if t[i] == #gap {
+                        put(&mut buf, &mut len, if gap < 10 { b"0123456789"[gap] } else { b'?' });
                     } else {
                         put(&mut buf, &mut len, t[i]);
                     }
@@ -295,16 +313,7 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
                 }
             }
             #(#checks)*
-            if ::core::mem::needs_drop::<#ident>() {
-                ::core::panic!("{}", #drop_msg);
-            }
-            if ::core::mem::align_of::<#ident>() > 8 {
-                ::core::panic!("{}", #align_msg);
-            }
-            if ::core::mem::size_of::<#ident>() > u32::MAX as usize {
-                ::core::panic!("{}", #size_msg);
-            }
-            ::amber::vm::check_layout::<#ident>(#(#sizes)+*);
+            #type_checks
         };
     }
 }
