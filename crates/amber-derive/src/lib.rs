@@ -86,9 +86,12 @@
 //! evaluated at compile time (also by `cargo check`), whose message names the
 //! struct, and for padding the field after it and the number of bytes to add.
 //!
-//! Recognition is by spelling: a type alias of `Vec` is caught by the trait
-//! bound instead, and `Option` of an alias of `PRef` must be written
-//! `Option<PRef<T>>`.
+//! Recognition is by spelling (the last path segment): a type alias of `Vec`
+//! is caught by the trait bound instead, and `Option` of an alias of `PRef`
+//! must be written `Option<PRef<T>>`. Names of generic standard types
+//! (`Box`, `Vec`, `Cell`, `Weak`, …) are only taken for them when written
+//! with type arguments, so a persistent struct called `Cell` is a valid
+//! field.
 //!
 //! # Choices
 //!
