@@ -15,6 +15,11 @@ pub mod wal;
 #[allow(unsafe_code)]
 pub mod vm;
 
+// Lets `#[derive(Persistent)]`, which names `::amber`, be used inside Amber.
+extern crate self as amber;
+
+/// `#[derive(Persistent)]`: see the `amber_derive` crate for what it checks.
+pub use amber_derive::Persistent;
 pub use db::{Db, Options, Tx};
 pub use error::{Error, Result};
 pub use ptr::{PBytes, PIndex, PRef, PVec, Smart};

@@ -1,7 +1,7 @@
 //! The database a program opens: persistent objects reached through ordinary
 //! pointers, faulted in and swizzled a page at a time.
 //!
-//! ```ignore
+//! ```no_run
 //! use amber::{Db, Options, PRef, Persistent};
 //!
 //! #[derive(Persistent)]

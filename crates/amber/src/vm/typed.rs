@@ -48,6 +48,11 @@ pub unsafe trait Field: Sized + 'static {
 ///
 /// As for [`Field`]; `DESC` must list every field with its exact offset.
 /// Implement it with `#[derive(Persistent)]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a persistent struct",
+    label = "not a persistent struct",
+    note = "add #[derive(Persistent)] and #[repr(C)] to it"
+)]
 pub unsafe trait Persistent: Field {
     /// The type's descriptor.
     const DESC: TypeDesc;

@@ -1,0 +1,13 @@
+use amber::Persistent;
+use amber::ptr::{PIndex, PRef, Smart};
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Holder {
+    to_prim: PRef<u64>,
+    to_array: Option<Smart<[u8; 4]>>,
+    index: PIndex<u32>,
+    boxed: Option<Box<u64>>,
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use amber::Persistent;
+use amber::ptr::PVec;
+
+#[derive(Persistent)]
+#[repr(C)]
+struct List {
+    items: Vec<u32>,
+    nested: PVec<Vec<u8>>,
+}
+
+fn main() {}
