@@ -38,7 +38,7 @@ impl Tx<'_> {
     }
 
     /// The blocks of `frames`, as head page → (first frame, pages).
-    fn blocks_of(&self, frames: &[FrameNo]) -> BTreeMap<PageNo, (FrameNo, u32)> {
+    pub(crate) fn blocks_of(&self, frames: &[FrameNo]) -> BTreeMap<PageNo, (FrameNo, u32)> {
         let mut blocks = BTreeMap::new();
         for &f in frames {
             if let Some((head, idx, run)) = self.fs.page_of(f) {
@@ -52,7 +52,7 @@ impl Tx<'_> {
     /// assembled from the recovery buffer when every written frame of the
     /// block has its copy there (unwritten frames are unchanged); else the
     /// committed image read back from the store.
-    fn clean_image(
+    pub(crate) fn clean_image(
         &self,
         head: PageNo,
         frame: FrameNo,
@@ -60,6 +60,9 @@ impl Tx<'_> {
         written: &BTreeSet<FrameNo>,
     ) -> Result<Vec<u8>> {
         let ps = self.page_size;
+        if let Some(spill) = self.pager.spills().get(&head) {
+            return spill.image(self.stx_ref()?.store(), head, run, ps);
+        }
         if self.new_blocks.contains_key(&head) {
             let mut img = vec![0u8; run as usize * ps];
             page::format(&mut img, BlockKind::Data, head, run);
@@ -88,11 +91,7 @@ impl Tx<'_> {
                 return Ok(img);
             }
         }
-        self.stx
-            .as_ref()
-            .ok_or_else(|| Error::invalid("transaction already finished"))?
-            .store()
-            .read_block(head)
+        self.stx_ref()?.store().read_block(head)
     }
 
     /// Converts a block image in memory form to persistent form.
@@ -107,7 +106,7 @@ impl Tx<'_> {
     }
 
     /// Copies block `head` out of memory in persistent form.
-    fn dirty_image(&self, head: PageNo, frame: FrameNo, run: u32) -> Result<Vec<u8>> {
+    pub(crate) fn dirty_image(&self, head: PageNo, frame: FrameNo, run: u32) -> Result<Vec<u8>> {
         let mut img = vec![0u8; run as usize * self.page_size];
         self.fs
             .copy_out(frame, 0, &mut img)
@@ -120,7 +119,12 @@ impl Tx<'_> {
     /// records carrying `images` images per byte. `used` and the object
     /// area are logical content; the header bytes between them are the
     /// store's, so the two never share a record.
-    fn changes(clean: &[u8], dirty: &[u8], images: usize, stats: &mut CommitStats) -> Vec<Region> {
+    pub(crate) fn changes(
+        clean: &[u8],
+        dirty: &[u8],
+        images: usize,
+        stats: &mut CommitStats,
+    ) -> Vec<Region> {
         let mut used: Vec<Region> = Vec::new();
         diff_into(
             &clean[USED_OFFSET..USED_OFFSET + 4],
@@ -242,6 +246,7 @@ impl Tx<'_> {
         self.taken.clear();
         self.new_blocks.clear();
         self.early_pages.clear();
+        self.pager.spills().clear();
         if let Some(b) = self.pager.rbuf.get() {
             b.clear();
         }
@@ -263,6 +268,7 @@ impl Tx<'_> {
             return;
         }
         self.done = true;
+        self.pager.spills().clear();
         if let Err(e) = self.restore() {
             self.heap.broken = Some(format!("an abort could not restore memory: {e}"));
         }
@@ -293,17 +299,14 @@ impl Tx<'_> {
                 blocks.insert(head, (f, run));
             }
         }
+        // Spilled pages that were not faulted back hold nothing of ours.
+        blocks.retain(|_, (f, _)| self.fs.is_resident(*f));
         let types = self.registry.snapshot();
         for (&head, &(frame, run)) in &blocks {
             if self.new_blocks.contains_key(&head) {
                 continue;
             }
-            let mut img = self
-                .stx
-                .as_ref()
-                .ok_or_else(|| Error::invalid("transaction already finished"))?
-                .store()
-                .read_block(head)?;
+            let mut img = self.stx_ref()?.store().read_block(head)?;
             let map = super::pager::FrameMap {
                 fs: self.fs,
                 shift: self.shift,

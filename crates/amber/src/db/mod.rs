@@ -27,6 +27,7 @@ mod index;
 pub mod options;
 pub(crate) mod pager;
 mod recovery_buffer;
+mod spill;
 pub mod tx;
 
 use crate::error::{Error, Result};
@@ -71,6 +72,8 @@ pub struct DbStats {
     pub resident_frames: u64,
     /// Frames assigned (address space reserved for pages).
     pub assigned_frames: u64,
+    /// Dirty blocks spilled because a transaction outgrew the budget.
+    pub spilled: u64,
     /// Pages logged early because the recovery buffer was full.
     pub early_logged: u64,
     /// Recovery-buffer copies dropped unlogged (their pages were diffed
@@ -182,6 +185,7 @@ impl Db {
             evicted: s.evicted.load(Ordering::Relaxed),
             resident_frames: s.resident.load(Ordering::Relaxed),
             assigned_frames: u64::from(self.fs.assigned_frames()),
+            spilled: s.spilled.load(Ordering::Relaxed),
             early_logged: self
                 .pager
                 .rbuf

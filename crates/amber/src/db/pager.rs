@@ -25,7 +25,7 @@ use crate::store::Store;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::{FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Maps addresses through a frame space's frame table.
@@ -69,6 +69,8 @@ pub struct PagerStats {
     pub evicted: AtomicU64,
     /// Frames resident (as counted by the pager).
     pub resident: AtomicU64,
+    /// Dirty blocks spilled by transactions larger than the budget.
+    pub spilled: AtomicU64,
 }
 
 /// The fault service of one open database.
@@ -90,6 +92,47 @@ pub(crate) struct Pager {
     pub(crate) stats: PagerStats,
     /// Clean copies taken at first write (SIGSEGV backend only).
     pub(crate) rbuf: OnceLock<RecoveryBuffer>,
+    /// Blocks the open transaction spilled: their uncommitted changes, laid
+    /// over the committed image when they fault back in.
+    spilled: Mutex<HashMap<PageNo, Spill>>,
+    /// Set when the budget could not be met by evicting clean blocks: the
+    /// open transaction should spill dirty ones at its next call.
+    pub(crate) pressure: AtomicBool,
+}
+
+/// The uncommitted changes of a spilled block, in persistent form.
+#[derive(Debug, Default)]
+pub(crate) struct Spill {
+    /// Allocated by the open transaction: the base is the empty block.
+    pub(crate) new_block: bool,
+    /// (offset, after-image) in the order they were spilled.
+    pub(crate) changes: Vec<(usize, Vec<u8>)>,
+}
+
+impl Spill {
+    /// The block as the open transaction left it: its base (committed or
+    /// empty) with the spilled changes laid over.
+    pub(crate) fn image(
+        &self,
+        store: &Store,
+        head: PageNo,
+        run: u32,
+        page_size: usize,
+    ) -> crate::error::Result<Vec<u8>> {
+        let mut img = if self.new_block {
+            let mut v = vec![0u8; run as usize * page_size];
+            crate::format::page::format(&mut v, BlockKind::Data, head, run);
+            v
+        } else {
+            store.read_block(head)?
+        };
+        for (off, data) in &self.changes {
+            if let Some(dst) = img.get_mut(*off..off + data.len()) {
+                dst.copy_from_slice(data);
+            }
+        }
+        Ok(img)
+    }
 }
 
 impl Pager {
@@ -111,11 +154,22 @@ impl Pager {
             free_slots: Mutex::new(HashMap::new()),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
+            spilled: Mutex::new(HashMap::new()),
+            pressure: AtomicBool::new(false),
         }
     }
 
     fn fifo(&self) -> MutexGuard<'_, VecDeque<(FrameNo, u32)>> {
         self.fifo.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn spills(&self) -> MutexGuard<'_, HashMap<PageNo, Spill>> {
+        self.spilled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The budget in frames, if any.
+    pub(crate) fn budget(&self) -> Option<u64> {
+        self.budget
     }
 
     pub(crate) fn slots(&self) -> MutexGuard<'_, HashMap<(u32, u32), Vec<u64>>> {
@@ -133,10 +187,11 @@ impl Pager {
             page: head,
             message,
         };
-        let mut block = self
-            .store
-            .read_block(head)
-            .map_err(|e| err(e.to_string()))?;
+        let mut block = match self.spills().get(&head) {
+            Some(spill) => spill.image(&self.store, head, run, self.page_size),
+            None => self.store.read_block(head),
+        }
+        .map_err(|e| err(e.to_string()))?;
         if PageHeader::read(&block).is_none_or(|h| h.kind != BlockKind::Data as u8) {
             return Err(err("not a data block (a pointer into metadata?)".into()));
         }
@@ -221,6 +276,9 @@ impl Pager {
                         .fetch_sub(u64::from(n), Ordering::Relaxed);
                 }
             }
+        }
+        if self.stats.resident.load(Ordering::Relaxed) > budget {
+            self.pressure.store(true, Ordering::Release);
         }
     }
 

@@ -119,6 +119,17 @@ impl RecoveryBuffer {
         Some(g.data[slot * ps..(slot + 1) * ps].to_vec())
     }
 
+    /// Drops the copy of `frame`, if any (its page was spilled).
+    pub(crate) fn forget(&self, frame: FrameNo) {
+        let mut g = self.lock();
+        if let Some(slot) = g.by_frame.remove(&frame) {
+            g.owner[slot] = None;
+            g.fifo.retain(|&s| s != slot);
+            g.marked.retain(|&s| s != slot);
+            g.free.push(slot);
+        }
+    }
+
     /// Takes the copies marked for early logging: `(frame, clean copy)`.
     pub(crate) fn take_marked(&self) -> Vec<(FrameNo, Vec<u8>)> {
         let mut g = self.lock();

@@ -81,6 +81,7 @@ pub struct Tx<'db> {
     /// A failure from work done on the way (early logging), reported at
     /// commit.
     pub(crate) failed: Option<Error>,
+
     pub(crate) shift: u32,
     pub(crate) page_size: usize,
 }
@@ -115,6 +116,12 @@ impl<'db> Tx<'db> {
         })
     }
 
+    pub(crate) fn stx_ref(&self) -> Result<&StoreTx<'db>> {
+        self.stx
+            .as_ref()
+            .ok_or_else(|| Error::invalid("transaction already finished"))
+    }
+
     pub(crate) fn stx(&mut self) -> Result<&mut StoreTx<'db>> {
         self.stx
             .as_mut()
@@ -143,6 +150,9 @@ impl<'db> Tx<'db> {
             && b.attention.load(Ordering::Relaxed)
         {
             self.relieve();
+        }
+        if self.pager.pressure.load(Ordering::Relaxed) {
+            self.spill_dirty();
         }
     }
 

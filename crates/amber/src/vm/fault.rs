@@ -38,9 +38,10 @@ impl FrameSpace {
         let mut inst = Installer {
             space: self,
             frame: f,
+            hit: false,
         };
         self.service.missing(f, &mut inst)?;
-        if self.is_resident(f) {
+        if inst.hit || self.is_resident(f) {
             Ok(())
         } else {
             Err(FaultError {

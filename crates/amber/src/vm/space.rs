@@ -21,6 +21,11 @@ use super::uffd::{self, HandlerThread, Uffd};
 pub struct Installer<'a> {
     pub(crate) space: &'a FrameSpace,
     pub(crate) frame: FrameNo,
+    /// Whether an install made the faulting frame resident. Another thread
+    /// may evict it again before the service returns (the faulting thread is
+    /// woken by the install itself); that is not a failure, the retried
+    /// access simply faults again.
+    pub(crate) hit: bool,
 }
 
 impl<'a> Installer<'a> {
@@ -35,7 +40,12 @@ impl<'a> Installer<'a> {
 
     /// Same as [`FrameSpace::install`].
     pub fn install(&mut self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
-        self.space.install(frame, data, how)
+        let n = self.space.install(frame, data, how)?;
+        let frames = (data.len() / self.space.frame_size) as FrameNo;
+        if (frame..frame.saturating_add(frames)).contains(&self.frame) {
+            self.hit = true;
+        }
+        Ok(n)
     }
 }
 

@@ -40,9 +40,19 @@ impl FrameSpace {
         }
     }
 
+    /// Frames written since the last `take_written` (ascending), without
+    /// re-protecting them or forgetting that they were written.
+    pub fn peek_written(&self) -> Result<Vec<FrameNo>, VmError> {
+        self.written_frames(false)
+    }
+
     /// Frames written since the last call (ascending), write-protecting them
     /// again so the next write is noticed.
     pub fn take_written(&self) -> Result<Vec<FrameNo>, VmError> {
+        self.written_frames(true)
+    }
+
+    fn written_frames(&self, take: bool) -> Result<Vec<FrameNo>, VmError> {
         if !self.track_writes {
             return Err(VmError::NotTracking);
         }
@@ -52,7 +62,7 @@ impl FrameSpace {
                 let mut out: Vec<FrameNo> = Vec::new();
                 let end = self.frame_addr(self.table.assigned());
                 u.pagemap
-                    .written(self.base as u64, end as u64, true, &mut |s, e| {
+                    .written(self.base as u64, end as u64, take, &mut |s, e| {
                         let first = ((s as usize - self.base) >> self.shift) as FrameNo;
                         let last = ((e as usize - 1 - self.base) >> self.shift) as FrameNo;
                         for fr in first..=last {
@@ -77,14 +87,18 @@ impl FrameSpace {
                     let wlen = &mut *s.wlen.get();
                     let l = std::slice::from_raw_parts(s.written.ptr().cast::<FrameNo>(), *wlen)
                         .to_vec();
-                    *wlen = 0;
+                    if take {
+                        *wlen = 0;
+                    }
                     l
                 };
                 let mut out = list;
                 out.sort_unstable();
                 out.dedup();
                 out.retain(|&fr| self.table.state(fr) == DIRTY);
-                self.reprotect(&g, &out)?;
+                if take {
+                    self.reprotect(&g, &out)?;
+                }
                 Ok(out)
             }
         }
