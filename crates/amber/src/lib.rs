@@ -4,6 +4,7 @@
 
 pub mod db;
 pub mod error;
+pub mod fasthash;
 pub mod format;
 pub mod io;
 pub mod ptr;

@@ -19,17 +19,19 @@ pub mod tx;
 pub mod verify;
 
 use crate::error::{Error, FileKind, Location, Result};
+use crate::fasthash::IntMap;
 use crate::format::meta::{self, FsmImage, MetaKind, RootEntry};
 use crate::format::page::{self, BlockKind, PageHeader};
 use crate::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
 use crate::format::{PAddr, PageNo, first_data_page};
 use crate::io::{IoFile, OpenMode, Vfs};
+use crate::vm::BigBuf;
 use crate::wal::header::{self as log_header, LogHeader, RECORDS_START};
 use crate::wal::scan::{self, Tail};
 use crate::wal::writer::LogWriter;
 use alloc::FreeSpace;
 use pending::{Base, Patch};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
@@ -103,7 +105,7 @@ pub(crate) struct State {
     pub(crate) roots: BTreeMap<String, RootEntry>,
     pub(crate) catalog: BTreeMap<u32, Vec<u8>>,
     pub(crate) next_type_id: u32,
-    pub(crate) pending: HashMap<PageNo, Patch>,
+    pub(crate) pending: IntMap<PageNo, Patch>,
     pub(crate) pending_bytes: usize,
     pub(crate) next_txid: u64,
     /// Active transactions that have records in the log already.
@@ -174,9 +176,10 @@ impl State {
 
     /// Writes bytes at block offset `off` of the block at `head`.
     fn patch_write(&mut self, head: PageNo, run_len: u32, off: u32, data: &[u8], lsn: u64) {
+        let block_len = run_len as usize * self.page_size;
         let p = self.patch_mut(head, run_len);
         let before = p.bytes();
-        p.write(off, data, lsn);
+        p.write(off, data, lsn, block_len);
         let after = p.bytes();
         self.pending_bytes = self.pending_bytes + after - before.min(after);
     }
@@ -196,6 +199,11 @@ impl State {
     /// The block containing persistent address `addr`, and the offset in it.
     pub(crate) fn locate(&self, addr: PAddr) -> Option<(PageNo, u32, u32)> {
         let page = addr >> self.shift();
+        // Fast path: the first page of a block with changes pending (most
+        // records of a busy log land on such blocks).
+        if let Some(p) = self.pending.get(&page) {
+            return Some((page, p.run_len, (addr - (page << self.shift())) as u32));
+        }
         let (head, len) = self.fsm.block_of(page)?;
         let off = addr - (head << self.shift());
         Some((head, len, u32::try_from(off).ok()?))
@@ -259,7 +267,7 @@ impl Store {
             roots: BTreeMap::new(),
             catalog: BTreeMap::new(),
             next_type_id: 1,
-            pending: HashMap::new(),
+            pending: IntMap::default(),
             pending_bytes: 0,
             next_txid: 1,
             early: HashSet::new(),
@@ -588,9 +596,15 @@ pub(crate) fn read_block_raw(
     Ok(())
 }
 
-fn read_whole(file: &dyn IoFile, path: &Path) -> Result<Vec<u8>> {
+fn read_whole(file: &dyn IoFile, path: &Path) -> Result<BigBuf> {
     let len = file.size().map_err(|e| Error::io("size log", path, e))?;
-    let mut v = vec![0u8; len as usize];
+    let mut v = BigBuf::new(len as usize).ok_or_else(|| {
+        Error::io(
+            "read log",
+            path,
+            std::io::Error::other("cannot map a buffer for the log"),
+        )
+    })?;
     file.read_exact_at(&mut v, 0)
         .map_err(|e| Error::io("read log", path, e))?;
     Ok(v)
@@ -804,7 +818,7 @@ fn load_state(file: &dyn IoFile, path: &Path, sb: Superblock, sb_slot: u8) -> Re
         roots: roots.into_iter().map(|r| (r.name.clone(), r)).collect(),
         catalog: catalog.into_iter().collect(),
         next_type_id,
-        pending: HashMap::new(),
+        pending: IntMap::default(),
         pending_bytes: 0,
         next_txid: sb.next_txid,
         early: HashSet::new(),

@@ -4,14 +4,15 @@
 //! committed state of a block is its page-file image with the changes of the
 //! log since the checkpoint laid over it. A [`Patch`] holds those changes for
 //! one block: either a whole new image (a freshly formatted block, or one
-//! rebuilt during recovery), or byte extents over the page-file image. Reading
-//! the page-file image is deferred to when the block is read or installed
-//! (the installation read).
+//! rebuilt during recovery), or the changed bytes over the page-file image,
+//! kept in a block-sized buffer with the list of ranges written, so that
+//! applying a record is one copy however many came before. Reading the
+//! page-file image is deferred to when the block is read or installed (the
+//! installation read).
 
 use crate::format::page;
-use std::collections::BTreeMap;
 
-/// Where a patched block's bytes come from before the extents are applied.
+/// Where a patched block's bytes come from before the changes are applied.
 #[derive(Debug, Clone)]
 pub enum Base {
     /// The image in the page file.
@@ -27,19 +28,24 @@ pub struct Patch {
     pub run_len: u32,
     /// The base image.
     pub base: Base,
-    /// Byte extents over the base: start → bytes, disjoint and not adjacent.
-    extents: BTreeMap<u32, Vec<u8>>,
-    /// LSN of the last record applied.
+    /// Over a file base: the new bytes, at their block offsets.
+    data: Box<[u8]>,
+    /// Over a file base: the ranges of `data` that were written, sorted,
+    /// disjoint and not adjacent.
+    ranges: Vec<(u32, u32)>,
+    /// LSN of the commit of the last record applied.
     pub lsn: u64,
 }
 
 impl Patch {
-    /// Changes over the page-file image.
+    /// Changes over the page-file image of a block of `run_len` pages of
+    /// `page_size` bytes.
     pub fn over_file(run_len: u32) -> Self {
         Patch {
             run_len,
             base: Base::File,
-            extents: BTreeMap::new(),
+            data: Box::default(),
+            ranges: Vec::new(),
             lsn: 0,
         }
     }
@@ -49,70 +55,79 @@ impl Patch {
         Patch {
             run_len,
             base: Base::Image(image),
-            extents: BTreeMap::new(),
+            data: Box::default(),
+            ranges: Vec::new(),
             lsn,
         }
     }
 
-    /// Memory held, roughly, for the checkpoint trigger.
+    /// Memory held, for the checkpoint trigger.
     pub fn bytes(&self) -> usize {
         let base = match &self.base {
             Base::File => 0,
             Base::Image(i) => i.len(),
         };
-        base + self.extents.values().map(|v| v.len() + 32).sum::<usize>()
+        base + self.data.len() + self.ranges.len() * 8
     }
 
-    /// Applies new bytes at block offset `off`.
-    pub fn write(&mut self, off: u32, data: &[u8], lsn: u64) {
+    /// Applies new bytes at block offset `off`; `block_len` is the block's
+    /// size in bytes.
+    pub fn write(&mut self, off: u32, bytes: &[u8], lsn: u64, block_len: usize) {
         self.lsn = self.lsn.max(lsn);
+        let o = off as usize;
         if let Base::Image(img) = &mut self.base {
-            let o = off as usize;
-            img[o..o + data.len()].copy_from_slice(data);
+            img[o..o + bytes.len()].copy_from_slice(bytes);
             return;
         }
-        let start = off;
-        let end = off + data.len() as u32;
-        // Extents that overlap or touch [start, end) merge into one.
-        let first = self
-            .extents
-            .range(..=start)
-            .next_back()
-            .filter(|(s, v)| **s + v.len() as u32 >= start)
-            .map(|(s, _)| *s)
-            .unwrap_or(start);
-        let touching: Vec<u32> = self.extents.range(first..=end).map(|(s, _)| *s).collect();
-        let mut lo = start;
-        let mut hi = end;
-        for s in &touching {
-            let l = self.extents[s].len() as u32;
-            lo = lo.min(*s);
-            hi = hi.max(s + l);
+        if self.data.is_empty() {
+            self.data = vec![0u8; block_len].into_boxed_slice();
         }
-        let mut merged = vec![0u8; (hi - lo) as usize];
-        for s in touching {
-            if let Some(v) = self.extents.remove(&s) {
-                let a = (s - lo) as usize;
-                merged[a..a + v.len()].copy_from_slice(&v);
-            }
-        }
-        let a = (start - lo) as usize;
-        merged[a..a + data.len()].copy_from_slice(data);
-        self.extents.insert(lo, merged);
+        self.data[o..o + bytes.len()].copy_from_slice(bytes);
+        self.add_range(off, off + bytes.len() as u32);
     }
 
-    /// Lays the extents over `block` (the base image).
+    /// Records `[start, end)` as written, merging with overlapping or
+    /// adjacent ranges.
+    fn add_range(&mut self, start: u32, end: u32) {
+        // Common case: appending after, or extending, the last range.
+        if let Some(last) = self.ranges.last_mut() {
+            if start > last.1 {
+                self.ranges.push((start, end));
+                return;
+            }
+            if start >= last.0 {
+                last.1 = last.1.max(end);
+                return;
+            }
+        } else {
+            self.ranges.push((start, end));
+            return;
+        }
+        let first = self.ranges.partition_point(|r| r.1 < start);
+        let last = self.ranges.partition_point(|r| r.0 <= end);
+        if first == last {
+            self.ranges.insert(first, (start, end));
+            return;
+        }
+        let lo = start.min(self.ranges[first].0);
+        let hi = end.max(self.ranges[last - 1].1);
+        self.ranges.drain(first + 1..last);
+        self.ranges[first] = (lo, hi);
+    }
+
+    /// Lays the changes over `block` (the base image).
     pub fn apply(&self, block: &mut [u8]) {
-        for (s, v) in &self.extents {
-            let o = *s as usize;
-            block[o..o + v.len()].copy_from_slice(v);
+        for &(s, e) in &self.ranges {
+            let (s, e) = (s as usize, e as usize);
+            block[s..e].copy_from_slice(&self.data[s..e]);
         }
     }
 
     /// Turns the patch into a whole image (after an installation read).
     pub fn materialize(&mut self, mut file_image: Box<[u8]>) {
         self.apply(&mut file_image);
-        self.extents.clear();
+        self.data = Box::default();
+        self.ranges.clear();
         self.base = Base::Image(file_image);
     }
 
@@ -138,17 +153,20 @@ mod tests {
 
     proptest! {
         #[test]
-        fn extents_equal_direct_writes(writes in prop::collection::vec((0u32..200, prop::collection::vec(any::<u8>(), 1..40)), 1..30)) {
+        fn changes_equal_direct_writes(writes in prop::collection::vec((0u32..200, prop::collection::vec(any::<u8>(), 1..40)), 1..30)) {
             let mut p = Patch::over_file(1);
-            let mut direct = vec![0u8; 256];
+            let mut direct = vec![7u8; 256];
+            let mut via = vec![7u8; 256];
             for (lsn, (off, data)) in writes.iter().enumerate() {
-                p.write(*off, data, lsn as u64 + 1);
+                p.write(*off, data, lsn as u64 + 1, 256);
                 direct[*off as usize..*off as usize + data.len()].copy_from_slice(data);
             }
-            let mut via = vec![0u8; 256];
             p.apply(&mut via);
             prop_assert_eq!(via, direct);
             prop_assert_eq!(p.lsn, writes.len() as u64);
+            for w in p.ranges.windows(2) {
+                prop_assert!(w[0].1 < w[1].0);
+            }
         }
     }
 }

@@ -20,12 +20,12 @@
 use super::pending::Base;
 use super::{State, corrupt, read_block_raw};
 use crate::error::{FileKind, Location, Result};
+use crate::fasthash::IntMap;
 use crate::format::page;
 use crate::io::IoFile;
 use crate::wal::Record;
 use crate::wal::record::intent_entries;
 use crate::wal::scan::{Scan, Tail};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// What the recovery pass found.
@@ -71,11 +71,16 @@ pub(crate) fn redo(
     file: &dyn IoFile,
     path: &Path,
 ) -> Result<RecoveryReport> {
-    let mut commits: HashMap<u32, u64> = HashMap::new();
-    let mut seen: HashMap<u32, ()> = HashMap::new();
+    let mut commits: IntMap<u32, u64> = IntMap::default();
+    let mut seen: IntMap<u32, ()> = IntMap::default();
     let mut max_txid = 0u32;
+    let mut last = None;
     for (lsn, r) in &scan.records {
-        if let Some(t) = r.txid() {
+        if let Some(t) = r.txid()
+            && last != Some(t)
+        {
+            // A transaction's records are mostly contiguous: one insert each.
+            last = Some(t);
             seen.insert(t, ());
             max_txid = max_txid.max(t);
         }

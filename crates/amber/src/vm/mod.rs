@@ -86,6 +86,7 @@
 //!   reading memory that a later `mmap` placed at the same address. The cost is
 //!   address space only (no memory), 64 GiB per dropped space by default.
 
+mod buffer;
 mod fault;
 mod frame_table;
 mod lock;
@@ -99,6 +100,7 @@ mod typed;
 mod types;
 mod uffd;
 
+pub use buffer::BigBuf;
 pub use sigsegv::prepare_thread;
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, Persistent, check_layout};

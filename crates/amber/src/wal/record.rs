@@ -271,15 +271,12 @@ impl std::fmt::Display for BadRecord {
     }
 }
 
-/// Decodes the record at the start of `buf`, which sits at `lsn` in a log of
-/// `page_size`-byte pages. Returns the record and its length.
-pub fn decode(buf: &[u8], lsn: u64, page_size: usize) -> Result<(Record<'_>, usize), BadRecord> {
-    let t = |_| BadRecord::Truncated;
-    let mut c = Cursor::new(buf);
-    let stored = c.u32().map_err(t)?;
-    let kind = c.u8().map_err(t)?;
-    let flags = c.u8().map_err(t)?;
-    let len = c.u16().map_err(t)? as usize;
+/// The length of the record at the start of `buf` as its header says,
+/// without checking its checksum (for walking a log before verifying it).
+pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
+    let h = buf.get(..8).ok_or(BadRecord::Truncated)?;
+    let (kind, flags) = (h[4], h[5]);
+    let len = u16::from_le_bytes([h[6], h[7]]) as usize;
     let total = match kind {
         K_RANGE => {
             if len == 0 {
@@ -304,10 +301,38 @@ pub fn decode(buf: &[u8], lsn: u64, page_size: usize) -> Result<(Record<'_>, usi
         }
         k => return Err(BadRecord::Kind(k)),
     };
-    let body = buf.get(4..total).ok_or(BadRecord::Truncated)?;
-    if crc_append(crc(&lsn.to_le_bytes()), body) != stored {
+    if total > buf.len() {
+        return Err(BadRecord::Truncated);
+    }
+    Ok(total)
+}
+
+/// Whether the `len`-byte record at the start of `buf`, placed at `lsn`,
+/// carries the right checksum.
+pub fn checksum_ok(buf: &[u8], len: usize, lsn: u64) -> bool {
+    let stored = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    crc_append(crc(&lsn.to_le_bytes()), &buf[4..len]) == stored
+}
+
+/// Decodes the record at the start of `buf`, which sits at `lsn` in a log of
+/// `page_size`-byte pages. Returns the record and its length.
+pub fn decode(buf: &[u8], lsn: u64, page_size: usize) -> Result<(Record<'_>, usize), BadRecord> {
+    let total = record_len(buf, page_size)?;
+    if !checksum_ok(buf, total, lsn) {
         return Err(BadRecord::Checksum);
     }
+    decode_verified(buf, total)
+}
+
+/// Decodes a record whose length and checksum were already checked.
+pub fn decode_verified(buf: &[u8], total: usize) -> Result<(Record<'_>, usize), BadRecord> {
+    let t = |_| BadRecord::Truncated;
+    let mut c = Cursor::new(&buf[..total]);
+    let _stored = c.u32().map_err(t)?;
+    let kind = c.u8().map_err(t)?;
+    let flags = c.u8().map_err(t)?;
+    let len = c.u16().map_err(t)? as usize;
+    let page_size = total.saturating_sub(20);
     let rec = match kind {
         K_RANGE => {
             let txid = c.u32().map_err(t)?;

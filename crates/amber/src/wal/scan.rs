@@ -11,7 +11,7 @@
 //! never-acknowledged batch, and everything from them on is discarded.
 
 use super::header::RECORDS_START;
-use super::record::{BadRecord, Record, decode};
+use super::record::{BadRecord, Record, checksum_ok, decode, decode_verified, record_len};
 
 /// How the scanned log ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,41 +51,94 @@ pub struct Scan<'a> {
 
 /// Scans `file` (the whole log file's bytes) whose first record slot has LSN
 /// `base_lsn`, starting at `start_lsn` (>= `base_lsn`).
+///
+/// The records are found by walking their headers, their checksums checked
+/// on all cores (checksumming is most of a scan's work), and the log ends at
+/// the first record that fails.
 pub fn scan(file: &[u8], base_lsn: u64, start_lsn: u64, page_size: usize) -> Scan<'_> {
     let body = file.get(RECORDS_START as usize..).unwrap_or(&[]);
-    let mut off = (start_lsn.saturating_sub(base_lsn)) as usize;
-    let mut records = Vec::new();
-    let tail = loop {
-        if off >= body.len() {
-            break Tail::Clean;
-        }
-        let lsn = base_lsn + off as u64;
-        match decode(&body[off..], lsn, page_size) {
-            Ok((r, n)) => {
-                records.push((lsn, r));
+    let start = (start_lsn.saturating_sub(base_lsn)) as usize;
+    // Where each record would be, by its header; stops at the first header
+    // that cannot be.
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    let mut off = start;
+    while off < body.len() {
+        match record_len(&body[off..], page_size) {
+            Ok(n) => {
+                spans.push((off, n));
                 off += n;
             }
-            Err(what) => {
-                break match durable_evidence(body, base_lsn, off, page_size) {
-                    Some(evidence) => Tail::Corrupt {
-                        at: lsn,
-                        what,
-                        evidence,
-                    },
-                    None => Tail::Torn {
-                        at: lsn,
-                        what,
-                        bytes: (body.len() - off) as u64,
-                    },
-                };
-            }
+            Err(_) => break,
+        }
+    }
+    let first_bad = first_bad_checksum(body, base_lsn, &spans);
+    let good = &spans[..first_bad];
+    let mut records = Vec::with_capacity(good.len());
+    let mut end = start;
+    for &(o, n) in good {
+        match decode_verified(&body[o..], n) {
+            Ok((r, _)) => records.push((base_lsn + o as u64, r)),
+            Err(_) => break,
+        }
+        end = o + n;
+    }
+    let tail = if end >= body.len() {
+        Tail::Clean
+    } else {
+        let lsn = base_lsn + end as u64;
+        let what = decode(&body[end..], lsn, page_size)
+            .err()
+            .unwrap_or(BadRecord::Checksum);
+        match durable_evidence(body, base_lsn, end, page_size) {
+            Some(evidence) => Tail::Corrupt {
+                at: lsn,
+                what,
+                evidence,
+            },
+            None => Tail::Torn {
+                at: lsn,
+                what,
+                bytes: (body.len() - end) as u64,
+            },
         }
     };
     Scan {
-        end_lsn: base_lsn + off.min(body.len()) as u64,
+        end_lsn: base_lsn + end as u64,
         records,
         tail,
     }
+}
+
+/// Index of the first span whose checksum fails (`spans.len()` if none),
+/// checked in parallel chunks.
+fn first_bad_checksum(body: &[u8], base_lsn: u64, spans: &[(usize, usize)]) -> usize {
+    let check = |chunk: &[(usize, usize)]| {
+        chunk
+            .iter()
+            .position(|&(o, n)| !checksum_ok(&body[o..], n, base_lsn + o as u64))
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if threads < 2 || spans.len() < 20_000 {
+        return check(spans).unwrap_or(spans.len());
+    }
+    let per = spans.len().div_ceil(threads);
+    let found: Vec<Option<usize>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = spans
+            .chunks(per)
+            .enumerate()
+            .map(|(i, chunk)| sc.spawn(move || check(chunk).map(|j| i * per + j)))
+            .collect();
+        // A chunk whose thread failed counts as bad from its start: never
+        // accept records that were not checked.
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| h.join().unwrap_or(Some(i * per)))
+            .collect()
+    });
+    found.into_iter().flatten().min().unwrap_or(spans.len())
 }
 
 /// Looks past a bad record at `bad` for a valid commit record written when the

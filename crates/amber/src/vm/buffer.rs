@@ -1,0 +1,84 @@
+//! Large scratch buffers backed by transparent huge pages, for reading a
+//! whole log at recovery: a 64 MiB `Vec` costs sixteen thousand page faults
+//! as the read fills it, a huge-page mapping a few dozen.
+
+use std::ops::{Deref, DerefMut};
+
+/// A zero-filled buffer in its own anonymous mapping.
+#[derive(Debug)]
+pub struct BigBuf {
+    ptr: *mut u8,
+    len: usize,
+    map_len: usize,
+}
+
+// SAFETY: the buffer owns its mapping exclusively, like a `Vec<u8>`.
+unsafe impl Send for BigBuf {}
+// SAFETY: shared access only reads.
+unsafe impl Sync for BigBuf {}
+
+const HUGE: usize = 2 << 20;
+
+impl BigBuf {
+    /// A buffer of `len` zero bytes; `None` if the mapping fails.
+    pub fn new(len: usize) -> Option<BigBuf> {
+        if len == 0 {
+            return Some(BigBuf {
+                ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+                len: 0,
+                map_len: 0,
+            });
+        }
+        let map_len = len.div_ceil(HUGE) * HUGE;
+        // SAFETY: a fresh private anonymous mapping; no existing memory is
+        // affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        // SAFETY: advice on the mapping just made; failure (no THP) is
+        // harmless, the buffer then uses small pages.
+        unsafe { libc::madvise(p, map_len, libc::MADV_HUGEPAGE) };
+        Some(BigBuf {
+            ptr: p.cast(),
+            len,
+            map_len,
+        })
+    }
+}
+
+impl Deref for BigBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr+len` is our mapping (zero-filled by the kernel,
+        // so initialised), alive until drop; for len 0 a dangling aligned
+        // pointer is valid for an empty slice.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl DerefMut for BigBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as for `deref`, and `&mut self` makes the access unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for BigBuf {
+    fn drop(&mut self) {
+        if self.map_len > 0 {
+            // SAFETY: unmapping exactly the mapping we made; no reference to
+            // it outlives `self`.
+            unsafe { libc::munmap(self.ptr.cast(), self.map_len) };
+        }
+    }
+}
