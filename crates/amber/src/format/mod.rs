@@ -7,6 +7,7 @@ pub mod bytes;
 pub mod meta;
 pub mod objects;
 pub mod page;
+pub mod slot;
 pub mod superblock;
 
 /// The smallest and largest page sizes a database may have.

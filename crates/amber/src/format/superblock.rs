@@ -23,11 +23,11 @@
 //! 508     4   crc32c of bytes [0, 508)
 //! ```
 
-use super::bytes::Cursor;
-use super::{PageNo, crc};
+use super::PageNo;
+use super::slot;
+pub use super::slot::SLOT_SIZE;
+pub use super::slot::SlotError;
 
-/// Bytes of a superblock slot.
-pub const SLOT_SIZE: usize = 512;
 /// Byte offsets of the two copies.
 pub const SLOT_OFFSETS: [u64; 2] = [0, 4096];
 /// Magic bytes.
@@ -56,36 +56,10 @@ pub struct Superblock {
     pub next_txid: u64,
 }
 
-/// Why a superblock slot was rejected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SlotError {
-    /// The magic is wrong: not an Amber file (or this slot was never written).
-    BadMagic,
-    /// A version this build does not read.
-    Version(u32),
-    /// Checksum mismatch.
-    Checksum,
-    /// A field is impossible.
-    Invalid(String),
-}
-
-impl std::fmt::Display for SlotError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SlotError::BadMagic => f.write_str("bad magic"),
-            SlotError::Version(v) => write!(f, "format version {v}, this build reads {VERSION}"),
-            SlotError::Checksum => f.write_str("checksum mismatch"),
-            SlotError::Invalid(w) => f.write_str(w),
-        }
-    }
-}
-
 impl Superblock {
     /// Encodes into a slot.
     pub fn encode(&self) -> [u8; SLOT_SIZE] {
-        let mut b = [0u8; SLOT_SIZE];
-        b[0..8].copy_from_slice(MAGIC);
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        let mut b = slot::new(MAGIC, VERSION);
         b[12..16].copy_from_slice(&self.page_size.to_le_bytes());
         b[16..24].copy_from_slice(&self.generation.to_le_bytes());
         b[24..32].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
@@ -94,38 +68,22 @@ impl Superblock {
         b[48..56].copy_from_slice(&self.catalog_page.to_le_bytes());
         b[56..72].copy_from_slice(&self.db_id);
         b[72..80].copy_from_slice(&self.next_txid.to_le_bytes());
-        let c = crc(&b[..SLOT_SIZE - 4]);
-        b[SLOT_SIZE - 4..].copy_from_slice(&c.to_le_bytes());
+        slot::seal(&mut b);
         b
     }
 
     /// Decodes a slot.
     pub fn decode(b: &[u8]) -> Result<Superblock, SlotError> {
-        let mut c = Cursor::new(b);
-        let short = |_| SlotError::Invalid("slot truncated".into());
-        if c.bytes(8).map_err(short)? != MAGIC {
-            return Err(SlotError::BadMagic);
-        }
-        let version = c.u32().map_err(short)?;
-        let stored = b
-            .get(SLOT_SIZE - 4..SLOT_SIZE)
-            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-            .ok_or_else(|| SlotError::Invalid("slot truncated".into()))?;
-        if crc(&b[..SLOT_SIZE - 4]) != stored {
-            return Err(SlotError::Checksum);
-        }
-        if version != VERSION {
-            return Err(SlotError::Version(version));
-        }
+        let mut c = slot::open(b, MAGIC, VERSION)?;
         let sb = Superblock {
-            page_size: c.u32().map_err(short)?,
-            generation: c.u64().map_err(short)?,
-            checkpoint_lsn: c.u64().map_err(short)?,
-            fsm_page: c.u64().map_err(short)?,
-            roots_page: c.u64().map_err(short)?,
-            catalog_page: c.u64().map_err(short)?,
-            db_id: c.array().map_err(short)?,
-            next_txid: c.u64().map_err(short)?,
+            page_size: c.u32()?,
+            generation: c.u64()?,
+            checkpoint_lsn: c.u64()?,
+            fsm_page: c.u64()?,
+            roots_page: c.u64()?,
+            catalog_page: c.u64()?,
+            db_id: c.array()?,
+            next_txid: c.u64()?,
         };
         super::check_page_size(sb.page_size as usize).map_err(SlotError::Invalid)?;
         Ok(sb)

@@ -20,15 +20,13 @@
 //! 508  4  crc32c of bytes [0, 508)
 //! ```
 
-use crate::format::bytes::Cursor;
-use crate::format::crc;
+pub use crate::format::slot::SLOT_SIZE;
+use crate::format::slot::{self, SlotError};
 
 /// Log header magic.
 pub const MAGIC: &[u8; 8] = b"AMBERLOG";
 /// Format version.
 pub const VERSION: u32 = 1;
-/// Bytes of a header copy.
-pub const SLOT_SIZE: usize = 512;
 /// Byte offsets of the two copies.
 pub const SLOT_OFFSETS: [u64; 2] = [0, 4096];
 /// File offset of the first record.
@@ -54,48 +52,31 @@ pub struct LogHeader {
 impl LogHeader {
     /// Encodes a copy.
     pub fn encode(&self) -> [u8; SLOT_SIZE] {
-        let mut b = [0u8; SLOT_SIZE];
-        b[0..8].copy_from_slice(MAGIC);
-        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        let mut b = slot::new(MAGIC, VERSION);
         b[12..16].copy_from_slice(&self.page_size.to_le_bytes());
         b[16..24].copy_from_slice(&self.generation.to_le_bytes());
         b[24..32].copy_from_slice(&self.base_lsn.to_le_bytes());
         b[32..48].copy_from_slice(&self.db_id);
         b[48..56].copy_from_slice(&self.prev_base_lsn.to_le_bytes());
         b[56] = u8::from(self.closed);
-        let c = crc(&b[..SLOT_SIZE - 4]);
-        b[SLOT_SIZE - 4..].copy_from_slice(&c.to_le_bytes());
+        slot::seal(&mut b);
         b
     }
 
     /// Decodes a copy, or says what is wrong with it.
     pub fn decode(b: &[u8]) -> Result<LogHeader, String> {
-        let mut c = Cursor::new(b);
-        let short = |_| "header truncated".to_string();
-        if c.bytes(8).map_err(short)? != MAGIC {
-            return Err("bad magic".into());
-        }
-        let version = c.u32().map_err(short)?;
-        let stored = b
-            .get(SLOT_SIZE - 4..SLOT_SIZE)
-            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-            .ok_or_else(|| "header truncated".to_string())?;
-        if crc(&b[..SLOT_SIZE - 4]) != stored {
-            return Err("checksum mismatch".into());
-        }
-        if version != VERSION {
-            return Err(format!(
-                "format version {version}, this build reads {VERSION}"
-            ));
-        }
-        Ok(LogHeader {
-            page_size: c.u32().map_err(short)?,
-            generation: c.u64().map_err(short)?,
-            base_lsn: c.u64().map_err(short)?,
-            db_id: c.array().map_err(short)?,
-            prev_base_lsn: c.u64().map_err(short)?,
-            closed: c.u8().map_err(short)? == 1,
-        })
+        let read = || -> Result<LogHeader, SlotError> {
+            let mut c = slot::open(b, MAGIC, VERSION)?;
+            Ok(LogHeader {
+                page_size: c.u32()?,
+                generation: c.u64()?,
+                base_lsn: c.u64()?,
+                db_id: c.array()?,
+                prev_base_lsn: c.u64()?,
+                closed: c.u8()? == 1,
+            })
+        };
+        read().map_err(|e| e.to_string())
     }
 }
 
