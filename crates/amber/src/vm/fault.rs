@@ -76,8 +76,9 @@ impl FrameSpace {
         if let Err(e) = self.fill(f) {
             fatal(format_args!("page {}: {}", e.page, e.message));
         }
-        // UFFDIO_COPY woke the faulting thread if this call installed the
-        // page; if another thread installed it first, wake it here.
+        // The service installed without waking anyone (see
+        // `Installer::install`): the faulting thread resumes now that the
+        // service is done, whoever installed the page.
         let _ = u.uffd.wake(page_addr, self.host_page);
     }
 

@@ -1,0 +1,11 @@
+//! The object-layer suite on the userfaultfd backend (`obj_common`).
+mod obj_common;
+use amber::vm::BackendChoice;
+use obj_common as common;
+
+const B: BackendChoice = BackendChoice::Uffd;
+
+#[test]
+fn writes_survive_eviction() {
+    common::eviction::writes_survive_eviction(B);
+}
