@@ -9,3 +9,8 @@ const B: BackendChoice = BackendChoice::Uffd;
 fn writes_survive_eviction() {
     common::eviction::writes_survive_eviction(B);
 }
+
+#[test]
+fn cluster_keeps_faulting_block() {
+    common::eviction::cluster_keeps_faulting_block(B, "cluster_keeps_faulting_block");
+}

@@ -270,10 +270,12 @@ impl FaultService for Pager {
             page: u64::MAX,
             message: format!("frame {frame} has no page"),
         })?;
-        self.bring_in(inst, head, run)?;
         // The fetch cluster: blocks that start in the next pages, fetched now
         // (frames reserved for them if nothing points to them yet) so that
-        // the traversal that touches them next does not fault.
+        // the traversal that touches them next does not fault. They go in
+        // before the faulting block, whose own installation then keeps it
+        // from eviction: a neighbour's would evict it once every older block
+        // is written (unevictable), and the fault would find its page gone.
         let mut page = head + u64::from(run);
         let end = head + u64::from(self.cluster);
         while page < end {
@@ -288,7 +290,7 @@ impl FaultService for Pager {
                 None => page += 1,
             }
         }
-        Ok(())
+        self.bring_in(inst, head, run)
     }
 
     fn first_write(&self, frame: FrameNo, clean: &[u8]) {
