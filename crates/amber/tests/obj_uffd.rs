@@ -14,3 +14,8 @@ fn writes_survive_eviction() {
 fn cluster_keeps_faulting_block() {
     common::eviction::cluster_keeps_faulting_block(B, "cluster_keeps_faulting_block");
 }
+
+#[test]
+fn roundtrip() {
+    common::roundtrip::run(B);
+}

@@ -16,6 +16,8 @@
 #![allow(dead_code)]
 
 pub mod eviction;
+pub mod roundtrip;
+pub mod types;
 
 use amber::vm::BackendChoice;
 use amber::{Db, Options};
