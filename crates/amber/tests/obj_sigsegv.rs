@@ -19,3 +19,8 @@ fn cluster_keeps_faulting_block() {
 fn roundtrip() {
     common::roundtrip::run(B);
 }
+
+#[test]
+fn schema_mismatch() {
+    common::schema::run(B);
+}

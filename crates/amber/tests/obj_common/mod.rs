@@ -17,6 +17,7 @@
 
 pub mod eviction;
 pub mod roundtrip;
+pub mod schema;
 pub mod types;
 
 use amber::vm::BackendChoice;
