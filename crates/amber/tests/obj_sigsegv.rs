@@ -24,3 +24,8 @@ fn roundtrip() {
 fn schema_mismatch() {
     common::schema::run(B);
 }
+
+#[test]
+fn corrupt_page() {
+    common::corrupt::run(B, "corrupt_page");
+}

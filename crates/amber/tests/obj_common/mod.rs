@@ -15,6 +15,7 @@
 //! - `AMBER_OBJ_KILLS=N`: kill rounds of the kill test.
 #![allow(dead_code)]
 
+pub mod corrupt;
 pub mod eviction;
 pub mod roundtrip;
 pub mod schema;
