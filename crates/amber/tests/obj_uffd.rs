@@ -29,3 +29,8 @@ fn schema_mismatch() {
 fn corrupt_page() {
     common::corrupt::run(B, "corrupt_page");
 }
+
+#[test]
+fn pages_beyond_2_pow_32() {
+    common::high::run(B);
+}

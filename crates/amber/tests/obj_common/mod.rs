@@ -17,6 +17,7 @@
 
 pub mod corrupt;
 pub mod eviction;
+pub mod high;
 pub mod roundtrip;
 pub mod schema;
 pub mod types;
