@@ -34,3 +34,8 @@ fn corrupt_page() {
 fn pages_beyond_2_pow_32() {
     common::high::run(B);
 }
+
+#[test]
+fn abort_restores_exactly() {
+    common::abort::run(B);
+}

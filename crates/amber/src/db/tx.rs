@@ -330,8 +330,24 @@ impl<'db> Tx<'db> {
     }
 
     /// Allocates and installs an empty data block of `pages` pages.
+    ///
+    /// Pages an aborted transaction allocated go back to the allocator but
+    /// keep their frames, shaped as that transaction's blocks were (frames
+    /// are never reassigned while the frame space lives). A block of another
+    /// shape cannot use them: such a range is set aside and freed again in
+    /// this transaction (nothing at commit), and another one is taken.
     fn new_block(&mut self, pages: u32) -> Result<PageNo> {
-        let head = self.stx()?.alloc(pages, BlockKind::Data)?;
+        let mut aside = Vec::new();
+        let head = loop {
+            let head = self.stx()?.alloc(pages, BlockKind::Data)?;
+            if self.frames_fit(head, pages) {
+                break head;
+            }
+            aside.push(head);
+        };
+        for h in aside {
+            self.stx()?.free(h)?;
+        }
         let mut img = vec![0u8; pages as usize * self.page_size];
         page::format(&mut img, BlockKind::Data, head, pages);
         let f = self
@@ -344,6 +360,16 @@ impl<'db> Tx<'db> {
         self.pager.installed(self.fs, f, pages);
         self.new_blocks.insert(head, pages);
         Ok(head)
+    }
+
+    /// Whether the frames already assigned to pages `head..head + pages`, if
+    /// any, are those of a block of exactly that shape.
+    fn frames_fit(&self, head: PageNo, pages: u32) -> bool {
+        (0..pages).all(|i| {
+            self.fs
+                .lookup(head + u64::from(i))
+                .is_none_or(|f| self.fs.page_of(f) == Some((head, i, pages)))
+        })
     }
 
     /// The virtual address of the block whose first page is `head`.

@@ -15,8 +15,10 @@
 //! - `AMBER_OBJ_KILLS=N`: kill rounds of the kill test.
 #![allow(dead_code)]
 
+pub mod abort;
 pub mod corrupt;
 pub mod eviction;
+pub mod graph;
 pub mod high;
 pub mod roundtrip;
 pub mod schema;
