@@ -39,3 +39,8 @@ fn pages_beyond_2_pow_32() {
 fn abort_restores_exactly() {
     common::abort::run(B);
 }
+
+#[test]
+fn freed_slot_reused_once() {
+    common::abort::freed_slot_reused_once(B);
+}

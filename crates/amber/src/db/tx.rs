@@ -265,7 +265,26 @@ impl<'db> Tx<'db> {
     /// virtual address (8-aligned, contents unspecified).
     pub(crate) fn alloc_raw(&mut self, type_id: u32, size: u32, near: Option<u64>) -> Result<u64> {
         let ps = self.page_size;
-        // Type-stable reuse of a freed slot.
+        // Type-stable reuse of a freed slot. Its page is made resident before
+        // the slot is taken: fetching a page records its free slots, and
+        // must not record this one again once it is taken (two objects would
+        // get it). Once written, the page stays resident until the end of
+        // the transaction, so it is not fetched again meanwhile.
+        let candidate = self
+            .pager
+            .slots()
+            .get(&(type_id, size))
+            .and_then(|v| v.last().copied());
+        if let Some(paddr) = candidate {
+            let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
+            let f = self
+                .fs
+                .frame_at(va as usize)
+                .ok_or_else(|| Error::invalid("free slot outside this database"))?;
+            self.fs
+                .ensure_resident(f)
+                .map_err(|e| Error::invalid(format!("page {}: {}", e.page, e.message)))?;
+        }
         let reused = self
             .pager
             .slots()

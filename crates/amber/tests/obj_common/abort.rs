@@ -14,7 +14,7 @@ use super::graph::{GBlob, GNode, Model, Op, apply_db, create_root, diff, refs, r
 use super::{check_backend, open, opts};
 use amber::io::crash::SplitMix;
 use amber::vm::BackendChoice;
-use amber::{Db, PBytes, PVec};
+use amber::{Db, PBytes, PRef, PVec};
 use std::collections::BTreeSet;
 
 fn pages_of(db: &Db) -> Vec<(u64, u32)> {
@@ -184,4 +184,48 @@ pub fn run(b: BackendChoice) {
     drop(db);
     let v = amber::store::verify::verify(std::sync::Arc::new(amber::io::real::RealVfs), &path);
     assert!(v.expect("verify").is_ok());
+}
+
+/// A freed slot is handed out once. Slots freed and committed, their page
+/// evicted; then two objects of that type allocated in one transaction:
+/// taking the first slot faults its page in, and the fetch must not record
+/// the slot as free again (it did, and the second object took the same slot,
+/// overwriting the first).
+pub fn freed_slot_reused_once(b: BackendChoice) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("slots.amber");
+    let mut db = Db::create(&path, opts(b)).expect("create");
+    check_backend(&db, b);
+    let root = create_root(&mut db);
+    // Ten pages of nodes, then free a few on the first page.
+    let mut tx = db.begin().expect("begin");
+    let nodes: Vec<PRef<GNode>> = (0..140)
+        .map(|i| tx.alloc(node(i)).expect("alloc"))
+        .collect();
+    for &p in &nodes {
+        tx.push(root, |g| &mut g.nodes, p).expect("push");
+    }
+    tx.commit().expect("commit");
+    let mut tx = db.begin().expect("begin");
+    for &p in &nodes[1..5] {
+        tx.free(p).expect("free");
+    }
+    tx.commit().expect("commit");
+    db.close().expect("close");
+    // A cache of four pages: touching other pages evicts the first one.
+    let mut db = open(&path, super::cached(b, 16 << 10));
+    let root = root_of(&db).expect("root");
+    // The first page is fetched (its free slots noted), then evicted.
+    let all = db.slice(&db.get(root).nodes).to_vec();
+    assert_eq!(db.get(all[0]).id, 0);
+    let sum: u64 = all.iter().skip(20).step_by(14).map(|&p| db.get(p).id).sum();
+    assert_eq!(sum, (20..140).step_by(14).sum::<u64>());
+    assert!(db.stats().evicted > 0, "{:?}", db.stats());
+    let mut tx = db.begin().expect("begin");
+    let a = tx.alloc(node(100)).expect("alloc");
+    let b2 = tx.alloc(node(101)).expect("alloc");
+    assert_ne!(a, b2, "one slot handed out twice");
+    assert_eq!((tx.get(a).id, tx.get(b2).id), (100, 101));
+    tx.commit().expect("commit");
+    assert_eq!((db.get(a).id, db.get(b2).id), (100, 101));
 }
