@@ -44,3 +44,8 @@ fn abort_restores_exactly() {
 fn freed_slot_reused_once() {
     common::abort::freed_slot_reused_once(B);
 }
+
+#[test]
+fn early_logged_pages_stay() {
+    common::eviction::early_logged_pages_stay(B);
+}

@@ -174,6 +174,9 @@ impl Tx<'_> {
         self.fs
             .write_protect(frame, 1)
             .map_err(|e| Error::invalid(format!("re-protecting page {head}: {e}")))?;
+        // Clean-looking now, but its changes are only in the log: it must
+        // not be evicted (and refetched without them) before the end.
+        self.pager.pin(frame);
         self.early_stats.minimal_log_bytes += stats.minimal_log_bytes;
         self.early_stats.changed_bytes += stats.changed_bytes;
         Ok(())
@@ -242,6 +245,7 @@ impl Tx<'_> {
         self.taken.clear();
         self.new_blocks.clear();
         self.early_pages.clear();
+        self.pager.unpin_all();
         if let Some(b) = self.pager.rbuf.get() {
             b.clear();
         }
@@ -274,6 +278,7 @@ impl Tx<'_> {
         drop(slots);
         self.freed.clear();
         self.early_pages.clear();
+        self.pager.unpin_all();
         if let Some(b) = self.pager.rbuf.get() {
             b.clear();
         }

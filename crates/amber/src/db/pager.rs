@@ -24,7 +24,7 @@ use crate::schema::registry::Registry;
 use crate::store::Store;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::{FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -90,6 +90,11 @@ pub(crate) struct Pager {
     pub(crate) stats: PagerStats,
     /// Clean copies taken at first write (SIGSEGV backend only).
     pub(crate) rbuf: OnceLock<RecoveryBuffer>,
+    /// Blocks (first frames) kept resident until the transaction ends
+    /// although they look clean: their changes were logged early (SIGSEGV
+    /// recovery buffer overflow) and are not in the store's committed
+    /// image, so a refetch would bring back the old bytes.
+    pinned: Mutex<HashSet<FrameNo>>,
 }
 
 impl Pager {
@@ -109,9 +114,24 @@ impl Pager {
             budget: budget_bytes.map(|b| (b / page_size as u64).max(4)),
             fifo: Mutex::new(VecDeque::new()),
             free_slots: Mutex::new(HashMap::new()),
+            pinned: Mutex::new(HashSet::new()),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
         }
+    }
+
+    fn pins(&self) -> MutexGuard<'_, HashSet<FrameNo>> {
+        self.pinned.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps the block starting at `frame` resident until [`Pager::unpin_all`].
+    pub(crate) fn pin(&self, frame: FrameNo) {
+        self.pins().insert(frame);
+    }
+
+    /// The transaction ended: every block may be evicted again.
+    pub(crate) fn unpin_all(&self) {
+        self.pins().clear();
     }
 
     fn fifo(&self) -> MutexGuard<'_, VecDeque<(FrameNo, u32)>> {
@@ -201,7 +221,7 @@ impl Pager {
             let Some((f, n)) = self.fifo().pop_front() else {
                 break;
             };
-            if f == keep {
+            if f == keep || self.pins().contains(&f) {
                 self.fifo().push_back((f, n));
                 continue;
             }
