@@ -49,3 +49,8 @@ fn freed_slot_reused_once() {
 fn early_logged_pages_stay() {
     common::eviction::early_logged_pages_stay(B);
 }
+
+#[test]
+fn early_logged_page_rewritten() {
+    common::rbuf::early_logged_page_rewritten(B);
+}

@@ -51,19 +51,21 @@ impl Tx<'_> {
     /// The clean version of a block, unswizzled: empty if allocated now; else
     /// assembled from the recovery buffer when every written frame of the
     /// block has its copy there (unwritten frames are unchanged); else the
-    /// committed image read back from the store.
+    /// committed image read back from the store -- unless this transaction
+    /// logged changes of the block early: the committed image plus those
+    /// records is its clean version then, which is not kept (`None`).
     fn clean_image(
         &self,
         head: PageNo,
         frame: FrameNo,
         run: u32,
         written: &BTreeSet<FrameNo>,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<Option<Vec<u8>>> {
         let ps = self.page_size;
         if self.new_blocks.contains_key(&head) {
             let mut img = vec![0u8; run as usize * ps];
             page::format(&mut img, BlockKind::Data, head, run);
-            return Ok(img);
+            return Ok(Some(img));
         }
         if let Some(b) = self.pager.rbuf.get() {
             let mut img = vec![0u8; run as usize * ps];
@@ -85,14 +87,18 @@ impl Tx<'_> {
             }
             if complete {
                 self.unswizzle(head, &mut img)?;
-                return Ok(img);
+                return Ok(Some(img));
             }
+        }
+        if self.early_pages.contains_key(&head) {
+            return Ok(None);
         }
         self.stx
             .as_ref()
             .ok_or_else(|| Error::invalid("transaction already finished"))?
             .store()
             .read_block(head)
+            .map(Some)
     }
 
     /// Converts a block image in memory form to persistent form.
@@ -210,8 +216,20 @@ impl Tx<'_> {
         let written: BTreeSet<FrameNo> = frames.into_iter().collect();
         let mut writes: Vec<(u64, Vec<u8>)> = Vec::new();
         for (&head, &(frame, run)) in &blocks {
-            let clean = self.clean_image(head, frame, run, &written)?;
             let dirty = self.dirty_image(head, frame, run)?;
+            let Some(clean) = self.clean_image(head, frame, run, &written)? else {
+                // Written again after its changes were logged early, and
+                // the copy taken at that write was dropped (the recovery
+                // buffer's reserve was full): a diff against the committed
+                // image would miss bytes changed by the early records and
+                // changed back since. Log the whole block.
+                for r in [USED_OFFSET..USED_OFFSET + 4, HEADER_SIZE..dirty.len()] {
+                    stats.changed_bytes += r.len() as u64;
+                    stats.minimal_log_bytes += (RANGE_HEADER + r.len()) as u64;
+                    writes.push((head * ps + r.start as u64, dirty[r].to_vec()));
+                }
+                continue;
+            };
             for r in Self::changes(&clean, &dirty, 1, &mut stats) {
                 writes.push((head * ps + r.start as u64, dirty[r.start..r.end].to_vec()));
             }
