@@ -54,3 +54,13 @@ fn early_logged_pages_stay() {
 fn early_logged_page_rewritten() {
     common::rbuf::early_logged_page_rewritten(B);
 }
+
+#[test]
+fn write_path_property() {
+    common::prop::run(B, None);
+}
+
+#[test]
+fn write_path_property_recovery_buffer_overflow() {
+    common::prop::run(B, Some(1));
+}

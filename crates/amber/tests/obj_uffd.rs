@@ -54,3 +54,8 @@ fn early_logged_pages_stay() {
 fn early_logged_page_rewritten() {
     common::rbuf::early_logged_page_rewritten(B);
 }
+
+#[test]
+fn write_path_property() {
+    common::prop::run(B, None);
+}
