@@ -64,3 +64,8 @@ fn write_path_property() {
 fn write_path_property_recovery_buffer_overflow() {
     common::prop::run(B, Some(1));
 }
+
+#[test]
+fn killed_during_commits() {
+    common::kill::run(B, "killed_during_commits");
+}

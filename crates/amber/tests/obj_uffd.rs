@@ -59,3 +59,8 @@ fn early_logged_page_rewritten() {
 fn write_path_property() {
     common::prop::run(B, None);
 }
+
+#[test]
+fn killed_during_commits() {
+    common::kill::run(B, "killed_during_commits");
+}

@@ -20,6 +20,7 @@ pub mod corrupt;
 pub mod eviction;
 pub mod graph;
 pub mod high;
+pub mod kill;
 pub mod prop;
 pub mod rbuf;
 pub mod roundtrip;
