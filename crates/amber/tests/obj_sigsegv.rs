@@ -69,3 +69,8 @@ fn write_path_property_recovery_buffer_overflow() {
 fn killed_during_commits() {
     common::kill::run(B, "killed_during_commits");
 }
+
+#[test]
+fn bigger_than_the_cache() {
+    common::big::run(B, "bigger_than_the_cache");
+}

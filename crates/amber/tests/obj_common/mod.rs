@@ -16,6 +16,7 @@
 #![allow(dead_code)]
 
 pub mod abort;
+pub mod big;
 pub mod corrupt;
 pub mod eviction;
 pub mod graph;
