@@ -74,3 +74,8 @@ fn killed_during_commits() {
 fn bigger_than_the_cache() {
     common::big::run(B, "bigger_than_the_cache");
 }
+
+#[test]
+fn concurrent_readers() {
+    common::eviction::concurrent_readers(B, "concurrent_readers");
+}

@@ -189,3 +189,43 @@ pub fn early_logged_pages_stay(b: BackendChoice) {
         assert!(st.early_logged > 0, "{st:?}");
     }
 }
+
+/// Two threads read the same pages at once under a four-page budget: one
+/// thread's fault may evict the block another's fault just installed, before
+/// that fault checks it (SIGSEGV: both services run at once, each in its
+/// thread's signal handler). The fault must fetch it again, not abort the
+/// process ("the fault service returned without installing frame N").
+/// Runs in a child, because the failure was an abort.
+pub fn concurrent_readers(b: BackendChoice, test: &str) {
+    if child_scenario().as_deref() == Some("readers") {
+        let db = open(&super::child_dir().join("db"), cached(b, 16 << 10));
+        check_backend(&db, b);
+        let s = slabs(&db);
+        std::thread::scope(|sc| {
+            for t in 0..2usize {
+                let (db, s) = (&db, &s);
+                sc.spawn(move || {
+                    amber::vm::prepare_thread();
+                    for round in 0..20 {
+                        for i in 0..s.len() {
+                            let k = if t == 0 { i } else { s.len() - 1 - i };
+                            assert_eq!(db.get(s[k]).id, k as u64, "thread {t}, round {round}");
+                        }
+                    }
+                });
+            }
+        });
+        assert!(db.stats().evicted > 0);
+        println!("readers scenario done");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    create(&dir.path().join("db"), b, 200);
+    let out = run_child(test, "readers", dir.path());
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("scenario done"),
+        "the child failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
