@@ -5,14 +5,19 @@
 //! evicting clean blocks.
 //!
 //! Replacement is first-in first-out over installed blocks, skipping blocks
-//! written in the open transaction. Userspace cannot see the hardware's
+//! written in the open transaction and blocks logged early (pinned). A
+//! fault installs its cluster neighbours first and its own block last, so
+//! that its own eviction round keeps it. Userspace cannot see the hardware's
 //! referenced bits cheaply (`PAGEMAP_SCAN` has no accessed category, and
 //! idle-page tracking needs privilege), so a recency policy would have to
 //! sample; FIFO costs nothing on the fault path and, for traversals that sweep
 //! the database, evicts what LRU would.
 //!
 //! Runs inside the SIGSEGV handler of the faulting thread (sigsegv backend)
-//! or on the handler thread (userfaultfd). It takes the store's and its own
+//! or on the handler thread (userfaultfd); either way the faulting thread
+//! resumes only when it returns, so evicting a block found unwritten cannot
+//! race with a write to it. Concurrent faults of other threads may evict
+//! what it installed: the caller fetches again (`FrameSpace::fill`). It takes the store's and its own
 //! locks, which Amber never holds while touching frame memory, so the code a
 //! fault interrupts can never be holding them.
 
