@@ -5,7 +5,22 @@
 //! Every case is a function taking the [`BackendChoice`]; the binaries call
 //! them from `#[test]`s. Cases that must watch a process die (a fatal fault,
 //! SIGKILL) or measure the process's own memory re-run the test binary as a
-//! child with `AMBER_OBJ_CHILD` set ([`child`]).
+//! child with `AMBER_OBJ_CHILD` set ([`run_child`], [`child_scenario`]).
+//!
+//! The suites:
+//! - `roundtrip`: swizzle/unswizzle of every pointer kind and layout, across
+//!   sessions, crashes, a tiny cache and a fetch cluster;
+//! - `big`: a database five times the cache budget, traversed twice, resident
+//!   memory measured against a stated bound;
+//! - `corrupt`: a damaged page met by `try_get` (an error naming it) and by
+//!   `get` (the process dies naming it);
+//! - `schema`: layout mismatches at open, named by type and field;
+//! - `high`: persistent addresses beyond 2^32 pages;
+//! - `prop` (with `graph`): the write path as a property test against a model,
+//!   also with a one-page recovery buffer;
+//! - `abort`: abort restores exactly and its pages are reused;
+//! - `kill`: SIGKILL during commits, through the public API;
+//! - `eviction`, `rbuf`: regressions of bugs the suites found.
 //!
 //! Environment:
 //! - `AMBER_OBJ_LONG=1`: longer variants (more property-test seeds and
