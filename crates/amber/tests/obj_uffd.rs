@@ -74,3 +74,8 @@ fn bigger_than_the_cache() {
 fn concurrent_readers() {
     common::eviction::concurrent_readers(B, "concurrent_readers");
 }
+
+#[test]
+fn freed_slot_reused_once_with_cluster() {
+    common::abort::freed_slot_reused_once_with_cluster(B);
+}

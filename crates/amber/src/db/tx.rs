@@ -269,12 +269,11 @@ impl<'db> Tx<'db> {
         // the slot is taken: fetching a page records its free slots, and
         // must not record this one again once it is taken (two objects would
         // get it). Once written, the page stays resident until the end of
-        // the transaction, so it is not fetched again meanwhile.
-        let candidate = self
-            .pager
-            .slots()
-            .get(&(type_id, size))
-            .and_then(|v| v.last().copied());
+        // the transaction, so it is not fetched again meanwhile. The fetch
+        // may record other slots (of its cluster neighbours, which it may
+        // evict again): the slot taken is the one whose page is resident.
+        let key = (type_id, size);
+        let candidate = self.pager.slots().get(&key).and_then(|v| v.last().copied());
         if let Some(paddr) = candidate {
             let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
             let f = self
@@ -285,11 +284,15 @@ impl<'db> Tx<'db> {
                 .ensure_resident(f)
                 .map_err(|e| Error::invalid(format!("page {}: {}", e.page, e.message)))?;
         }
-        let reused = self
-            .pager
-            .slots()
-            .get_mut(&(type_id, size))
-            .and_then(Vec::pop);
+        let reused = candidate.filter(|&pa| {
+            let mut slots = self.pager.slots();
+            let v = slots.entry(key).or_default();
+            // Near the end: only what the fetch recorded follows it.
+            v.iter()
+                .rposition(|&a| a == pa)
+                .map(|i| v.remove(i))
+                .is_some()
+        });
         if let Some(paddr) = reused {
             self.taken.push(((type_id, size), paddr));
             let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;

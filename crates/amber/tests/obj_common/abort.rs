@@ -229,3 +229,82 @@ pub fn freed_slot_reused_once(b: BackendChoice) {
     tx.commit().expect("commit");
     assert_eq!((db.get(a).id, db.get(b2).id), (100, 101));
 }
+
+/// The same with a fetch cluster: making the chosen slot's page resident
+/// also fetches the next page, whose free slots are recorded after it, and
+/// evicts that page again at once (the only clean one, every other written).
+/// The slot taken must be the one whose page was made resident; taking the
+/// last listed (the neighbour's, whose page is gone) let the header write
+/// refetch that page and record the slot again.
+pub fn freed_slot_reused_once_with_cluster(b: BackendChoice) {
+    use super::eviction::{Slab, Slabs};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("slots.amber");
+    let mut db = Db::create(&path, opts(b)).expect("create");
+    check_backend(&db, b);
+    let root = create_root(&mut db);
+    // Five pages of nodes, listed in the root's vector; then ten slabs.
+    let mut tx = db.begin().expect("begin");
+    let nodes: Vec<PRef<GNode>> = (0..70).map(|i| tx.alloc(node(i)).expect("alloc")).collect();
+    for &n in &nodes {
+        tx.push(root, |g| &mut g.nodes, n).expect("push");
+    }
+    let slabs = tx.alloc(Slabs { all: PVec::new() }).expect("alloc");
+    for id in 0..10 {
+        let s = tx
+            .alloc(Slab {
+                id,
+                v: 0,
+                pad: [0; 4000],
+            })
+            .expect("alloc");
+        tx.push(slabs, |r| &mut r.all, s).expect("push");
+    }
+    tx.set_root("slabs", slabs).expect("root");
+    tx.commit().expect("commit");
+    // Free two nodes on a middle page P and two on P + 1.
+    let pages: Vec<u64> = nodes.iter().map(|&n| super::page_of(&mut db, n)).collect();
+    let p = pages[35];
+    let on = |pg: u64| -> Vec<usize> { (0..nodes.len()).filter(|&i| pages[i] == pg).collect() };
+    let (before, first, second) = (on(p - 1), on(p), on(p + 1));
+    assert!(
+        before.len() > 2 && first.len() > 2 && second.len() > 2,
+        "three consecutive pages of nodes"
+    );
+    let mut tx = db.begin().expect("begin");
+    for &i in first.iter().take(2).chain(second.iter().take(2)) {
+        tx.free(nodes[i]).expect("free");
+    }
+    tx.commit().expect("commit");
+    db.close().expect("close");
+
+    let o = amber::Options {
+        fetch_cluster: 2,
+        ..super::cached(b, 16 << 10)
+    };
+    let mut db = open(&path, o);
+    let root = root_of(&db).expect("root");
+    let all = db.slice(&db.get(root).nodes).to_vec();
+    let sl: PRef<Slabs> = db.root("slabs").expect("root").expect("slabs");
+    let sl = db.slice(&db.get(sl).all).to_vec();
+    // Page P - 1 is fetched with its neighbour P (whose free slots are
+    // noted), not P + 1; then reading slabs evicts both.
+    assert_eq!(db.get(all[before[0]]).id, before[0] as u64);
+    let sum: u64 = sl.iter().map(|&s| db.get(s).id).sum();
+    assert_eq!(sum, 45);
+    let mut tx = db.begin().expect("begin");
+    for &s in &sl[..5] {
+        tx.get_mut(s).v = 1;
+    }
+    // The slot on P is taken: P is fetched, P + 1 with it (its slots noted
+    // after P's) and evicted again.
+    let a = tx.alloc(node(900)).expect("alloc");
+    let c = tx.alloc(node(901)).expect("alloc");
+    let d = tx.alloc(node(902)).expect("alloc");
+    assert!(
+        a != c && c != d && a != d,
+        "one slot handed out twice: {a:?} {c:?} {d:?}"
+    );
+    assert_eq!((tx.get(a).id, tx.get(c).id, tx.get(d).id), (900, 901, 902));
+    tx.commit().expect("commit");
+}

@@ -497,7 +497,14 @@ pub fn diff(view: &impl View, root: PRef<GRoot>, m: &Model) -> Result<(), String
         if let (Some(b), Some(wb)) = (n.blob, &w.blob) {
             let g = view.get(b);
             if g.id != wb.id || g.owner != wb.owned.then_some(p) || g.data[..] != wb.data[..] {
-                return Err(format!("node {id}: blob {} differs", wb.id));
+                let at = (0..BLOB).find(|&i| g.data[i] != wb.data[i]);
+                return Err(format!(
+                    "node {id}: blob {} differs (id {}, owner {:?} for {:?}, first data byte differing {at:?})",
+                    wb.id,
+                    g.id,
+                    g.owner,
+                    wb.owned.then_some(p)
+                ));
             }
         }
     }
