@@ -3,10 +3,13 @@
 //! The superblock copies and the log are decoded from the files directly, so
 //! that they are shown even when the store cannot be opened (damage); the
 //! rest comes from a read-only [`Store::open`], which runs recovery in memory
-//! and writes nothing.
+//! and writes nothing. The schema catalog's descriptors are decoded (types
+//! by name, with their fields); `--page N` and `--object PAGE:OFFSET` dump
+//! objects field by field (`objects.rs`).
 
 use crate::admin::{closed_cleanly, precheck, tail_line};
 use crate::error::CliError;
+use crate::objects;
 use amber::format::PageNo;
 use amber::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
 use amber::io::real::RealVfs;
@@ -24,14 +27,35 @@ use std::sync::Arc;
 /// How many items of a long list are shown before summarising.
 const SHOWN: usize = 8;
 
-/// `amber inspect PATH`.
-pub fn inspect(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
+/// What `amber inspect` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Show {
+    /// The whole database, summarised.
+    Summary,
+    /// One page (the block holding it), object by object.
+    Page(PageNo),
+    /// One object, `PAGE:OFFSET`.
+    Object(String),
+}
+
+/// `amber inspect PATH [--page N | --object PAGE:OFFSET]`.
+pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
     let vfs: Arc<dyn Vfs> = Arc::new(RealVfs);
     let opts = StoreOptions {
         read_only: true,
         ..StoreOptions::default()
     };
+    if *show != Show::Summary {
+        let s = Store::open(vfs, path, opts)?;
+        let _ = writeln!(out, "database {}", path.display());
+        match show {
+            Show::Page(p) => objects::page(&s, path, *p, out)?,
+            Show::Object(spec) => objects::one_object(&s, path, spec, out)?,
+            Show::Summary => {}
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     // Open first: it takes the database's lock, so the raw reads below see
     // files no one is changing. Damage is shown as far as possible.
     let (store, damage) = match Store::open(vfs.clone(), path, opts) {
@@ -282,12 +306,14 @@ fn pages(s: &Store, out: &mut String) {
 
 fn catalog(s: &Store, out: &mut String) {
     let types = s.types();
-    let _ = writeln!(
-        out,
-        "schema catalog: {} type(s) (descriptors are not decoded yet — that comes with the object layer; raw bytes in hex)",
-        types.len()
-    );
+    let _ = writeln!(out, "schema catalog: {} type(s)", types.len());
     for (id, desc) in &types {
+        // Descriptors the object layer wrote decode; anything else (a
+        // storage-level user's bytes, damage) is shown in hex.
+        if let Ok(t) = amber::schema::desc::StoredType::decode(desc) {
+            objects::describe_type(*id, &t, out);
+            continue;
+        }
         const MAX: usize = 32;
         let more = if desc.len() > MAX {
             format!(" … ({} more bytes)", desc.len() - MAX)
@@ -305,14 +331,19 @@ fn catalog(s: &Store, out: &mut String) {
 
 fn roots(s: &Store, out: &mut String) {
     let roots = s.roots();
+    let cat = objects::catalog(s);
     let shift = s.page_size().trailing_zeros();
     let _ = writeln!(out, "roots: {}", roots.len());
     for r in &roots {
         let page = r.addr >> shift;
         let off = r.addr & ((1u64 << shift) - 1);
+        let name = match cat.get(&r.type_id) {
+            Some(Ok(t)) => format!(" {}", t.name),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  {:?}: address {page}:{off} (page {page}, offset {off}), type {}",
+            "  {:?}: address {page}:{off} (page {page}, offset {off}), type {}{name}",
             r.name, r.type_id
         );
     }

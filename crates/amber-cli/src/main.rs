@@ -10,6 +10,7 @@ mod admin;
 mod bench;
 mod error;
 mod inspect;
+mod objects;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
@@ -39,10 +40,19 @@ enum Command {
         page_size: usize,
     },
     /// Describe a database without changing it: superblocks, free space,
-    /// blocks, the log since the last checkpoint, the schema catalog, roots.
+    /// blocks, the log since the last checkpoint, the schema catalog, roots;
+    /// or one page or one object, field by field.
     Inspect {
         /// The database file.
         path: PathBuf,
+        /// Dump the block holding page N: its header, then each object with
+        /// its type, size, flags and fields.
+        #[arg(long, value_name = "N", conflicts_with = "object")]
+        page: Option<u64>,
+        /// Dump the object at persistent address PAGE:OFFSET (as inspect
+        /// prints addresses).
+        #[arg(long, value_name = "PAGE:OFFSET")]
+        object: Option<String>,
     },
     /// Check every superblock copy, log header copy, log record and block;
     /// exit status 1 if anything is damaged.
@@ -76,7 +86,14 @@ enum Command {
 fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
     match cmd {
         Command::Create { path, page_size } => admin::create(&path, page_size, out),
-        Command::Inspect { path } => inspect::inspect(&path, out),
+        Command::Inspect { path, page, object } => {
+            let show = match (page, object) {
+                (Some(p), _) => inspect::Show::Page(p),
+                (None, Some(o)) => inspect::Show::Object(o),
+                (None, None) => inspect::Show::Summary,
+            };
+            inspect::inspect(&path, &show, out)
+        }
         Command::Verify { path } => admin::verify(&path, out),
         Command::Checkpoint { path } => admin::checkpoint(&path, out),
         Command::Recover { path } => admin::recover(&path, out),

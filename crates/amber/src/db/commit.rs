@@ -178,9 +178,30 @@ impl Tx<'_> {
         self.fs
             .write_protect(frame, 1)
             .map_err(|e| Error::invalid(format!("re-protecting page {head}: {e}")))?;
+        // Clean-looking now, but its changes are only in the log: should it
+        // be evicted, it must fault back with them.
+        self.remember_changes(head, &regions, &dirty);
         self.early_stats.minimal_log_bytes += stats.minimal_log_bytes;
         self.early_stats.changed_bytes += stats.changed_bytes;
         Ok(())
+    }
+
+    /// Keeps changes of block `head` that were logged early but are not in
+    /// the store's committed image, so that the block faults back in with
+    /// them if it is dropped before the transaction ends (`Spill`), and so
+    /// that later diffs of it start from them.
+    pub(crate) fn remember_changes(&mut self, head: PageNo, regions: &[Region], dirty: &[u8]) {
+        let new_block = self.new_blocks.contains_key(&head);
+        let mut spills = self.pager.spills();
+        let s = spills.entry(head).or_insert_with(|| super::pager::Spill {
+            new_block,
+            changes: Vec::new(),
+        });
+        s.changes.extend(
+            regions
+                .iter()
+                .map(|r| (r.start, dirty[r.start..r.end].to_vec())),
+        );
     }
 
     /// Commits: returns once the changes are durable.
@@ -211,8 +232,8 @@ impl Tx<'_> {
         let written: BTreeSet<FrameNo> = frames.into_iter().collect();
         let mut writes: Vec<(u64, Vec<u8>)> = Vec::new();
         for (&head, &(frame, run)) in &blocks {
-            let clean = self.clean_image(head, frame, run, &written)?;
             let dirty = self.dirty_image(head, frame, run)?;
+            let clean = self.clean_image(head, frame, run, &written)?;
             for r in Self::changes(&clean, &dirty, 1, &mut stats) {
                 writes.push((head * ps + r.start as u64, dirty[r.start..r.end].to_vec()));
             }
@@ -238,9 +259,17 @@ impl Tx<'_> {
     /// Bookkeeping once the store has the transaction.
     fn finish_committed(&mut self) {
         self.registry.commit();
+        self.pager
+            .freed_now
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         let mut slots = self.pager.slots();
         for (k, pa) in self.freed.drain(..) {
-            slots.entry(k).or_default().push(pa);
+            let v = slots.entry(k).or_default();
+            if !v.contains(&pa) {
+                v.push(pa);
+            }
         }
         drop(slots);
         self.taken.clear();
@@ -279,6 +308,11 @@ impl Tx<'_> {
         }
         drop(slots);
         self.freed.clear();
+        self.pager
+            .freed_now
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         self.early_pages.clear();
         if let Some(b) = self.pager.rbuf.get() {
             b.clear();

@@ -5,14 +5,20 @@
 //! evicting clean blocks.
 //!
 //! Replacement is first-in first-out over installed blocks, skipping blocks
-//! written in the open transaction. Userspace cannot see the hardware's
+//! written in the open transaction (a block whose changes were logged early
+//! or spilled may go: it faults back with them, see `Spill`). A
+//! fault installs its cluster neighbours first and its own block last, so
+//! that its own eviction round keeps it. Userspace cannot see the hardware's
 //! referenced bits cheaply (`PAGEMAP_SCAN` has no accessed category, and
 //! idle-page tracking needs privilege), so a recency policy would have to
 //! sample; FIFO costs nothing on the fault path and, for traversals that sweep
 //! the database, evicts what LRU would.
 //!
 //! Runs inside the SIGSEGV handler of the faulting thread (sigsegv backend)
-//! or on the handler thread (userfaultfd). It takes the store's and its own
+//! or on the handler thread (userfaultfd); either way the faulting thread
+//! resumes only when it returns, so evicting a block found unwritten cannot
+//! race with a write to it. Concurrent faults of other threads may evict
+//! what it installed: the caller fetches again (`FrameSpace::fill`). It takes the store's and its own
 //! locks, which Amber never holds while touching frame memory, so the code a
 //! fault interrupts can never be holding them.
 
@@ -92,6 +98,9 @@ pub(crate) struct Pager {
     pub(crate) stats: PagerStats,
     /// Clean copies taken at first write (SIGSEGV backend only).
     pub(crate) rbuf: OnceLock<RecoveryBuffer>,
+    /// Slots the open transaction freed: not reusable until it commits, so a
+    /// refetch of their page (after a spill) must not record them.
+    pub(crate) freed_now: Mutex<std::collections::HashSet<u64>>,
     /// Blocks the open transaction spilled: their uncommitted changes, laid
     /// over the committed image when they fault back in.
     spilled: Mutex<HashMap<PageNo, Spill>>,
@@ -154,6 +163,7 @@ impl Pager {
             free_slots: Mutex::new(HashMap::new()),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
+            freed_now: Mutex::new(std::collections::HashSet::new()),
             spilled: Mutex::new(HashMap::new()),
             pressure: AtomicBool::new(false),
         }
@@ -217,14 +227,14 @@ impl Pager {
             return;
         };
         let mut found = Vec::new();
+        let freed_now = self.freed_now.lock().unwrap_or_else(|e| e.into_inner());
         for e in objects::walk(block, h.used as usize).flatten() {
-            if e.flags & FLAG_FREE != 0 {
-                found.push((
-                    (e.type_id, e.size as u32),
-                    (head << self.shift) + e.body as u64,
-                ));
+            let addr = (head << self.shift) + e.body as u64;
+            if e.flags & FLAG_FREE != 0 && !freed_now.contains(&addr) {
+                found.push(((e.type_id, e.size as u32), addr));
             }
         }
+        drop(freed_now);
         if found.is_empty() {
             return;
         }
@@ -328,10 +338,12 @@ impl FaultService for Pager {
             page: u64::MAX,
             message: format!("frame {frame} has no page"),
         })?;
-        self.bring_in(inst, head, run)?;
         // The fetch cluster: blocks that start in the next pages, fetched now
         // (frames reserved for them if nothing points to them yet) so that
-        // the traversal that touches them next does not fault.
+        // the traversal that touches them next does not fault. They go in
+        // before the faulting block, whose own installation then keeps it
+        // from eviction: a neighbour's would evict it once every older block
+        // is written (unevictable), and the fault would find its page gone.
         let mut page = head + u64::from(run);
         let end = head + u64::from(self.cluster);
         while page < end {
@@ -346,7 +358,7 @@ impl FaultService for Pager {
                 None => page += 1,
             }
         }
-        Ok(())
+        self.bring_in(inst, head, run)
     }
 
     fn first_write(&self, frame: FrameNo, clean: &[u8]) {

@@ -12,7 +12,11 @@
 //! reserve of slots beyond `M` absorbs the writes made before that call;
 //! should even the reserve fill, the oldest marked copy is dropped unlogged
 //! and its page falls back to the committed image as clean version, which is
-//! always correct, only slower.
+//! correct, only slower -- unless the page was already logged early in this
+//! transaction: the committed image is not its clean version then, and the
+//! commit logs the page whole. A page logged early is kept resident until
+//! the transaction ends (its changes are not in the committed image, so it
+//! must not be evicted and refetched).
 //!
 //! `save` runs inside the SIGSEGV handler and must not allocate: all memory
 //! is reserved when the buffer is made.

@@ -12,7 +12,6 @@
 //! changed. Commit logs only what changed after the spill; abort forgets the
 //! spilled changes with the rest.
 
-use super::pager::Spill;
 use super::tx::Tx;
 use crate::error::{Error, Result};
 use crate::vm::FrameNo;
@@ -71,19 +70,7 @@ impl Tx<'_> {
                     &dirty[r.start..r.end],
                 )?;
             }
-            let new_block = self.new_blocks.contains_key(&head);
-            {
-                let mut spills = self.pager.spills();
-                let s = spills.entry(head).or_insert_with(|| Spill {
-                    new_block,
-                    changes: Vec::new(),
-                });
-                s.changes.extend(
-                    regions
-                        .iter()
-                        .map(|r| (r.start, dirty[r.start..r.end].to_vec())),
-                );
-            }
+            self.remember_changes(head, &regions, &dirty);
             if let Some(b) = self.pager.rbuf.get() {
                 for i in 0..run {
                     b.forget(frame + i);

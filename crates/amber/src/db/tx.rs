@@ -275,12 +275,34 @@ impl<'db> Tx<'db> {
     /// virtual address (8-aligned, contents unspecified).
     pub(crate) fn alloc_raw(&mut self, type_id: u32, size: u32, near: Option<u64>) -> Result<u64> {
         let ps = self.page_size;
-        // Type-stable reuse of a freed slot.
-        let reused = self
-            .pager
-            .slots()
-            .get_mut(&(type_id, size))
-            .and_then(Vec::pop);
+        // Type-stable reuse of a freed slot. Its page is made resident before
+        // the slot is taken: fetching a page records its free slots, and
+        // must not record this one again once it is taken (two objects would
+        // get it). Once written, the page stays resident until the end of
+        // the transaction, so it is not fetched again meanwhile. The fetch
+        // may record other slots (of its cluster neighbours, which it may
+        // evict again): the slot taken is the one whose page is resident.
+        let key = (type_id, size);
+        let candidate = self.pager.slots().get(&key).and_then(|v| v.last().copied());
+        if let Some(paddr) = candidate {
+            let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
+            let f = self
+                .fs
+                .frame_at(va as usize)
+                .ok_or_else(|| Error::invalid("free slot outside this database"))?;
+            self.fs
+                .ensure_resident(f)
+                .map_err(|e| Error::invalid(format!("page {}: {}", e.page, e.message)))?;
+        }
+        let reused = candidate.filter(|&pa| {
+            let mut slots = self.pager.slots();
+            let v = slots.entry(key).or_default();
+            // Near the end: only what the fetch recorded follows it.
+            v.iter()
+                .rposition(|&a| a == pa)
+                .map(|i| v.remove(i))
+                .is_some()
+        });
         if let Some(paddr) = reused {
             self.taken.push(((type_id, size), paddr));
             let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
@@ -340,8 +362,24 @@ impl<'db> Tx<'db> {
     }
 
     /// Allocates and installs an empty data block of `pages` pages.
+    ///
+    /// Pages an aborted transaction allocated go back to the allocator but
+    /// keep their frames, shaped as that transaction's blocks were (frames
+    /// are never reassigned while the frame space lives). A block of another
+    /// shape cannot use them: such a range is set aside and freed again in
+    /// this transaction (nothing at commit), and another one is taken.
     fn new_block(&mut self, pages: u32) -> Result<PageNo> {
-        let head = self.stx()?.alloc(pages, BlockKind::Data)?;
+        let mut aside = Vec::new();
+        let head = loop {
+            let head = self.stx()?.alloc(pages, BlockKind::Data)?;
+            if self.frames_fit(head, pages) {
+                break head;
+            }
+            aside.push(head);
+        };
+        for h in aside {
+            self.stx()?.free(h)?;
+        }
         let mut img = vec![0u8; pages as usize * self.page_size];
         page::format(&mut img, BlockKind::Data, head, pages);
         let f = self
@@ -354,6 +392,16 @@ impl<'db> Tx<'db> {
         self.pager.installed(self.fs, f, pages);
         self.new_blocks.insert(head, pages);
         Ok(head)
+    }
+
+    /// Whether the frames already assigned to pages `head..head + pages`, if
+    /// any, are those of a block of exactly that shape.
+    fn frames_fit(&self, head: PageNo, pages: u32) -> bool {
+        (0..pages).all(|i| {
+            self.fs
+                .lookup(head + u64::from(i))
+                .is_none_or(|f| self.fs.page_of(f) == Some((head, i, pages)))
+        })
     }
 
     /// The virtual address of the block whose first page is `head`.
@@ -384,6 +432,11 @@ impl<'db> Tx<'db> {
         self.access
             .write_new(va - 8, encode_header(type_id, flags | FLAG_FREE, size));
         let paddr = self.paddr(va)?;
+        self.pager
+            .freed_now
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(paddr);
         self.freed.push(((type_id, size), paddr));
         Ok(())
     }

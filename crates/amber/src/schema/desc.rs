@@ -522,26 +522,36 @@ impl Reader<'_> {
     }
 }
 
-/// The first difference between the program's layout and the stored one, as
-/// a message naming the field; `None` when they agree.
+/// How the program's layout differs from the stored one, as a message
+/// naming the first differing field, then any difference of size and
+/// alignment; `None` when they agree. A field added, removed, moved or
+/// retyped usually changes the size too: the field comes first, because it
+/// is what the programmer has to look for.
 pub fn first_difference(program: &StoredType, stored: &StoredType) -> Option<String> {
+    let mut parts = Vec::new();
+    match (&program.shape, &stored.shape) {
+        (Shape::Struct(a), Shape::Struct(b)) => parts.extend(fields_difference(a, b, "")),
+        (Shape::Array(a), Shape::Array(b)) if a != b => parts.push(format!(
+            "the elements are `{}` in the program, `{}` in the database",
+            kind_name(a),
+            kind_name(b)
+        )),
+        (Shape::Array(_), Shape::Array(_)) => {}
+        _ => parts.push("one is an array type, the other a struct".into()),
+    }
     if program.size != stored.size {
-        return Some(format!(
+        parts.push(format!(
             "size is {} bytes in the program, {} in the database",
             program.size, stored.size
         ));
     }
     if program.align != stored.align {
-        return Some(format!(
+        parts.push(format!(
             "alignment is {} in the program, {} in the database",
             program.align, stored.align
         ));
     }
-    match (&program.shape, &stored.shape) {
-        (Shape::Struct(a), Shape::Struct(b)) => fields_difference(a, b, ""),
-        (Shape::Array(a), Shape::Array(b)) if a == b => None,
-        _ => Some("one is an array type, the other a struct".into()),
-    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn fields_difference(a: &[StoredField], b: &[StoredField], prefix: &str) -> Option<String> {
@@ -569,10 +579,16 @@ fn fields_difference(a: &[StoredField], b: &[StoredField], prefix: &str) -> Opti
             return Some(d);
         }
         if fa.kind != fb.kind {
+            let (na, nb) = (kind_name(&fa.kind), kind_name(&fb.kind));
+            if na == nb {
+                // Same spelling, different layout: say where it differs.
+                return Some(format!(
+                    "field `{path}` is `{na}` in both, but {}",
+                    layout_difference(&fa.kind, &fb.kind)
+                ));
+            }
             return Some(format!(
-                "field `{path}` is `{}` in the program, `{}` in the database",
-                kind_name(&fa.kind),
-                kind_name(&fb.kind)
+                "field `{path}` is `{na}` in the program, `{nb}` in the database"
             ));
         }
     }
@@ -583,6 +599,47 @@ fn fields_difference(a: &[StoredField], b: &[StoredField], prefix: &str) -> Opti
         ));
     }
     None
+}
+
+/// How two kinds spelled alike differ (a pointer's target or an element
+/// changed size: what swizzling reads).
+fn layout_difference(a: &StoredKind, b: &StoredKind) -> String {
+    use StoredKind::*;
+    match (a, b) {
+        (
+            Ref {
+                target,
+                target_size: x,
+            }
+            | Smart {
+                target,
+                target_size: x,
+            }
+            | Index {
+                target,
+                target_size: x,
+            },
+            Ref { target_size: y, .. }
+            | Smart { target_size: y, .. }
+            | Index { target_size: y, .. },
+        ) if x != y => {
+            format!("its target `{target}` is {x} bytes in the program, {y} in the database")
+        }
+        (Vec { elem_size: x, .. }, Vec { elem_size: y, .. })
+        | (Array { elem_size: x, .. }, Array { elem_size: y, .. })
+            if x != y =>
+        {
+            format!("its elements are {x} bytes in the program, {y} in the database")
+        }
+        (Vec { elem: x, .. }, Vec { elem: y, .. })
+        | (Array { elem: x, .. }, Array { elem: y, .. }) => {
+            format!("its elements differ: {}", layout_difference(x, y))
+        }
+        (Struct { size: x, .. }, Struct { size: y, .. }) if x != y => {
+            format!("it is {x} bytes in the program, {y} in the database")
+        }
+        _ => "the layouts differ".to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,10 @@ use super::sys::fatal;
 use super::uffd::{UFFD_PAGEFAULT_FLAG_WP, UffdMsg};
 use super::{FaultError, FrameNo, VmError};
 
+/// Times `fill` runs the service before giving up on a frame that does not
+/// stay resident.
+const FILL_TRIES: u32 = 64;
+
 thread_local! {
     /// Address of the frame whose `first_write` this thread is running, to
     /// turn a touch of that frame from inside the callback (which would wait
@@ -40,15 +44,23 @@ impl FrameSpace {
             frame: f,
             hit: false,
         };
-        self.service.missing(f, &mut inst)?;
-        if inst.hit || self.is_resident(f) {
-            Ok(())
-        } else {
-            Err(FaultError {
-                page,
-                message: format!("the fault service returned without installing frame {f}"),
-            })
+        // The service installs the frame, but a service running at the same
+        // time for another thread (SIGSEGV: each faulting thread runs it in
+        // its signal handler) may evict it again, under a cache budget,
+        // before it is checked here: fetch it again. A bounded number of
+        // times, so that a service that never installs cannot loop forever.
+        for _ in 0..FILL_TRIES {
+            self.service.missing(f, &mut inst)?;
+            if inst.hit || self.is_resident(f) {
+                return Ok(());
+            }
         }
+        Err(FaultError {
+            page,
+            message: format!(
+                "the fault service returned {FILL_TRIES} times without frame {f} being resident"
+            ),
+        })
     }
 
     /// userfaultfd: one message, on the handler thread.
@@ -77,8 +89,9 @@ impl FrameSpace {
         if let Err(e) = self.fill(f) {
             fatal(format_args!("page {}: {}", e.page, e.message));
         }
-        // UFFDIO_COPY woke the faulting thread if this call installed the
-        // page; if another thread installed it first, wake it here.
+        // The service installed without waking anyone (see
+        // `Installer::install`): the faulting thread resumes now that the
+        // service is done, whoever installed the page.
         let _ = u.uffd.wake(page_addr, self.host_page);
     }
 

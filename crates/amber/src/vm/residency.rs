@@ -24,6 +24,18 @@ impl FrameSpace {
     /// seen by other threads, skipping frames already resident. Returns the
     /// number installed. Usable outside a fault, e.g. for a brand-new page.
     pub fn install(&self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
+        self.install_frames(frame, data, how, true)
+    }
+
+    /// `install`; with userfaultfd, `wake` wakes the threads waiting for
+    /// these frames (else they wait until their own fault is served).
+    pub(crate) fn install_frames(
+        &self,
+        frame: FrameNo,
+        data: &[u8],
+        how: InstallAs,
+        wake: bool,
+    ) -> Result<u32, VmError> {
         if data.is_empty() || !data.len().is_multiple_of(self.frame_size) {
             return Err(VmError::InvalidArgument(
                 "install data must be whole frames",
@@ -86,7 +98,9 @@ impl FrameSpace {
                     self.note_written(&g, frame + k);
                 }
             }
-            if let Imp::Uffd(u) = &self.imp {
+            if let Imp::Uffd(u) = &self.imp
+                && wake
+            {
                 u.uffd.wake(addr, bytes.len()).map_err(|e| VmError::Os {
                     op: "UFFDIO_WAKE",
                     err: e,

@@ -38,9 +38,15 @@ impl<'a> Installer<'a> {
         self.space
     }
 
-    /// Same as [`FrameSpace::install`].
+    /// Same as [`FrameSpace::install`], except that with userfaultfd no
+    /// waiting thread is woken: the faulting thread resumes only when the
+    /// service has returned, so whatever the service does after installing
+    /// (fetching neighbours, evicting under a cache budget) is done before
+    /// the program runs again, as with the SIGSEGV backend, where the
+    /// service runs on the faulting thread. Eviction relies on it: a frame
+    /// found unwritten must not be written before it is dropped.
     pub fn install(&mut self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
-        let n = self.space.install(frame, data, how)?;
+        let n = self.space.install_frames(frame, data, how, false)?;
         let frames = (data.len() / self.space.frame_size) as FrameNo;
         if (frame..frame.saturating_add(frames)).contains(&self.frame) {
             self.hit = true;

@@ -1,0 +1,194 @@
+//! Crashes through the public API: a child process (this test binary run
+//! again) mutates the graph of `graph.rs` on real files and prints
+//! `committed N` after each commit returns; the parent kills it with
+//! SIGKILL at random instants (mid-transaction, mid-commit, mid-checkpoint,
+//! during early logging) and reopens the database: it must hold exactly the
+//! state after commit N, or after N + 1 (the commit in flight may have
+//! become durable before the child could print it).
+//!
+//! Transaction N's operations are a function of N and the state after
+//! N - 1 (`step`), so the parent replays them on its model. The child runs
+//! with a small cache budget, frequent checkpoints and (SIGSEGV) a small
+//! recovery buffer, so that kills land in every path; it also aborts a
+//! transaction now and then.
+//!
+//! `AMBER_OBJ_KILLS=N` sets the number of kills (default 50; 200 with
+//! `AMBER_OBJ_LONG`).
+
+use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
+use super::{check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts};
+use amber::io::crash::SplitMix;
+use amber::vm::BackendChoice;
+use amber::{Db, Options};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+const MAX_NODES: usize = 80;
+
+/// Transaction `n`'s operations, planned on (and applied to) `model`, which
+/// holds the state after transaction `n - 1`.
+fn step(n: u64, model: &mut Model) -> Vec<Op> {
+    let mut rng = SplitMix::new(0x6b11_0000 ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let k = if n == 1 {
+        20
+    } else {
+        1 + rng.below(10) as usize
+    };
+    let mut ops = if n == 1 {
+        (0..k).map(|_| Op::Alloc(None)).collect::<Vec<_>>()
+    } else {
+        model.plan(&mut rng, k, MAX_NODES)
+    };
+    if n == 1 {
+        ops.iter().for_each(|op| model.apply(op));
+    }
+    model.apply(&Op::Commit);
+    ops.push(Op::Commit);
+    ops
+}
+
+/// The model after `c` transactions.
+fn advance(model: &mut Model, c: u64) {
+    while model.commits < c {
+        let n = model.commits + 1;
+        step(n, model);
+    }
+}
+
+fn child_options(b: BackendChoice) -> Options {
+    let mut o = super::cached(b, 64 << 10);
+    o.recovery_buffer_pages = 4;
+    o.store.checkpoint_log_bytes = 48 << 10;
+    o
+}
+
+/// The child: commits forever, reporting each commit.
+fn child(b: BackendChoice) {
+    let path = child_dir().join("db");
+    let mut db = if path.exists() {
+        open(&path, child_options(b))
+    } else {
+        let mut db = Db::create(&path, child_options(b)).expect("create");
+        create_root(&mut db);
+        db
+    };
+    check_backend(&db, b);
+    let root = root_of(&db).expect("root");
+    let mut model = Model::default();
+    advance(&mut model, db.get(root).commits);
+    let out = std::io::stdout();
+    {
+        let mut o = out.lock();
+        writeln!(o, "committed {}", model.commits).expect("stdout");
+        o.flush().expect("flush");
+    }
+    loop {
+        let n = model.commits + 1;
+        let mut side = SplitMix::new(n ^ 0xab);
+        if side.below(6) == 0 {
+            // A transaction that aborts: nothing of it may survive.
+            let mut scratch = model.clone();
+            let k = 1 + side.below(8) as usize;
+            let ops = scratch.plan(&mut side, k, MAX_NODES);
+            let mut tx = db.begin().expect("begin");
+            let mut r = refs(&tx, root);
+            for op in &ops {
+                apply_db(&mut tx, root, &mut r, op).expect("apply");
+            }
+            tx.abort().expect("abort");
+        }
+        let mut next = model.clone();
+        let ops = step(n, &mut next);
+        let mut tx = db.begin().expect("begin");
+        let mut r = refs(&tx, root);
+        for op in &ops {
+            apply_db(&mut tx, root, &mut r, op).expect("apply");
+        }
+        tx.commit().expect("commit");
+        model = next;
+        let mut o = out.lock();
+        writeln!(o, "committed {n}").expect("stdout");
+        o.flush().expect("flush");
+    }
+}
+
+/// Kills the child at random instants and checks the database each time.
+pub fn run(b: BackendChoice, test: &str) {
+    if child_scenario().as_deref() == Some("kill") {
+        child(b);
+        return;
+    }
+    let rounds = env_num("AMBER_OBJ_KILLS", if long() { 200 } else { 50 });
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let path = dir.path().join("db");
+    let err_path = dir.path().join("child.err");
+    let mut rng = SplitMix::new(0x4b1_11ed);
+    let mut model = Model::default();
+    let mut last = 0u64;
+    let mut in_flight = 0;
+    for round in 0..rounds {
+        let err = std::fs::File::create(&err_path).expect("stderr file");
+        let mut c = child_command(test, "kill", dir.path())
+            .stdout(Stdio::piped())
+            .stderr(err)
+            .spawn()
+            .expect("spawn the child");
+        let mut lines = BufReader::new(c.stdout.take().expect("stdout")).lines();
+        let want = 1 + rng.below(25);
+        let mut seen = 0;
+        while seen < want {
+            match lines.next() {
+                // (The test harness writes its own lines too.)
+                Some(Ok(l)) => {
+                    if let Some(n) = l.strip_prefix("committed ") {
+                        last = n.trim().parse().expect("number");
+                        seen += 1;
+                    }
+                }
+                _ => {
+                    let status = c.wait().expect("wait");
+                    let e = std::fs::read_to_string(&err_path).unwrap_or_default();
+                    panic!("round {round}: the child stopped by itself ({status}): {e}");
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(4000)));
+        c.kill().expect("kill");
+        for l in lines.map_while(Result::ok) {
+            if let Some(n) = l.strip_prefix("committed ") {
+                last = n.trim().parse().expect("number");
+            }
+        }
+        let status = c.wait().expect("wait");
+        if status.signal() != Some(9) {
+            let e = std::fs::read_to_string(&err_path).unwrap_or_default();
+            panic!("round {round}: the child ended with {status}, not by the kill: {e}");
+        }
+        let db = open(&path, opts(b));
+        let root = root_of(&db).expect("root");
+        let got = db.get(root).commits;
+        assert!(
+            got == last || got == last + 1,
+            "round {round}: the child reported commit {last}, the database holds {got}"
+        );
+        in_flight += u64::from(got == last + 1);
+        advance(&mut model, got);
+        if let Err(d) = diff(&db, root, &model) {
+            panic!("round {round}, after commit {got}: {d}");
+        }
+        last = got;
+        if round % 2 == 0 {
+            db.close().expect("close");
+        } else {
+            drop(db);
+        }
+    }
+    eprintln!(
+        "kill test ({b:?}): {rounds} kills, {last} commits, {in_flight} kills after an unreported durable commit"
+    );
+    let rep = amber::store::verify::verify(std::sync::Arc::new(amber::io::real::RealVfs), &path)
+        .expect("verify runs");
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}

@@ -1,0 +1,205 @@
+//! The object-layer suite, run once per fault backend by `obj_uffd.rs` and
+//! `obj_sigsegv.rs` (separate binaries: the SIGSEGV backend installs a
+//! process-wide signal handler, so its tests run in a process of their own).
+//!
+//! Every case is a function taking the [`BackendChoice`]; the binaries call
+//! them from `#[test]`s. Cases that must watch a process die (a fatal fault,
+//! SIGKILL) or measure the process's own memory re-run the test binary as a
+//! child with `AMBER_OBJ_CHILD` set ([`run_child`], [`child_scenario`]).
+//!
+//! The suites:
+//! - `roundtrip`: swizzle/unswizzle of every pointer kind and layout, across
+//!   sessions, crashes, a tiny cache and a fetch cluster;
+//! - `big`: a database five times the cache budget, traversed twice, resident
+//!   memory measured against a stated bound;
+//! - `corrupt`: a damaged page met by `try_get` (an error naming it) and by
+//!   `get` (the process dies naming it);
+//! - `schema`: layout mismatches at open, named by type and field;
+//! - `high`: persistent addresses beyond 2^32 pages;
+//! - `prop` (with `graph`): the write path as a property test against a model,
+//!   also with a one-page recovery buffer;
+//! - `abort`: abort restores exactly and its pages are reused;
+//! - `kill`: SIGKILL during commits, through the public API;
+//! - `eviction`, `rbuf`: regressions of bugs the suites found.
+//!
+//! Environment:
+//! - `AMBER_OBJ_LONG=1`: longer variants (more property-test seeds and
+//!   steps, more kills, a bigger database for the cache-budget test).
+//! - `AMBER_OBJ_SEED=N`: run the property test with this one seed only.
+//! - `AMBER_OBJ_BIG_MB=N`: size of the database of the cache-budget test.
+//! - `AMBER_OBJ_KILLS=N`: kill rounds of the kill test.
+#![allow(dead_code)]
+
+pub mod abort;
+pub mod big;
+pub mod corrupt;
+pub mod eviction;
+pub mod graph;
+pub mod high;
+pub mod kill;
+pub mod prop;
+pub mod rbuf;
+pub mod roundtrip;
+pub mod schema;
+pub mod types;
+
+use amber::vm::BackendChoice;
+use amber::{Db, Options};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Options for a test database on `b`: a modest reservation (each dropped
+/// frame space keeps its address space reserved for the life of the
+/// process, and the property test reopens often).
+pub fn opts(b: BackendChoice) -> Options {
+    Options {
+        backend: b,
+        reserve_bytes: 1 << 30,
+        ..Options::default()
+    }
+}
+
+/// The same with a cache budget of `bytes`.
+pub fn cached(b: BackendChoice, bytes: u64) -> Options {
+    Options {
+        cache_bytes: Some(bytes),
+        ..opts(b)
+    }
+}
+
+/// Whether the longer variants were asked for.
+pub fn long() -> bool {
+    std::env::var("AMBER_OBJ_LONG").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A number from the environment, or `default`.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Opens the database at `path`. A `Locked` error is retried for a while:
+/// when another test of this process spawns a child, the child holds a copy
+/// of every descriptor of this process (the database's locked file among
+/// them) until it execs, so a reopen just after a drop can find the lock
+/// still held.
+pub fn open(path: &Path, o: Options) -> Db {
+    let t0 = std::time::Instant::now();
+    loop {
+        match Db::open(path, o.clone()) {
+            Ok(db) => return db,
+            Err(amber::Error::Locked { .. }) if t0.elapsed().as_secs() < 10 => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => panic!("open {}: {e}", path.display()),
+        }
+    }
+}
+
+/// Checks that `db` runs on the backend asked for.
+pub fn check_backend(db: &Db, b: BackendChoice) {
+    let want = match b {
+        BackendChoice::Uffd => amber::vm::Backend::Uffd,
+        BackendChoice::Sigsegv => amber::vm::Backend::Sigsegv,
+        BackendChoice::Auto => return,
+    };
+    assert_eq!(db.backend(), want, "{}", db.backend_reason());
+}
+
+/// The scenario this process was started for, if it is a child.
+pub fn child_scenario() -> Option<String> {
+    std::env::var("AMBER_OBJ_CHILD").ok()
+}
+
+/// The directory a child works in.
+pub fn child_dir() -> std::path::PathBuf {
+    std::env::var("AMBER_OBJ_DIR")
+        .expect("AMBER_OBJ_DIR is set for children")
+        .into()
+}
+
+/// Runs test `test` of this binary as a child for `scenario`, in `dir`, and
+/// waits for it.
+pub fn run_child(test: &str, scenario: &str, dir: &Path) -> Output {
+    child_command(test, scenario, dir)
+        .output()
+        .expect("run the test binary as a child")
+}
+
+/// The command that runs test `test` of this binary as a child.
+pub fn child_command(test: &str, scenario: &str, dir: &Path) -> Command {
+    let exe = std::env::current_exe().expect("current exe");
+    let mut c = Command::new(exe);
+    c.args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env("AMBER_OBJ_CHILD", scenario)
+        .env("AMBER_OBJ_DIR", dir);
+    c
+}
+
+/// Resident memory of this process, from `/proc/self/status`, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Rss {
+    /// `VmRSS`: everything resident.
+    pub total: u64,
+    /// `RssAnon`: anonymous memory (heap, and the userfaultfd backend's frames).
+    pub anon: u64,
+    /// `RssShmem`: shared memory (the SIGSEGV backend's memfd frames, counted
+    /// once per view that maps them).
+    pub shmem: u64,
+    /// `RssFile`: file-backed mappings (the binary, libraries).
+    pub file: u64,
+}
+
+impl Rss {
+    /// Reads the numbers now.
+    pub fn now() -> Rss {
+        let s = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+        let kb = |key: &str| -> u64 {
+            s.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .unwrap_or_else(|| panic!("{key} missing from /proc/self/status"))
+                * 1024
+        };
+        Rss {
+            total: kb("VmRSS:"),
+            anon: kb("RssAnon:"),
+            shmem: kb("RssShmem:"),
+            file: kb("RssFile:"),
+        }
+    }
+
+    /// Anonymous plus shared: the memory the database can be charged with.
+    pub fn data(&self) -> u64 {
+        self.anon + self.shmem
+    }
+}
+
+impl std::fmt::Display for Rss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const M: f64 = 1024.0 * 1024.0;
+        write!(
+            f,
+            "VmRSS {:.1} MiB (anon {:.1}, shmem {:.1}, file {:.1})",
+            self.total as f64 / M,
+            self.anon as f64 / M,
+            self.shmem as f64 / M,
+            self.file as f64 / M
+        )
+    }
+}
+
+/// The persistent page number of `p` (opens and drops a transaction).
+pub fn page_of<T: amber::Persistent>(db: &mut Db, p: amber::PRef<T>) -> u64 {
+    paddr_of(db, p) >> db.page_size().trailing_zeros()
+}
+
+/// The persistent address of `p`.
+pub fn paddr_of<T: amber::Persistent>(db: &mut Db, p: amber::PRef<T>) -> u64 {
+    let tx = db.begin().expect("begin");
+    let a = tx.to_smart(p).expect("to_smart").paddr();
+    tx.abort().expect("abort");
+    a
+}
