@@ -140,6 +140,6 @@ fn part_ref(tx: &Tx<'_>, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, Eng
         .slice(&r.chunks)
         .get(i / CHUNK)
         .copied()
-        .ok_or(EngineError::MissingPart { id })?;
-    tx.get(chunk).parts[i % CHUNK].ok_or(EngineError::MissingPart { id })
+        .ok_or_else(|| EngineError::MissingPart { id })?;
+    tx.get(chunk).parts[i % CHUNK].ok_or_else(|| EngineError::MissingPart { id })
 }

@@ -159,20 +159,34 @@ pub struct AmberOo1 {
     last_log_bytes: Option<u64>,
 }
 
+/// The part with id `id`, through the index whose root holds `parts` parts
+/// in `chunks`.
+#[inline(always)]
+fn find_in(
+    db: &Db,
+    parts: u64,
+    chunks: &[PRef<PartChunk>],
+    id: PartId,
+) -> Result<PRef<Part>, EngineError> {
+    // Id 0 wraps around and fails the bound check too.
+    let i = (id as usize).wrapping_sub(1);
+    let found = if (i as u64) < parts {
+        chunks
+            .get(i / CHUNK)
+            .and_then(|&c| db.get(c).parts[i % CHUNK])
+    } else {
+        None
+    };
+    match found {
+        Some(p) => Ok(p),
+        None => Err(EngineError::MissingPart { id }),
+    }
+}
+
 /// The part with id `id`, through the index.
-#[inline]
 fn find(db: &Db, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
     let r = db.get(root);
-    let i = (id as usize).wrapping_sub(1);
-    if id == 0 || i as u64 >= r.parts {
-        return Err(EngineError::MissingPart { id });
-    }
-    let chunk = db
-        .slice(&r.chunks)
-        .get(i / CHUNK)
-        .copied()
-        .ok_or(EngineError::MissingPart { id })?;
-    db.get(chunk).parts[i % CHUNK].ok_or(EngineError::MissingPart { id })
+    find_in(db, r.parts, db.slice(&r.chunks), id)
 }
 
 fn visit(tally: &mut Tally, part: &Part) {
@@ -230,9 +244,12 @@ fn walk_update(
 impl Engine for AmberOo1 {
     fn lookup(&mut self, ids: &[PartId]) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Lookup);
+        let db = &self.db;
+        let root = db.get(self.root);
+        let chunks = db.slice(&root.chunks);
         for &id in ids {
-            let p = find(&self.db, self.root, id)?;
-            visit(&mut tally, self.db.get(p));
+            let p = find_in(db, root.parts, chunks, id)?;
+            visit(&mut tally, db.get(p));
         }
         Ok(tally.finish())
     }
