@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use amber::{PRef, PVec, Tx};
 
-use super::schema::{CHUNK, Conn, Part, PartChunk, Root};
+use super::schema::{Conn, Part, Root};
 use crate::oo1::database::{NewPart, PartId};
 use crate::oo1::engine::{EngineError, ResultExt};
 
@@ -36,8 +36,8 @@ impl Loader {
         np: &NewPart,
     ) -> Result<PRef<Part>, EngineError> {
         let p = &np.part;
-        let next = tx.get(root).parts + 1;
-        if u64::from(p.id) != next {
+        let next = tx.get(root).parts.len() + 1;
+        if p.id as usize != next {
             return Err(EngineError::bad_input(format!(
                 "part {} added where part {next} was expected",
                 p.id
@@ -55,7 +55,8 @@ impl Loader {
                 incoming: PVec::new(),
             })
             .ctx("allocating a part")?;
-        set_index(tx, root, p.id, part)?;
+        tx.push(root, |r| &mut r.parts, part)
+            .ctx("adding a part to the index")?;
         for conn in self.pending.remove(&p.id).unwrap_or_default() {
             tx.get_mut(conn).to = part;
             tx.push(part, |q| &mut q.incoming, conn)
@@ -99,47 +100,10 @@ impl Loader {
     }
 }
 
-/// Points id `id` of the index at `part`, adding a chunk when `id` starts one,
-/// and counts the part.
-fn set_index(
-    tx: &mut Tx<'_>,
-    root: PRef<Root>,
-    id: PartId,
-    part: PRef<Part>,
-) -> Result<(), EngineError> {
-    let i = id as usize - 1;
-    let (c, slot) = (i / CHUNK, i % CHUNK);
-    let chunks = tx.get(root).chunks.len();
-    if c == chunks {
-        let chunk = tx
-            .alloc(PartChunk {
-                parts: [None; CHUNK],
-            })
-            .ctx("allocating an index chunk")?;
-        tx.push(root, |r| &mut r.chunks, chunk)
-            .ctx("adding an index chunk")?;
-    } else if c > chunks {
-        return Err(EngineError::corrupt(format!(
-            "index has {chunks} chunks, part {id} needs chunk {c}"
-        )));
-    }
-    let chunk = tx.slice(&tx.get(root).chunks)[c];
-    tx.get_mut(chunk).parts[slot] = Some(part);
-    tx.get_mut(root).parts = u64::from(id);
-    Ok(())
-}
-
 /// The part with id `id`, read through the index in `tx`.
 fn part_ref(tx: &Tx<'_>, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
-    let r = tx.get(root);
-    let i = (id as usize).wrapping_sub(1);
-    if id == 0 || i as u64 >= r.parts {
-        return Err(EngineError::MissingPart { id });
-    }
-    let chunk = tx
-        .slice(&r.chunks)
-        .get(i / CHUNK)
+    tx.slice(&tx.get(root).parts)
+        .get((id as usize).wrapping_sub(1))
         .copied()
-        .ok_or_else(|| EngineError::MissingPart { id })?;
-    tx.get(chunk).parts[i % CHUNK].ok_or_else(|| EngineError::MissingPart { id })
+        .ok_or_else(|| EngineError::MissingPart { id })
 }

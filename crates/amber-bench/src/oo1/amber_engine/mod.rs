@@ -25,7 +25,7 @@ use amber::vm::BackendChoice;
 use amber::{Db, Options, PRef, Tx};
 
 use self::load::Loader;
-use self::schema::{CHUNK, Conn, Part, PartChunk, ROOT, Root};
+use self::schema::{Conn, Part, ROOT, Root};
 use super::database::{GeneratedDb, NewPart, PartId};
 use super::engine::{
     Answer, Engine, EngineError, EngineFactory, EngineInfo, EngineOptions, ResultExt,
@@ -51,7 +51,7 @@ impl AmberFactory {
     /// `amber`: the backend Amber chooses (userfaultfd when available).
     pub const DEFAULT: AmberFactory = AmberFactory {
         name: "amber",
-        summary: "Amber, default fault backend (userfaultfd where available): parts and connections as persistent objects linked by PRefs swizzled at fault time, connections on their part's page, a two-level id index; reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
+        summary: "Amber, default fault backend (userfaultfd where available): parts and connections as persistent objects linked by PRefs swizzled at fault time, connections on their part's page, the id index a PVec of PRefs; reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
         backend: BackendChoice::Auto,
     };
 
@@ -111,8 +111,7 @@ impl EngineFactory for AmberFactory {
         let mut tx = adb.begin().ctx("beginning the build")?;
         let root = tx
             .alloc(Root {
-                parts: 0,
-                chunks: amber::PVec::new(),
+                parts: amber::PVec::new(),
             })
             .ctx("allocating the root")?;
         tx.set_root(ROOT, root).ctx("naming the root")?;
@@ -136,8 +135,6 @@ impl EngineFactory for AmberFactory {
         db.check_type::<Part>().ctx("checking the part type")?;
         db.check_type::<Conn>()
             .ctx("checking the connection type")?;
-        db.check_type::<PartChunk>()
-            .ctx("checking the index type")?;
         let root = db
             .root::<Root>(ROOT)
             .ctx("reading the root")?
@@ -159,34 +156,19 @@ pub struct AmberOo1 {
     last_log_bytes: Option<u64>,
 }
 
-/// The part with id `id`, through the index whose root holds `parts` parts
-/// in `chunks`.
+/// The part with id `id` in the index `parts`.
 #[inline(always)]
-fn find_in(
-    db: &Db,
-    parts: u64,
-    chunks: &[PRef<PartChunk>],
-    id: PartId,
-) -> Result<PRef<Part>, EngineError> {
+fn find_in(parts: &[PRef<Part>], id: PartId) -> Result<PRef<Part>, EngineError> {
     // Id 0 wraps around and fails the bound check too.
-    let i = (id as usize).wrapping_sub(1);
-    let found = if (i as u64) < parts {
-        chunks
-            .get(i / CHUNK)
-            .and_then(|&c| db.get(c).parts[i % CHUNK])
-    } else {
-        None
-    };
-    match found {
-        Some(p) => Ok(p),
+    match parts.get((id as usize).wrapping_sub(1)) {
+        Some(&p) => Ok(p),
         None => Err(EngineError::MissingPart { id }),
     }
 }
 
 /// The part with id `id`, through the index.
 fn find(db: &Db, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
-    let r = db.get(root);
-    find_in(db, r.parts, db.slice(&r.chunks), id)
+    find_in(db.slice(&db.get(root).parts), id)
 }
 
 fn visit(tally: &mut Tally, part: &Part) {
@@ -245,11 +227,9 @@ impl Engine for AmberOo1 {
     fn lookup(&mut self, ids: &[PartId]) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Lookup);
         let db = &self.db;
-        let root = db.get(self.root);
-        let chunks = db.slice(&root.chunks);
+        let parts = db.slice(&db.get(self.root).parts);
         for &id in ids {
-            let p = find_in(db, root.parts, chunks, id)?;
-            visit(&mut tally, db.get(p));
+            visit(&mut tally, db.get(find_in(parts, id)?));
         }
         Ok(tally.finish())
     }
