@@ -6,6 +6,13 @@
 //! page of their `from` part, so a traversal that reads a part and follows its
 //! connections stays on one page for the first step.
 //!
+//! Connections are objects, as in OO1's schema, so each step of a traversal
+//! is two dependent loads (part → connection → part) where the `memory`
+//! engine's arena holds the target's index in the part itself. Measured on
+//! 20,000 parts (one root, hot): 18.3 µs per traversal against 14.3 µs for
+//! `memory`; with the target part's pointer kept in the part as well (24 more
+//! bytes per part), 14.1 µs. The schema stays OO1's.
+//!
 //! **(choice)** The id index is the root's `PVec<PRef<Part>>`: ids are dense,
 //! so part `id` is element `id − 1`, and a lookup is two loads (the element,
 //! then the part). Its buffer is one object: at 200,000 parts a run of 391
