@@ -2,11 +2,17 @@
 //!
 //! - [`oo1`]: the Object Operations Benchmark, its engine contract and harness;
 //! - [`storage`]: commit latency and recovery time of the storage layer;
+//! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
+//! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
+//! - [`backend`]: the `--backend uffd|sigsegv|both` option;
 //! - [`rng`]: the deterministic random generator every benchmark draws from;
 //! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`;
 //! - [`sys`], [`json`]: machine facts and JSON output for the storage benches.
 #![deny(clippy::unwrap_used)]
 
+pub mod backend;
+pub mod faults;
+pub mod hot;
 pub mod json;
 pub mod oo1;
 pub mod procfs;

@@ -42,6 +42,13 @@ impl fmt::Display for BenchError {
 
 impl std::error::Error for BenchError {}
 
+impl BenchError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        BenchError(message.into())
+    }
+}
+
 impl From<amber::Error> for BenchError {
     fn from(e: amber::Error) -> Self {
         BenchError(e.to_string())
@@ -59,12 +66,12 @@ pub type Result<T, E = BenchError> = std::result::Result<T, E>;
 
 /// The directory a benchmark works in: a fresh temporary directory under
 /// `dir` (or the working directory), removed afterwards.
-struct Workdir {
+pub(crate) struct Workdir {
     tmp: tempfile::TempDir,
 }
 
 impl Workdir {
-    fn new(dir: Option<&Path>) -> Result<Workdir> {
+    pub(crate) fn new(dir: Option<&Path>) -> Result<Workdir> {
         let base = match dir {
             Some(d) => d.to_path_buf(),
             None => std::env::current_dir().map_err(io_err("working directory", Path::new(".")))?,
@@ -76,7 +83,7 @@ impl Workdir {
         Ok(Workdir { tmp })
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.tmp.path()
     }
 }
@@ -94,7 +101,7 @@ pub struct Summary {
     pub mean: f64,
 }
 
-fn summarize(v: &[f64]) -> Summary {
+pub(crate) fn summarize(v: &[f64]) -> Summary {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let q = |p: f64| -> f64 {
@@ -130,7 +137,7 @@ pub struct Environment {
     pub dir: String,
 }
 
-fn environment(dir: &Path) -> Environment {
+pub(crate) fn environment(dir: &Path) -> Environment {
     Environment {
         kernel: sys::kernel(),
         machine: sys::machine(),
@@ -139,7 +146,7 @@ fn environment(dir: &Path) -> Environment {
     }
 }
 
-fn warn_if_memory_fs(dir: &Path) {
+pub(crate) fn warn_if_memory_fs(dir: &Path) {
     if sys::is_memory_fs(dir) {
         eprintln!(
             "amber bench: warning: {} is on {}: fdatasync does nothing there, so these numbers say nothing about a disk",

@@ -5,6 +5,10 @@
 //! writes `--json`.
 
 use crate::error::CliError;
+use amber_bench::backend::Backends;
+use amber_bench::faults::{self, FaultsConfig};
+use amber_bench::hot::{self, HotConfig};
+use amber_bench::oo1::{self, BenchError, CHILD_SUBCOMMAND, EngineFactory, Oo1Args};
 use amber_bench::storage::{self, CommitConfig, RecoveryConfig};
 use clap::Parser;
 use std::fmt::Write as _;
@@ -21,7 +25,23 @@ pub const BENCHES: &[(&str, &str)] = &[
         "recovery",
         "recovery time against a sequential read of a file of the log's size",
     ),
+    (
+        "oo1",
+        "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB, redb, a serde snapshot and plain memory",
+    ),
+    (
+        "hot",
+        "a hot traversal of resident persistent objects against the same traversal of plain Rust structs",
+    ),
+    (
+        "faults",
+        "the cost of a cold fault per page (fetch, checksum, swizzle, install), per backend, with and without a fetch cluster",
+    ),
 ];
+
+/// How to get the comparison engines when they are not built in.
+pub const COMPARE_HINT: &str = "the comparison engines (memory, snapshot, sqlite, lmdb, redb) are not built into this amber; \
+build it with `cargo build --release -p amber-cli --features compare` to run them";
 
 fn known() -> String {
     BENCHES
@@ -80,6 +100,123 @@ struct RecoveryArgs {
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+}
+
+/// Options of `amber bench hot`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench hot",
+    about = "Hot traversal of a persistent linked list (every page resident) against the same list of Boxes, interleaved, medians"
+)]
+struct HotArgs {
+    /// Nodes per list.
+    #[arg(long, default_value_t = 1_000_000)]
+    objects: u64,
+    /// Fault backends to measure: uffd, sigsegv or both.
+    #[arg(long, default_value_t = Backends::Both)]
+    backend: Backends,
+    /// Timed traversals of each side.
+    #[arg(long, default_value_t = 15)]
+    runs: usize,
+    /// Seed of the shuffled list's order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for the database (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Options of `amber bench faults`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench faults",
+    about = "Cost per page of a cold fault (fetch from the OS page cache, checksum, swizzle, install), with one page and with 8 pages per fault"
+)]
+struct FaultsArgs {
+    /// Pages of small objects with pointers.
+    #[arg(long, default_value_t = 8_192)]
+    pages: u64,
+    /// Fault backends to measure: uffd, sigsegv or both.
+    #[arg(long, default_value_t = Backends::Both)]
+    backend: Backends,
+    /// Runs of each case (medians are reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Seed of the pointers and the random order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for the database (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// The engines of `amber bench oo1`: Amber's, then the comparison engines
+/// when the CLI is built with the `compare` feature.
+fn oo1_engines() -> Vec<Box<dyn EngineFactory>> {
+    #[allow(unused_mut)]
+    let mut all = oo1::builtin_engines();
+    #[cfg(feature = "compare")]
+    all.extend(amber_compare::engines());
+    all
+}
+
+/// `amber bench oo1 [ARGS]...`, and the hidden child subcommand the harness
+/// re-executes this binary with (`amber bench oo1 __oo1-child`).
+fn oo1(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
+    if args.first().map(String::as_str) == Some(CHILD_SUBCOMMAND) {
+        // The reply (success or error) is on stdout; the status says which.
+        return oo1::run_oo1_child(oo1_engines())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(|e| CliError::msg(format!("bench oo1: {e}")));
+    }
+    let compare = cfg!(feature = "compare");
+    let mut a = match Oo1Args::parse(args) {
+        Ok(a) => a,
+        Err(BenchError::Help(usage)) if compare => return Err(CliError::Help(usage)),
+        Err(BenchError::Help(usage)) => {
+            return Err(CliError::Help(format!("{usage}\nnote: {COMPARE_HINT}")));
+        }
+        Err(e) => return Err(CliError::msg(format!("bench oo1: {e}"))),
+    };
+    a.child_args = vec!["bench".into(), "oo1".into(), CHILD_SUBCOMMAND.into()];
+    check_json_target(a.json.as_deref())?;
+    check_json_target(a.plot.as_deref())?;
+    let engines = oo1_engines();
+    let available: Vec<&str> = engines.iter().map(|f| f.info().name).collect();
+    if let Some(unknown) = a
+        .engines
+        .iter()
+        .flatten()
+        .find(|n| !available.contains(&n.as_str()))
+    {
+        let hint = if compare {
+            String::new()
+        } else {
+            format!(" ({COMPARE_HINT})")
+        };
+        return Err(CliError::msg(format!(
+            "bench oo1: unknown engine {unknown:?}; available: {}{hint}",
+            available.join(", ")
+        )));
+    }
+    if !compare {
+        eprintln!("amber bench oo1: note: {COMPARE_HINT}");
+    }
+    let json = a.json.clone();
+    oo1::run_oo1(a, engines).map_err(|e| CliError::msg(format!("bench oo1: {e}")))?;
+    if let Some(p) = json {
+        let _ = writeln!(out, "wrote {}", p.display());
+    }
+    if !compare {
+        let _ = writeln!(out, "note: {COMPARE_HINT}");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn parse<T: Parser>(name: &str, args: &[String]) -> Result<T, CliError> {
@@ -141,6 +278,33 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 cold: !a.no_cold,
                 seed: a.seed,
                 dir: a.dir,
+            })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("oo1") => return oo1(args, out),
+        Some("hot") => {
+            let a: HotArgs = parse("hot", args)?;
+            check_json_target(a.json.as_deref())?;
+            let r = hot::hot(&HotConfig {
+                objects: a.objects,
+                backends: a.backend,
+                runs: a.runs,
+                dir: a.dir,
+                seed: a.seed,
+            })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("faults") => {
+            let a: FaultsArgs = parse("faults", args)?;
+            check_json_target(a.json.as_deref())?;
+            let r = faults::faults(&FaultsConfig {
+                pages: a.pages,
+                backends: a.backend,
+                runs: a.runs,
+                dir: a.dir,
+                seed: a.seed,
             })?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;

@@ -296,11 +296,16 @@ fn bad_arguments_are_one_line_errors() {
     assert_error(&amber(&["frobnicate"]), "frobnicate");
     assert_error(&amber(&["inspect"]), "PATH");
     assert_error(&amber(&["inspect", "a", "b"]), "unexpected argument");
-    assert_error(&amber(&["bench"]), "commit, recovery");
+    assert_error(&amber(&["bench"]), "commit, recovery, oo1, hot, faults");
     assert_error(
         &amber(&["bench", "nosuch"]),
-        "unknown benchmark 'nosuch'; known: commit, recovery",
+        "unknown benchmark 'nosuch'; known: commit, recovery, oo1, hot, faults",
     );
+    assert_error(
+        &amber(&["bench", "hot", "--backend", "mprotect"]),
+        "--backend",
+    );
+    assert_error(&amber(&["bench", "faults", "--pages", "x"]), "--pages");
     assert_error(&amber(&["bench", "commit", "--iters", "x"]), "--iters");
     assert_error(&amber(&["bench", "commit", "--bogus"]), "--bogus");
     let r = amber(&["--help"]);
@@ -379,4 +384,54 @@ fn benches_run_and_write_json() {
         &amber(&["bench", "commit", "--dir", s(&dir.path().join("nope"))]),
         "nope",
     );
+
+    let json = dir.path().join("hot.json");
+    let r = amber(&[
+        "bench",
+        "hot",
+        "--objects",
+        "5000",
+        "--runs",
+        "3",
+        "--backend",
+        "sigsegv",
+        "--dir",
+        s(dir.path()),
+        "--json",
+        s(&json),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("hot_vs_memory"), "{}", r.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parses");
+    for k in ["amber_hot_ms", "memory_hot_ms", "hot_vs_memory", "backends"] {
+        assert!(v.get(k).is_some(), "{k} missing from {v}");
+    }
+    assert!(v["backends"]["sigsegv"]["hot_vs_memory"].as_f64().is_some());
+
+    let json = dir.path().join("faults.json");
+    let r = amber(&[
+        "bench",
+        "faults",
+        "--pages",
+        "64",
+        "--runs",
+        "1",
+        "--dir",
+        s(dir.path()),
+        "--json",
+        s(&json),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parses");
+    for b in ["uffd", "sigsegv"] {
+        for k in ["cold_fault_us", "cluster8_us_per_page", "faults"] {
+            assert!(
+                v["backends"][b].get(k).is_some(),
+                "{b}.{k} missing from {v}"
+            );
+        }
+    }
+    assert!(v["breakdown"]["swizzle_us"].as_f64().is_some());
 }

@@ -79,6 +79,11 @@ pub struct Iteration {
     /// For committing operations: bytes written around the operation (whose end
     /// is the commit).
     pub io: Option<IoDelta>,
+    /// For committing operations of engines that count it: the log bytes of
+    /// the commit by the engine's own account
+    /// ([`Engine::last_commit_log_bytes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
 }
 
 /// Everything one job measured.
@@ -136,7 +141,17 @@ pub fn execute(
                 device_bytes: dev0.zip(dev1).map(|(a, b)| b.saturating_sub(a)),
             }
         });
-        out.push(Iteration { ms, answer, io });
+        let log_bytes = if commits {
+            engine.last_commit_log_bytes()
+        } else {
+            None
+        };
+        out.push(Iteration {
+            ms,
+            answer,
+            io,
+            log_bytes,
+        });
     }
     Ok(out)
 }

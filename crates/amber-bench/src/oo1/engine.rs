@@ -214,6 +214,12 @@ pub trait Engine {
     fn update(&mut self, root: PartId, plan: &UpdatePlan) -> Result<Answer, EngineError>;
     /// Flushes and releases the database.
     fn close(self: Box<Self>) -> Result<(), EngineError>;
+    /// Bytes the engine's own accounting says its last commit wrote to its log
+    /// (Amber's `CommitStats::log_bytes`), for engines that can say; reported
+    /// next to the bytes measured from `/proc`. Called outside the timed region.
+    fn last_commit_log_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// An engine's failure, with enough context to say what went wrong where.

@@ -4,6 +4,7 @@
 //! - [`database`]: the database and its generator (the locality rule);
 //! - [`ops`]: the operations and each iteration's inputs;
 //! - [`engine`]: the contract every engine implements;
+//! - [`amber_engine`]: Amber's own engines (`amber`, `amber-sigsegv`);
 //! - [`reference`](mod@reference): the plain evaluator every answer is checked against;
 //! - [`child`]: one measured process; [`harness`]: the whole run;
 //! - [`report`], [`table`] and [`plot`]: the JSON, the printed table and the SVG.
@@ -46,6 +47,7 @@
 //!    get the same test) and `oo1 --parts 2000 --engines NAME`: a wrong answer
 //!    fails the run.
 
+pub mod amber_engine;
 pub mod args;
 pub mod child;
 pub mod database;
@@ -70,9 +72,12 @@ pub use harness::run_oo1;
 pub use ops::{Job, Op, Phase, Protocol};
 pub use report::Oo1Report;
 
-/// Amber's own OO1 engines. Empty until the engine exists; the `amber` and
-/// `amber-sigsegv` engines will be added here (implementing [`EngineFactory`]),
-/// and front ends pass `builtin_engines()` followed by the comparison engines.
+/// Amber's own OO1 engines ([`amber_engine`]): `amber` (the default fault
+/// backend) and `amber-sigsegv`. Front ends pass `builtin_engines()` followed by
+/// the comparison engines.
 pub fn builtin_engines() -> Vec<Box<dyn EngineFactory>> {
-    Vec::new()
+    vec![
+        Box::new(amber_engine::AmberFactory::DEFAULT),
+        Box::new(amber_engine::AmberFactory::SIGSEGV),
+    ]
 }

@@ -116,6 +116,10 @@ pub struct Row {
     /// (`/sys/dev/block/…/stat`; machine-wide, so other processes add noise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_bytes: Option<u64>,
+    /// Median over the phase of the log bytes of each commit by the engine's
+    /// own account (Amber's `CommitStats::log_bytes`), for engines that count it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_rss_kib: Option<u64>,
 }
@@ -176,6 +180,7 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
         bytes_written: None,
         wchar: None,
         device_bytes: None,
+        log_bytes: None,
         peak_rss_kib: result.peak_rss_kib,
     };
     if job.op == Op::Open {
@@ -233,6 +238,11 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
                     .filter_map(|d| d.device_bytes)
                     .collect::<Vec<_>>(),
             ),
+            log_bytes: median_u64(
+                &idx.iter()
+                    .filter_map(|&i| its[i].log_bytes)
+                    .collect::<Vec<_>>(),
+            ),
             peak_rss_kib: result.peak_rss_kib,
         });
     }
@@ -268,7 +278,7 @@ fn choices(protocol: Protocol) -> Vec<Choice> {
         c("isolation between operations", "every operation (and every p) runs in its own process on a fresh copy of the engine's freshly built database, so results do not depend on the order of operations".into()),
         c("cold", "iteration 1 in a new process right after opening; the files come from the OS page cache unless cold_cache is \"dropped\"".into()),
         c("hot", format!("{} repetitions of the last warm iteration's input", protocol.hot)),
-        c("bytes per commit", "read before and after each committing iteration (the timed operation, which ends with the commit), median over the phase: bytes_written = write_bytes and wchar = wchar of /proc/self/io, device_bytes = sectors written × 512 of the database's block device (machine-wide). On kernels with large page-cache folios (ext4, Linux 6.x) write_bytes counts every folio a write dirties, up to 2 MiB for a 4 KiB write into a cached file, so it overstates in-place writers; wchar and device_bytes do not".into()),
+        c("bytes per commit", "read before and after each committing iteration (the timed operation, which ends with the commit), median over the phase: bytes_written = write_bytes and wchar = wchar of /proc/self/io, device_bytes = sectors written × 512 of the database's block device (machine-wide). On kernels with large page-cache folios (ext4, Linux 6.x) write_bytes counts every folio a write dirties, up to 2 MiB for a 4 KiB write into a cached file, so it overstates in-place writers; wchar and device_bytes do not; log_bytes is the engine's own count of what its commit appended to its log (Amber only)".into()),
         c("open", "open: EngineFactory::open alone; open+lookup: open plus a lookup of one part; open+traversal: open plus the cold traversal (same process)".into()),
         c("answers", "every iteration's (count, changed, checksum) and untimed reads after inserts and updates are compared with a reference evaluator; any difference fails the run".into()),
     ]

@@ -76,6 +76,40 @@ impl Oo1Report {
                 }
                 s.push('\n');
             }
+            let counted: Vec<&str> = engines
+                .iter()
+                .copied()
+                .filter(|e| {
+                    self.results
+                        .iter()
+                        .any(|r| r.engine == *e && r.log_bytes.is_some())
+                })
+                .collect();
+            if !counted.is_empty() {
+                let _ = write!(
+                    s,
+                    "\nlog bytes per commit by the engine's own count, warm median\n{:<26} {:>6}",
+                    "operation", ""
+                );
+                for e in &counted {
+                    let _ = write!(s, " {e:>13}");
+                }
+                s.push('\n');
+                for key in self
+                    .row_keys()
+                    .into_iter()
+                    .filter(|k| k.op.commits() && k.phase == Phase::Warm)
+                {
+                    let _ = write!(s, "{:<26} {:>6}", key.op_label(), "");
+                    for e in &counted {
+                        let cell = self
+                            .row(e, &key)
+                            .map_or("-".to_string(), |r| fmt_bytes(r.log_bytes));
+                        let _ = write!(s, " {cell:>13}");
+                    }
+                    s.push('\n');
+                }
+            }
         }
         let _ = write!(s, "\n{:<26} {:>6}", "engine", "");
         for e in &engines {

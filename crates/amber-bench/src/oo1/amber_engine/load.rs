@@ -1,0 +1,109 @@
+//! Adding parts and their connections inside a transaction: the database
+//! build and the insert operation share it.
+//!
+//! Parts are added in id order. Each part is allocated where the allocator
+//! places new objects (the current page), its three connections on the same
+//! page when it has room (`alloc_near`), and its incoming vector at the first
+//! connection that ends at it, which for most parts is when the part itself is
+//! added (the connections from lower ids are waiting for it), so the vector's
+//! first buffer lands near the part too.
+//!
+//! A connection to a part that is not allocated yet (a higher id) points at
+//! its own `from` part until the target arrives; the target then fixes it and
+//! adds it to its incoming vector.
+
+use std::collections::HashMap;
+
+use amber::{PRef, PVec, Tx};
+
+use super::schema::{Conn, Part, Root};
+use crate::oo1::database::{NewPart, PartId};
+use crate::oo1::engine::{EngineError, ResultExt};
+
+/// Connections waiting for their target part.
+#[derive(Default)]
+pub(super) struct Loader {
+    pending: HashMap<PartId, Vec<PRef<Conn>>>,
+}
+
+impl Loader {
+    /// Adds `np` as the next part (its id must follow the last one) with its
+    /// connections; targets above its id must be added later by this loader.
+    pub(super) fn add(
+        &mut self,
+        tx: &mut Tx<'_>,
+        root: PRef<Root>,
+        np: &NewPart,
+    ) -> Result<PRef<Part>, EngineError> {
+        let p = &np.part;
+        let next = tx.get(root).parts.len() + 1;
+        if p.id as usize != next {
+            return Err(EngineError::bad_input(format!(
+                "part {} added where part {next} was expected",
+                p.id
+            )));
+        }
+        let part = tx
+            .alloc(Part {
+                id: p.id,
+                kind: p.kind,
+                _pad: [0; 2],
+                x: p.x,
+                y: p.y,
+                build: p.build,
+                out: [None; 3],
+                incoming: PVec::new(),
+            })
+            .ctx("allocating a part")?;
+        tx.push(root, |r| &mut r.parts, part)
+            .ctx("adding a part to the index")?;
+        for conn in self.pending.remove(&p.id).unwrap_or_default() {
+            tx.get_mut(conn).to = part;
+            tx.push(part, |q| &mut q.incoming, conn)
+                .ctx("adding an incoming connection")?;
+        }
+        for (slot, c) in np.connections.iter().enumerate() {
+            let target = if c.to <= p.id {
+                Some(part_ref(tx, root, c.to)?)
+            } else {
+                None
+            };
+            let conn = tx
+                .alloc_near(
+                    Conn {
+                        from: part,
+                        to: target.unwrap_or(part),
+                        kind: c.kind,
+                        _pad: [0; 2],
+                        length: c.length,
+                    },
+                    part,
+                )
+                .ctx("allocating a connection")?;
+            tx.get_mut(part).out[slot] = Some(conn);
+            match target {
+                Some(to) => tx
+                    .push(to, |q| &mut q.incoming, conn)
+                    .ctx("adding an incoming connection")?,
+                None => self.pending.entry(c.to).or_default().push(conn),
+            }
+        }
+        Ok(part)
+    }
+
+    /// Fails if a connection still waits for a part that was never added.
+    pub(super) fn finish(self) -> Result<(), EngineError> {
+        match self.pending.keys().min() {
+            Some(&id) => Err(EngineError::MissingPart { id }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The part with id `id`, read through the index in `tx`.
+fn part_ref(tx: &Tx<'_>, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
+    tx.slice(&tx.get(root).parts)
+        .get((id as usize).wrapping_sub(1))
+        .copied()
+        .ok_or_else(|| EngineError::MissingPart { id })
+}
