@@ -1,8 +1,9 @@
-//! Reproductions of two core bugs the OO1 engines hit under a cache budget,
-//! reduced to a list of nodes: open with a budget far below the database,
-//! then in each of a few transactions increment every node (one page after
-//! another), read the list back inside the transaction, commit, read it back
-//! again. Ignored until the core is fixed; run with `--ignored`.
+//! Regression tests for two bugs the OO1 engines hit under a cache budget
+//! (pages logged early evicted without their changes; eviction on the
+//! userfaultfd handler thread racing with the program), reduced to a list of
+//! nodes: open with a budget far below the database, then in each of a few
+//! transactions increment every node (one page after another), read the list
+//! back inside the transaction, commit, read it back again.
 
 use amber::vm::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
@@ -97,7 +98,6 @@ fn run(backend: BackendChoice, nodes: u64, rbuf: usize, rounds: u64) -> Vec<Stri
 /// update, which revisits parts, then increments stale values and commits
 /// wrong ones (seen at 200,000 parts with `--cache-mib 13`, update p = 1).
 #[test]
-#[ignore = "core bug: pages logged early are evictable and come back without the transaction's changes"]
 fn sigsegv_pages_logged_early_keep_their_changes_under_a_budget() {
     let problems = run(BackendChoice::Sigsegv, 10_000, 64, 2);
     assert!(problems.is_empty(), "{problems:#?}");
@@ -112,7 +112,6 @@ fn sigsegv_pages_logged_early_keep_their_changes_under_a_budget() {
 /// half of the runs fail here (2 vCPUs), some abort with "the fault service
 /// returned without installing frame N".
 #[test]
-#[ignore = "core bug: eviction on the uffd handler thread races with the program"]
 fn uffd_eviction_does_not_lose_committed_updates() {
     for attempt in 0..10 {
         let problems = run(BackendChoice::Uffd, 10_000, 1024, 2);
