@@ -147,9 +147,8 @@ fn verify_after_a_clean_close_does_not_report_a_torn_tail() {
     s.close().unwrap();
     let rep = amber::store::verify::verify(v.clone(), &p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
-    assert_eq!(rep.notes.len(), 1, "{:?}", rep.notes);
-    assert!(rep.notes[0].contains("older records"), "{:?}", rep.notes);
-    assert!(!rep.notes[0].contains("crash"), "{:?}", rep.notes);
+    // The log header vouches for the empty epoch: nothing to report.
+    assert!(rep.notes.is_empty(), "{:?}", rep.notes);
     // A real torn write in the current epoch is still called one.
     let s = Store::open(v.clone(), &p, opts()).unwrap(); // truncates the stale bytes
     let mut tx = s.begin().unwrap();

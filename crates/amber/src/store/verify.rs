@@ -55,20 +55,18 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
     }
     drop(file);
     let wal = wal_path(path);
-    let mut headers = Vec::new();
     if let Ok(lf) = vfs.open(&wal, OpenMode::ReadOnly) {
         for (i, off) in LOG_SLOTS.iter().enumerate() {
             let mut b = [0u8; SLOT_SIZE];
             crate::io::read_at_most(&*lf, &mut b, *off)
                 .map_err(|e| Error::io("read log header", &wal, e))?;
-            match LogHeader::decode(&b) {
-                Ok(h) => headers.push(h),
-                Err(e) => report.problems.push(corrupt(
+            if let Err(e) = LogHeader::decode(&b) {
+                report.problems.push(corrupt(
                     &wal,
                     FileKind::Log,
                     Location::LogHeader(i as u8),
                     e,
-                )),
+                ));
             }
         }
     }
@@ -87,23 +85,13 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
     let rec = store.recovery_report();
     report.records = rec.records;
     if let Tail::Torn { at, what, bytes } = &rec.tail {
-        // A clean close vouches that everything after its base belongs to
-        // older epochs. Otherwise the bytes after the end are a batch a crash
-        // cut short, or an older epoch's records left when the log was
-        // recycled (stale bytes fail the current LSNs' checksums either way).
-        headers.sort_by_key(|h| std::cmp::Reverse(h.generation));
-        report.notes.push(if headers.first().is_some_and(|h| h.closed) {
-            format!(
-                "log: empty since the database was closed cleanly; the {bytes} bytes after LSN {at} \
-                 are older records left in place when the log was recycled, which recovery ignores"
-            )
-        } else {
-            format!(
-                "log: torn tail at LSN {at} ({what}; {bytes} bytes after the last valid record): \
-                 a batch cut short by a crash, or older records left when the log was recycled; \
-                 recovery discards them"
-            )
-        });
+        // (After a clean close the log is not read at all, so bytes after
+        // the end here are a batch cut short by a crash, or older records.)
+        report.notes.push(format!(
+            "log: torn tail at LSN {at} ({what}; {bytes} bytes after the last valid record): \
+             a batch cut short by a crash, or older records left when the log was recycled; \
+             recovery discards them"
+        ));
     }
     if rec.uncommitted > 0 {
         report.notes.push(format!(
