@@ -16,7 +16,8 @@ pub struct Options {
     /// ones; they fault back in on the next touch). `None`: no limit.
     pub cache_bytes: Option<u64>,
     /// Pages fetched per fault: the faulting block plus the blocks that start
-    /// in the following pages (Texas's data-fetching granularity).
+    /// in the pages around it, half before and half after (Texas's
+    /// data-fetching granularity).
     pub fetch_cluster: u32,
     /// Address space reserved for frames. A session can touch at most this
     /// much of the database.

@@ -338,24 +338,32 @@ impl FaultService for Pager {
             page: u64::MAX,
             message: format!("frame {frame} has no page"),
         })?;
-        // The fetch cluster: blocks that start in the next pages, fetched now
-        // (frames reserved for them if nothing points to them yet) so that
-        // the traversal that touches them next does not fault. They go in
-        // before the faulting block, whose own installation then keeps it
-        // from eviction: a neighbour's would evict it once every older block
-        // is written (unevictable), and the fault would find its page gone.
-        let mut page = head + u64::from(run);
-        let end = head + u64::from(self.cluster);
-        while page < end {
-            match self.store.block_of(page) {
-                Some((h, n)) if h == page => {
-                    // A neighbour that cannot be read is left for its own
-                    // fault to report.
-                    let _ = self.bring_in(inst, h, n);
-                    page += u64::from(n);
+        // The fetch cluster: the blocks that start in the pages around the
+        // faulting one (half before, half after: objects allocated together
+        // sit on neighbouring pages, and a traversal moves both ways through
+        // them), fetched now — frames reserved for them if nothing points to
+        // them yet — so that the accesses that touch them next do not fault.
+        // They go in before the faulting block, whose own installation then
+        // keeps it from eviction: a neighbour's would evict it once every
+        // older block is written (unevictable), and the fault would find its
+        // page gone.
+        if self.cluster > 1 {
+            let before = u64::from(self.cluster - 1) / 2;
+            let mut page = head
+                .saturating_sub(before)
+                .max(self.store.first_data_page());
+            let end = page + u64::from(self.cluster);
+            while page < end {
+                match self.store.block_of(page) {
+                    Some((h, n)) if h == page && h != head => {
+                        // A neighbour that cannot be read (or is not a data
+                        // block) is left for its own fault to report.
+                        let _ = self.bring_in(inst, h, n);
+                        page += u64::from(n);
+                    }
+                    Some((h, n)) => page = h + u64::from(n),
+                    None => page += 1,
                 }
-                Some((h, n)) => page = h + u64::from(n),
-                None => page += 1,
             }
         }
         self.bring_in(inst, head, run)

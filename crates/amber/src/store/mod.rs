@@ -435,6 +435,11 @@ impl Store {
         self.page_size
     }
 
+    /// The first page number that can hold a block.
+    pub fn first_data_page(&self) -> PageNo {
+        first_data_page(self.page_size)
+    }
+
     /// The options it was opened with.
     pub fn options(&self) -> &StoreOptions {
         &self.opts
