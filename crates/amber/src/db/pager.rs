@@ -36,19 +36,40 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Maps addresses through a frame space's frame table.
 pub(crate) struct FrameMap<'a> {
-    pub(crate) fs: &'a FrameSpace,
-    pub(crate) shift: u32,
+    fs: &'a FrameSpace,
+    shift: u32,
+    /// The last page translated and its frame's address: the pointers of a
+    /// page mostly go to a few pages (its neighbours, its own).
+    last: std::cell::Cell<(u64, u64)>,
+}
+
+impl<'a> FrameMap<'a> {
+    pub(crate) fn new(fs: &'a FrameSpace) -> Self {
+        FrameMap {
+            fs,
+            shift: fs.frame_size().trailing_zeros(),
+            last: std::cell::Cell::new((u64::MAX, 0)),
+        }
+    }
 }
 
 impl AddrMap for FrameMap<'_> {
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
         let page = paddr >> self.shift;
         let off = paddr & ((1 << self.shift) - 1);
+        let (last_page, last_addr) = self.last.get();
+        if page == last_page && pages == 1 {
+            return Ok(last_addr + off);
+        }
         let f = self
             .fs
             .assign(page, pages)
             .map_err(|e| format!("pointer to persistent address {paddr:#x}: {e}"))?;
-        Ok(self.fs.frame_addr(f) as u64 + off)
+        let addr = self.fs.frame_addr(f) as u64;
+        if pages == 1 {
+            self.last.set((page, addr));
+        }
+        Ok(addr + off)
     }
 
     fn to_paddr(&self, va: u64) -> Result<u64, String> {
@@ -212,10 +233,7 @@ impl Pager {
             )));
         }
         let types = self.registry.snapshot();
-        let map = FrameMap {
-            fs,
-            shift: self.shift,
-        };
+        let map = FrameMap::new(fs);
         convert_block(&mut block, self.page_size, &types, &map, Direction::Swizzle).map_err(err)?;
         self.note_free_slots(head, &block);
         Ok(block)

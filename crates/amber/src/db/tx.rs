@@ -12,7 +12,7 @@
 //! pointer to them is left: reachability GC, future work), and an object that
 //! is allocated but unreachable at commit is still stored.
 
-use super::pager::{FrameMap, Pager};
+use super::pager::Pager;
 use super::{Db, Heap, translate};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
@@ -82,7 +82,6 @@ pub struct Tx<'db> {
     /// commit.
     pub(crate) failed: Option<Error>,
 
-    pub(crate) shift: u32,
     pub(crate) page_size: usize,
 }
 
@@ -111,7 +110,6 @@ impl<'db> Tx<'db> {
             early_pages: HashMap::new(),
             early_stats: CommitStats::default(),
             failed: None,
-            shift: page_size.trailing_zeros(),
             page_size,
         })
     }
@@ -208,12 +206,9 @@ impl<'db> Tx<'db> {
 
     /// The persistent address of virtual address `va`.
     pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
-        FrameMap {
-            fs: self.fs,
-            shift: self.shift,
-        }
-        .to_paddr(va)
-        .map_err(Error::Invalid)
+        super::pager::FrameMap::new(self.fs)
+            .to_paddr(va)
+            .map_err(Error::Invalid)
     }
 
     /// The catalog id of `T`, defining it in this transaction if the database
