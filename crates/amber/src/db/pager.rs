@@ -213,14 +213,16 @@ impl Pager {
         fs: &FrameSpace,
         head: PageNo,
         run: u32,
+        read: Option<Vec<u8>>,
     ) -> Result<Vec<u8>, FaultError> {
         let err = |message: String| FaultError {
             page: head,
             message,
         };
-        let mut block = match self.spills().get(&head) {
-            Some(spill) => spill.image(&self.store, head, run, self.page_size),
-            None => self.store.read_block(head),
+        let mut block = match (self.spills().get(&head), read) {
+            (Some(spill), _) => spill.image(&self.store, head, run, self.page_size),
+            (None, Some(img)) => Ok(img),
+            (None, None) => self.store.read_block(head),
         }
         .map_err(|e| err(e.to_string()))?;
         if PageHeader::read(&block).is_none_or(|h| h.kind != BlockKind::Data as u8) {
@@ -324,12 +326,20 @@ impl Pager {
 
     /// Fetches and installs the block at `head` (of `run` pages) if it is not
     /// resident; used for the faulting block and its cluster neighbours.
-    fn bring_in(&self, inst: &mut Installer<'_>, head: PageNo, run: u32) -> Result<(), FaultError> {
+    /// `read`: the block's committed image when the caller read it already
+    /// (with its cluster).
+    fn bring_in(
+        &self,
+        inst: &mut Installer<'_>,
+        head: PageNo,
+        run: u32,
+        read: Option<Vec<u8>>,
+    ) -> Result<(), FaultError> {
         let fs = inst.space();
         if fs.lookup(head).is_some_and(|f| fs.is_resident(f)) {
             return Ok(());
         }
-        let block = self.fetch(fs, head, run)?;
+        let block = self.fetch(fs, head, run, read)?;
         let frame = fs.assign(head, run).map_err(|e| FaultError {
             page: head,
             message: e.to_string(),
@@ -365,26 +375,23 @@ impl FaultService for Pager {
         // keeps it from eviction: a neighbour's would evict it once every
         // older block is written (unevictable), and the fault would find its
         // page gone.
+        let mut own = None;
         if self.cluster > 1 {
             let before = u64::from(self.cluster - 1) / 2;
-            let mut page = head
+            let from = head
                 .saturating_sub(before)
                 .max(self.store.first_data_page());
-            let end = page + u64::from(self.cluster);
-            while page < end {
-                match self.store.block_of(page) {
-                    Some((h, n)) if h == page && h != head => {
-                        // A neighbour that cannot be read (or is not a data
-                        // block) is left for its own fault to report.
-                        let _ = self.bring_in(inst, h, n);
-                        page += u64::from(n);
-                    }
-                    Some((h, n)) => page = h + u64::from(n),
-                    None => page += 1,
+            for (h, n, img) in self.store.read_blocks(from, u64::from(self.cluster)) {
+                if h == head {
+                    own = img.ok();
+                } else if let Ok(img) = img {
+                    // A neighbour that cannot be read (or is not a data
+                    // block) is left for its own fault to report.
+                    let _ = self.bring_in(inst, h, n, Some(img));
                 }
             }
         }
-        self.bring_in(inst, head, run)
+        self.bring_in(inst, head, run, own)
     }
 
     fn first_write(&self, frame: FrameNo, clean: &[u8]) {

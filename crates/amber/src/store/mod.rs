@@ -530,6 +530,72 @@ impl Store {
         Ok(buf)
     }
 
+    /// The committed images of the blocks that start in pages
+    /// `from..from + pages`, read from the page file with one `pread`
+    /// (a fetch cluster). Each block's image, or what is wrong with it.
+    pub fn read_blocks(&self, from: PageNo, pages: u64) -> Vec<(PageNo, u32, Result<Vec<u8>>)> {
+        let st = self.lock();
+        let ps = self.page_size;
+        let mut blocks = Vec::new();
+        let mut page = from;
+        while page < from + pages {
+            match st.fsm.block_of(page) {
+                Some((h, n)) if h == page => {
+                    blocks.push((h, n));
+                    page += u64::from(n);
+                }
+                Some((h, n)) => page = h + u64::from(n),
+                None => page += 1,
+            }
+        }
+        let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
+            return Vec::new();
+        };
+        let span = (last + u64::from(last_n) - first) as usize * ps;
+        let mut raw = vec![0u8; span];
+        let read = read_block_raw(&*self.file, &self.path, first, ps, &mut raw);
+        blocks
+            .into_iter()
+            .map(|(h, n)| {
+                let at = (h - first) as usize * ps;
+                let file_img = &raw[at..at + n as usize * ps];
+                let img = match &read {
+                    Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
+                    Ok(()) => self.committed_from(&st, h, n, file_img),
+                };
+                (h, n, img)
+            })
+            .collect()
+    }
+
+    /// The committed image of block `head` given its page-file image.
+    fn committed_from(
+        &self,
+        st: &State,
+        head: PageNo,
+        len: u32,
+        file_img: &[u8],
+    ) -> Result<Vec<u8>> {
+        let mut buf = match st.pending.get(&head).map(|p| &p.base) {
+            Some(Base::Image(img)) => img.to_vec(),
+            _ => {
+                page::verify(file_img, head, len).map_err(|e| {
+                    corrupt(
+                        &self.path,
+                        FileKind::PageFile,
+                        Location::Page(head),
+                        e.to_string(),
+                    )
+                })?;
+                file_img.to_vec()
+            }
+        };
+        if let Some(p) = st.pending.get(&head) {
+            p.apply(&mut buf);
+        }
+        Ok(buf)
+    }
+
     /// Reads the committed image of block `head` (of `len` pages) into `buf`.
     fn read_committed(&self, st: &State, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
         match st.pending.get(&head) {
