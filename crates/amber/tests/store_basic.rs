@@ -169,3 +169,53 @@ fn verify_after_a_clean_close_does_not_report_a_torn_tail() {
         rep.notes
     );
 }
+
+/// Commits that arrive together share one `fdatasync` (group commit), and
+/// every one of them is durable and applied.
+#[test]
+fn concurrent_commits_share_syncs() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.amber");
+    let v: Arc<dyn Vfs> = Arc::new(RealVfs);
+    let s = Store::create(v.clone(), &p, opts()).unwrap();
+    let ps = s.page_size() as u64;
+    let mut tx = s.begin().unwrap();
+    let page = tx.alloc(1, BlockKind::Raw).unwrap();
+    tx.commit().unwrap();
+    let before = s.stats().log_syncs;
+    let threads = 8u64;
+    let per = 50u64;
+    std::thread::scope(|sc| {
+        for t in 0..threads {
+            let s = &s;
+            sc.spawn(move || {
+                for i in 0..per {
+                    let mut tx = s.begin().unwrap();
+                    let off = 64 + (t * per + i) * 8;
+                    tx.write(page * ps + off, &(t * 1000 + i).to_le_bytes())
+                        .unwrap();
+                    tx.commit().unwrap();
+                }
+            });
+        }
+    });
+    let syncs = s.stats().log_syncs - before;
+    assert!(
+        syncs < threads * per,
+        "{syncs} syncs for {} commits: no commit shared a sync",
+        threads * per
+    );
+    drop(s);
+    let s = Store::open(v, &p, opts()).unwrap();
+    let b = s.read_block(page).unwrap();
+    for t in 0..threads {
+        for i in 0..per {
+            let off = (64 + (t * per + i) * 8) as usize;
+            assert_eq!(
+                u64::from_le_bytes(b[off..off + 8].try_into().unwrap()),
+                t * 1000 + i
+            );
+        }
+    }
+    eprintln!("{} commits, {syncs} syncs", threads * per);
+}
