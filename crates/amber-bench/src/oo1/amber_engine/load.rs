@@ -1,29 +1,30 @@
 //! Adding parts and their connections inside a transaction: the database
 //! build and the insert operation share it.
 //!
-//! Parts are added in id order. Each part is allocated where the allocator
-//! places new objects (the current page), its three connections on the same
-//! page when it has room (`alloc_near`), and its incoming vector at the first
-//! connection that ends at it, which for most parts is when the part itself is
-//! added (the connections from lower ids are waiting for it), so the vector's
-//! first buffer lands near the part too.
+//! Parts are added in id order, each where the allocator places new objects
+//! (the current page), with its three outgoing connections inline. A part's
+//! incoming vector is allocated at the first connection that ends at it,
+//! which for most parts is when the part itself is added (the connections
+//! from lower ids are waiting for it), so the vector's first buffer lands
+//! near the part too.
 //!
-//! A connection to a part that is not allocated yet (a higher id) points at
-//! its own `from` part until the target arrives; the target then fixes it and
-//! adds it to its incoming vector.
+//! A connection to a part that is not allocated yet (a higher id) is left
+//! without a target until the target arrives; the target then sets it and adds
+//! the from-part to its incoming vector. So incoming vectors list their
+//! from-parts in (from, slot) order, as `memory`'s do.
 
 use std::collections::HashMap;
 
 use amber::{PRef, PVec, Tx};
 
-use super::schema::{Conn, Part, Root};
+use super::schema::{Out, Part, Root};
 use crate::oo1::database::{NewPart, PartId};
 use crate::oo1::engine::{EngineError, ResultExt};
 
-/// Connections waiting for their target part.
+/// Connections (from-part, slot) waiting for their target part.
 #[derive(Default)]
 pub(super) struct Loader {
-    pending: HashMap<PartId, Vec<PRef<Conn>>>,
+    pending: HashMap<PartId, Vec<(PRef<Part>, usize)>>,
 }
 
 impl Loader {
@@ -43,6 +44,25 @@ impl Loader {
                 p.id
             )));
         }
+        let mut out = [Out {
+            to: None,
+            kind: [0; 10],
+            _pad: [0; 2],
+            length: 0,
+        }; 3];
+        let mut targets = [None; 3];
+        for (slot, c) in np.connections.iter().enumerate() {
+            // No part connects to itself: a target at or below this id exists.
+            if c.to < p.id {
+                targets[slot] = Some(part_ref(tx, root, c.to)?);
+            }
+            out[slot] = Out {
+                to: targets[slot],
+                kind: c.kind,
+                _pad: [0; 2],
+                length: c.length,
+            };
+        }
         let part = tx
             .alloc(Part {
                 id: p.id,
@@ -51,41 +71,23 @@ impl Loader {
                 x: p.x,
                 y: p.y,
                 build: p.build,
-                out: [None; 3],
+                out,
                 incoming: PVec::new(),
             })
             .ctx("allocating a part")?;
         tx.push(root, |r| &mut r.parts, part)
             .ctx("adding a part to the index")?;
-        for conn in self.pending.remove(&p.id).unwrap_or_default() {
-            tx.get_mut(conn).to = part;
-            tx.push(part, |q| &mut q.incoming, conn)
+        for (from, slot) in self.pending.remove(&p.id).unwrap_or_default() {
+            tx.get_mut(from).out[slot].to = Some(part);
+            tx.push(part, |q| &mut q.incoming, from)
                 .ctx("adding an incoming connection")?;
         }
         for (slot, c) in np.connections.iter().enumerate() {
-            let target = if c.to <= p.id {
-                Some(part_ref(tx, root, c.to)?)
-            } else {
-                None
-            };
-            let conn = tx
-                .alloc_near(
-                    Conn {
-                        from: part,
-                        to: target.unwrap_or(part),
-                        kind: c.kind,
-                        _pad: [0; 2],
-                        length: c.length,
-                    },
-                    part,
-                )
-                .ctx("allocating a connection")?;
-            tx.get_mut(part).out[slot] = Some(conn);
-            match target {
+            match targets[slot] {
                 Some(to) => tx
-                    .push(to, |q| &mut q.incoming, conn)
+                    .push(to, |q| &mut q.incoming, part)
                     .ctx("adding an incoming connection")?,
-                None => self.pending.entry(c.to).or_default().push(conn),
+                None => self.pending.entry(c.to).or_default().push((part, slot)),
             }
         }
         Ok(part)

@@ -2,12 +2,16 @@
 //! the kernel offers everything it needs, else SIGSEGV) and `amber-sigsegv`
 //! (the SIGSEGV backend, forced).
 //!
-//! The database is the object graph of [`schema`]: parts and connections
-//! linked by `PRef`s, swizzled to plain virtual addresses when their page is
-//! faulted in, so that lookups and traversals are `db.get(p)` — a range check
-//! and a load — once the pages are resident. `insert` allocates in one
-//! transaction and commits; `update` writes through `tx.get_mut` and commits
-//! once at the end, logging only the changed bytes.
+//! The database is the object graph of [`schema`], shaped as the `memory`
+//! engine's arena: parts holding their outgoing connections inline (target
+//! `PRef`, kind, length) and a vector of the parts that connect to them, linked
+//! by `PRef`s swizzled to plain virtual addresses when their page is faulted
+//! in, so that lookups and traversals are `db.get(p)` — a range check and a
+//! load — once the pages are resident, one per traversal step. `insert`
+//! allocates in one transaction and commits; `update` writes through
+//! `tx.get_mut` and commits once at the end, logging only the changed bytes.
+//!
+//! **(choice)** Schema: no connection objects; see [`schema`] for why.
 //!
 //! **(choice)** Options: 4 KiB pages; fetch cluster 1 (one page per fault,
 //! Amber's default); the cache budget is `--cache-mib` when given (applied at
@@ -20,12 +24,14 @@ pub mod schema;
 mod load;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use amber::db::CommitStats;
 use amber::vm::BackendChoice;
 use amber::{Db, Options, PRef, Tx};
 
 use self::load::Loader;
-use self::schema::{Conn, Part, ROOT, Root};
+use self::schema::{Part, ROOT, Root};
 use super::database::{GeneratedDb, NewPart, PartId};
 use super::engine::{
     Answer, Engine, EngineError, EngineFactory, EngineInfo, EngineOptions, ResultExt,
@@ -51,7 +57,7 @@ impl AmberFactory {
     /// `amber`: the backend Amber chooses (userfaultfd when available).
     pub const DEFAULT: AmberFactory = AmberFactory {
         name: "amber",
-        summary: "Amber, default fault backend (userfaultfd where available): parts and connections as persistent objects linked by PRefs swizzled at fault time, connections on their part's page, the id index a PVec of PRefs; reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
+        summary: "Amber, default fault backend (userfaultfd where available): parts as persistent objects shaped as memory's (outgoing connections inline with their target PRef, incoming from-parts in a PVec of PRefs), PRefs swizzled at fault time, the id index a PVec of PRefs; reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
         backend: BackendChoice::Auto,
     };
 
@@ -61,6 +67,36 @@ impl AmberFactory {
         summary: "Amber as `amber`, with the SIGSEGV fault backend (PROT_NONE reservation, mprotect per page, recovery buffer)",
         backend: BackendChoice::Sigsegv,
     };
+
+    /// The same engine with another fault backend (same name and summary).
+    pub const fn with_backend(self, backend: BackendChoice) -> AmberFactory {
+        AmberFactory { backend, ..self }
+    }
+
+    /// The fault backend asked for at open.
+    pub const fn backend(&self) -> BackendChoice {
+        self.backend
+    }
+
+    /// Opens the database in `dir` as [`EngineFactory::open`] does, keeping
+    /// the concrete type (for benchmarks that look inside).
+    pub fn open_amber(&self, dir: &Path, options: &EngineOptions) -> Result<AmberOo1, EngineError> {
+        let path = file(dir);
+        let db = Db::open(&path, self.options(options.cache_mib))
+            .ctx(&format!("opening {}", path.display()))?;
+        db.check_type::<Part>().ctx("checking the part type")?;
+        let root = db
+            .root::<Root>(ROOT)
+            .ctx("reading the root")?
+            .ok_or_else(|| {
+                EngineError::corrupt(format!("{} has no root {ROOT:?}", path.display()))
+            })?;
+        Ok(AmberOo1 {
+            db,
+            root,
+            last_log_bytes: None,
+        })
+    }
 
     fn options(&self, cache_mib: Option<u64>) -> Options {
         Options {
@@ -129,23 +165,7 @@ impl EngineFactory for AmberFactory {
     }
 
     fn open(&self, dir: &Path, options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
-        let path = file(dir);
-        let db = Db::open(&path, self.options(options.cache_mib))
-            .ctx(&format!("opening {}", path.display()))?;
-        db.check_type::<Part>().ctx("checking the part type")?;
-        db.check_type::<Conn>()
-            .ctx("checking the connection type")?;
-        let root = db
-            .root::<Root>(ROOT)
-            .ctx("reading the root")?
-            .ok_or_else(|| {
-                EngineError::corrupt(format!("{} has no root {ROOT:?}", path.display()))
-            })?;
-        Ok(Box::new(AmberOo1 {
-            db,
-            root,
-            last_log_bytes: None,
-        }))
+        Ok(Box::new(self.open_amber(dir, options)?))
     }
 }
 
@@ -154,6 +174,62 @@ pub struct AmberOo1 {
     db: Db,
     root: PRef<Root>,
     last_log_bytes: Option<u64>,
+}
+
+/// What one update cost, measured inside [`AmberOo1::update_timed`].
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateCost {
+    /// The traversal with its increments (first writes to clean pages
+    /// included), from `begin` to just before `commit`.
+    pub traverse: Duration,
+    /// `Tx::commit`, wall time.
+    pub commit: Duration,
+    /// The commit's own account: detect / diff / write times, bytes, blocks.
+    pub stats: CommitStats,
+}
+
+impl AmberOo1 {
+    /// The open database.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The open database, for transactions outside the OO1 operations.
+    pub fn db_mut(&mut self) -> &mut Db {
+        &mut self.db
+    }
+
+    /// The part with id `id`.
+    pub fn part(&self, id: PartId) -> Result<PRef<Part>, EngineError> {
+        find(&self.db, self.root, id)
+    }
+
+    /// The OO1 update ([`Engine::update`]), with its traversal and its commit
+    /// timed apart and the commit's statistics.
+    pub fn update_timed(
+        &mut self,
+        root: PartId,
+        plan: &UpdatePlan,
+    ) -> Result<(Answer, UpdateCost), EngineError> {
+        let mut tally = Tally::for_op(Op::Update);
+        let start = find(&self.db, self.root, root)?;
+        let t0 = Instant::now();
+        let mut tx = self.db.begin().ctx("beginning the update")?;
+        let mut visit_no = 0;
+        walk_update(&mut tx, start, 0, plan, &mut visit_no, &mut tally);
+        let t1 = Instant::now();
+        let stats = tx.commit().ctx("committing the update")?;
+        let t2 = Instant::now();
+        self.last_log_bytes = Some(stats.log_bytes);
+        Ok((
+            tally.finish(),
+            UpdateCost {
+                traverse: t1 - t0,
+                commit: t2 - t1,
+                stats,
+            },
+        ))
+    }
 }
 
 /// The part with id `id` in the index `parts`.
@@ -179,8 +255,8 @@ fn walk_out(db: &Db, p: PRef<Part>, depth: u32, tally: &mut Tally) {
     let part = db.get(p);
     visit(tally, part);
     if depth < TRAVERSAL_DEPTH {
-        for &c in part.out.iter().flatten() {
-            walk_out(db, db.get(c).to, depth + 1, tally);
+        for to in part.out.iter().filter_map(|o| o.to) {
+            walk_out(db, to, depth + 1, tally);
         }
     }
 }
@@ -189,8 +265,8 @@ fn walk_in(db: &Db, p: PRef<Part>, depth: u32, tally: &mut Tally) {
     let part = db.get(p);
     visit(tally, part);
     if depth < TRAVERSAL_DEPTH {
-        for &c in db.slice(&part.incoming) {
-            walk_in(db, db.get(c).from, depth + 1, tally);
+        for &from in db.slice(&part.incoming) {
+            walk_in(db, from, depth + 1, tally);
         }
     }
 }
@@ -206,7 +282,7 @@ fn walk_update(
     let out = {
         let part = tx.get(p);
         visit(tally, part);
-        part.out
+        part.out.map(|o| o.to)
     };
     if plan.increment_at(*visit_no) {
         let part = tx.get_mut(p);
@@ -216,8 +292,7 @@ fn walk_update(
     }
     *visit_no += 1;
     if depth < TRAVERSAL_DEPTH {
-        for c in out.into_iter().flatten() {
-            let to = tx.get(c).to;
+        for to in out.into_iter().flatten() {
             walk_update(tx, to, depth + 1, plan, visit_no, tally);
         }
     }
@@ -265,14 +340,7 @@ impl Engine for AmberOo1 {
     }
 
     fn update(&mut self, root: PartId, plan: &UpdatePlan) -> Result<Answer, EngineError> {
-        let mut tally = Tally::for_op(Op::Update);
-        let start = find(&self.db, self.root, root)?;
-        let mut tx = self.db.begin().ctx("beginning the update")?;
-        let mut visit_no = 0;
-        walk_update(&mut tx, start, 0, plan, &mut visit_no, &mut tally);
-        let stats = tx.commit().ctx("committing the update")?;
-        self.last_log_bytes = Some(stats.log_bytes);
-        Ok(tally.finish())
+        self.update_timed(root, plan).map(|(answer, _)| answer)
     }
 
     fn last_commit_log_bytes(&self) -> Option<u64> {

@@ -1,17 +1,23 @@
-//! The OO1 schema as persistent Amber types.
+//! The OO1 schema as persistent Amber types, in the shape of the `memory`
+//! engine's `Graph` (`amber_compare::graph`).
 //!
-//! A part holds its three outgoing connections and a vector of its incoming
-//! ones; a connection points at both of its parts. Connections are objects of
-//! their own (OO1's schema gives them `kind` and `length`), allocated on the
-//! page of their `from` part, so a traversal that reads a part and follows its
-//! connections stays on one page for the first step.
+//! **(choice)** A part holds its three outgoing connections inline, as a
+//! nested persistent struct [`Out`] (target, `kind`, `length`), and the
+//! parts that connect to it in a vector, `incoming: PVec<PRef<Part>>`:
+//! exactly what `memory` keeps (`out: [Conn; 3]` with the target's arena
+//! index, `incoming: Vec<u32>` of the from-parts), with `PRef`s where it has
+//! arena indices. There are no connection objects, so a traversal step is
+//! one dependent load (part → part), as in `memory`, and a connection's
+//! `from` is implicit (it is stored in its from-part), as in `memory`. This
+//! is how a careful Amber user writes OO1: the connection's data is read
+//! with its part, and nothing ever reaches a connection except through its
+//! from-part (OO1 has no query by connection).
 //!
-//! Connections are objects, as in OO1's schema, so each step of a traversal
-//! is two dependent loads (part → connection → part) where the `memory`
-//! engine's arena holds the target's index in the part itself. Measured on
-//! 20,000 parts (one root, hot): 18.3 µs per traversal against 14.3 µs for
-//! `memory`; with the target part's pointer kept in the part as well (24 more
-//! bytes per part), 14.1 µs. The schema stays OO1's.
+//! The earlier schema kept OO1's connections as objects of their own (part →
+//! `Conn` → part, the connection on its from-part's page): each traversal step
+//! was two dependent loads, and a hot traversal took 1.28–1.9 × `memory`'s
+//! time, where `amber bench hot` (the same shapes on both sides) measures
+//! 0.95–0.99.
 //!
 //! **(choice)** The id index is the root's `PVec<PRef<Part>>`: ids are dense,
 //! so part `id` is element `id − 1`, and a lookup is two loads (the element,
@@ -27,7 +33,8 @@
 
 use amber::{PRef, PVec, Persistent};
 
-/// An OO1 part: 72 bytes, no padding.
+/// An OO1 part: 120 bytes, no padding (a 128-byte slot with its object
+/// header; `memory`'s part is 112 bytes plus malloc's header for its vector).
 #[derive(Persistent)]
 #[persistent(name = "oo1::Part")]
 #[repr(C)]
@@ -38,21 +45,24 @@ pub struct Part {
     pub x: i32,
     pub y: i32,
     pub build: i64,
-    /// The outgoing connections in slot order. `Option` only because a cycle
-    /// of non-null pointers cannot be allocated (a part needs its connections
-    /// and a connection its part): every stored part has all three.
-    pub out: [Option<PRef<Conn>>; 3],
-    /// The connections that end at this part, in the order they were made.
-    pub incoming: PVec<PRef<Conn>>,
+    /// The outgoing connections, in slot order.
+    pub out: [Out; 3],
+    /// The parts connecting to this one, one element per connection (a part
+    /// connecting twice appears twice), in (from, slot) order.
+    pub incoming: PVec<PRef<Part>>,
 }
 
-/// An OO1 connection: 32 bytes, no padding.
-#[derive(Persistent)]
-#[persistent(name = "oo1::Conn")]
+/// An outgoing connection, stored inside its from-part: 24 bytes, no
+/// padding.
+#[derive(Persistent, Clone, Copy)]
+#[persistent(name = "oo1::Out")]
 #[repr(C)]
-pub struct Conn {
-    pub from: PRef<Part>,
-    pub to: PRef<Part>,
+pub struct Out {
+    /// The target part. `Option` only because a part may connect to a part
+    /// that is added after it (a higher id): the link is made when the target
+    /// arrives, in the same transaction, so every committed part has all
+    /// three.
+    pub to: Option<PRef<Part>>,
     pub kind: [u8; 10],
     pub _pad: [u8; 2],
     pub length: i32,
@@ -76,8 +86,8 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(std::mem::size_of::<Part>(), 72);
-        assert_eq!(std::mem::size_of::<Conn>(), 32);
+        assert_eq!(std::mem::size_of::<Part>(), 120);
+        assert_eq!(std::mem::size_of::<Out>(), 24);
         assert_eq!(std::mem::size_of::<Root>(), 16);
     }
 }
