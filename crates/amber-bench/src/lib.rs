@@ -4,6 +4,8 @@
 //! - [`storage`]: commit latency and recovery time of the storage layer;
 //! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
 //! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
+//! - [`update`]: the write path: commit cost split into detect / diff / write, log bytes
+//!   against the minimum, and the first write to a clean page, per backend;
 //! - [`backend`]: the `--backend uffd|sigsegv|both` option;
 //! - [`rng`]: the deterministic random generator every benchmark draws from;
 //! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`;
@@ -19,3 +21,4 @@ pub mod procfs;
 pub mod rng;
 pub mod storage;
 pub mod sys;
+pub mod update;

@@ -10,6 +10,7 @@ use amber_bench::faults::{self, FaultsConfig};
 use amber_bench::hot::{self, HotConfig};
 use amber_bench::oo1::{self, BenchError, CHILD_SUBCOMMAND, EngineFactory, Oo1Args};
 use amber_bench::storage::{self, CommitConfig, RecoveryConfig};
+use amber_bench::update::{self, UpdateConfig};
 use clap::Parser;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "faults",
         "the cost of a cold fault per page (fetch, checksum, swizzle, install), per backend, with and without a fetch cluster",
+    ),
+    (
+        "update",
+        "the write path: commit of a hot OO1 update traversal split into detect / diff / write, log bytes against the minimum, first write to a clean page, per backend",
     ),
 ];
 
@@ -147,6 +152,39 @@ struct FaultsArgs {
     runs: usize,
     /// Seed of the pointers and the random order.
     #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for the database (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Options of `amber bench update`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench update",
+    about = "The write path on OO1 data: hot update traversals at p = 0, 0.05, 0.2, 1, one commit each; commit time split into detect / diff / write, log bytes against the minimal log, blocks per commit, and the first write to a clean page"
+)]
+struct UpdateArgs {
+    /// OO1 parts.
+    #[arg(long, default_value_t = 20_000)]
+    parts: u32,
+    /// Fault backends to measure: uffd, sigsegv or both.
+    #[arg(long, default_value_t = Backends::Both)]
+    backend: Backends,
+    /// Timed commits per backend and p (medians are reported).
+    #[arg(long, default_value_t = 15)]
+    iters: usize,
+    /// Untimed update traversals per backend and p first (they make the pages resident).
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Distinct pages of the first-write measurement.
+    #[arg(long, default_value_t = 512)]
+    pages: usize,
+    /// Seed of the database and the inputs (as `amber bench oo1 --seed`).
+    #[arg(long, default_value_t = amber_bench::oo1::args::DEFAULT_SEED)]
     seed: u64,
     /// Directory for the database (default: the working directory).
     #[arg(long)]
@@ -305,6 +343,21 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 runs: a.runs,
                 dir: a.dir,
                 seed: a.seed,
+            })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("update") => {
+            let a: UpdateArgs = parse("update", args)?;
+            check_json_target(a.json.as_deref())?;
+            let r = update::update(&UpdateConfig {
+                parts: a.parts,
+                backends: a.backend,
+                iters: a.iters,
+                warmup: a.warmup,
+                pages: a.pages,
+                seed: a.seed,
+                dir: a.dir,
             })?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
