@@ -237,7 +237,10 @@ fn check<T: Persistent>(name: &str, fields: &[(&str, usize, StoredKind)]) -> Sto
     let stored = d.to_stored();
     let back = StoredType::decode(&stored.encode()).expect("descriptor decodes");
     assert_eq!(back, stored, "{name} encode/decode round trip");
-    assert_eq!(amber::schema::desc::first_difference(&stored, &back), None);
+    assert_eq!(
+        amber::schema::compare::first_difference(&stored, &back),
+        None
+    );
     stored
 }
 
@@ -592,9 +595,9 @@ fn descriptors_differ_where_layouts_differ() {
     // field.
     let a = Point::DESC.to_stored();
     let b = Aligned::DESC.to_stored();
-    let d = amber::schema::desc::first_difference(&a, &b).expect("differ");
+    let d = amber::schema::compare::first_difference(&a, &b).expect("differ");
     assert!(d.contains("alignment"), "{d}");
-    let d = amber::schema::desc::first_difference(&Pair::DESC.to_stored(), &{
+    let d = amber::schema::compare::first_difference(&Pair::DESC.to_stored(), &{
         let mut p = Pair::DESC.to_stored();
         if let Shape::Struct(f) = &mut p.shape {
             f[2].kind = pref("Leaf", 16);

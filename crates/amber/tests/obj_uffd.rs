@@ -26,6 +26,11 @@ fn schema_mismatch() {
 }
 
 #[test]
+fn schema_mismatch_behind_pointers() {
+    common::schema::run_reached(B);
+}
+
+#[test]
 fn corrupt_page() {
     common::corrupt::run(B, "corrupt_page");
 }

@@ -34,8 +34,9 @@ use crate::error::{Error, Result};
 use crate::io::Vfs;
 use crate::io::real::RealVfs;
 use crate::ptr::{PBytes, PRef, PVec, Smart};
+use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
-use crate::schema::registry::Registry;
+use crate::schema::registry::{Binding, Registry};
 use crate::store::{Store, StoreStats};
 use crate::vm::{Access, Backend, Field, FrameSpace, Persistent, VmConfig};
 use pager::Pager;
@@ -253,22 +254,24 @@ impl Db {
         translate(&self.fs, paddr, pages)
     }
 
-    /// A named root, if it exists. Its stored type must be `T`.
+    /// A named root, if it exists. Its stored type must be `T`, and the
+    /// stored layouts of `T` and of every type it reaches must be the
+    /// program's.
     pub fn root<T: Persistent>(&self, name: &str) -> Result<Option<PRef<T>>> {
         let Some(r) = self.store.root(name) else {
             return Ok(None);
         };
-        let stored = T::DESC.to_stored();
-        let id = self
-            .registry
-            .bind(Some(std::any::TypeId::of::<T>()), &stored)?;
+        let id = match self.bind::<T>()? {
+            Binding::Stored(id) => Some(id),
+            Binding::New(_) => None,
+        };
         if id != Some(r.type_id) {
             let actual = self.registry.get(r.type_id).map_or_else(
                 || format!("type id {}", r.type_id),
                 |e| e.stored.name.clone(),
             );
             return Err(Error::SchemaMismatch {
-                type_name: stored.name,
+                type_name: T::DESC.name.to_string(),
                 what: format!("root `{name}` holds a `{actual}`"),
             });
         }
@@ -276,12 +279,17 @@ impl Db {
         Ok(NonZeroU64::new(va).map(PRef::from_addr))
     }
 
-    /// Checks that the database's layout of `T` (if it has one) is the
-    /// program's: an error names the type and the first differing field.
+    /// Checks that the database's layouts of `T` and of every type it
+    /// reaches (through nesting, arrays, pointers, vectors and indexes) are
+    /// the program's: an error names the type and the first differing field.
+    /// Types the database has not stored yet are fine.
     pub fn check_type<T: Persistent>(&self) -> Result<()> {
+        self.bind::<T>().map(|_| ())
+    }
+
+    fn bind<T: Persistent>(&self) -> Result<Binding> {
         self.registry
-            .bind(Some(std::any::TypeId::of::<T>()), &T::DESC.to_stored())
-            .map(|_| ())
+            .bind(std::any::TypeId::of::<T>(), Program::Struct(&T::DESC))
     }
 
     /// Starts a transaction. Only one at a time: it borrows the database

@@ -19,9 +19,9 @@ use crate::format::PageNo;
 use crate::format::objects::{FLAG_FREE, encode_header, slot_size};
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::ptr::{PBytes, PRef, PVec, Smart};
-use crate::schema::desc::StoredType;
+use crate::schema::check::Program;
 use crate::schema::layout::{is_large, pages_for};
-use crate::schema::registry::Registry;
+use crate::schema::registry::{Binding, Registry};
 use crate::store::StoreTx;
 use crate::translate::swizzle::AddrMap;
 use crate::vm::{Access, Field, FrameSpace, InstallAs, Persistent};
@@ -211,34 +211,31 @@ impl<'db> Tx<'db> {
             .map_err(Error::Invalid)
     }
 
-    /// The catalog id of `T`, defining it in this transaction if the database
-    /// has never seen it; a different stored layout is an error naming the
-    /// field.
-    pub(crate) fn type_id_of(
-        &mut self,
-        rust: TypeId,
-        stored: impl FnOnce() -> StoredType,
-    ) -> Result<u32> {
-        if let Some(id) = self.registry.bound(rust) {
-            return Ok(id);
-        }
-        let stored = stored();
-        if let Some(id) = self.registry.bind(Some(rust), &stored)? {
-            return Ok(id);
-        }
+    /// The catalog id of a program type, defining it in this transaction if
+    /// the database has never seen it; a different stored layout of it or of
+    /// any type it reaches is an error naming the type and the field.
+    pub(crate) fn type_id_of(&mut self, rust: TypeId, program: Program) -> Result<u32> {
+        let stored = match self.registry.bind(rust, program)? {
+            Binding::Stored(id) => return Ok(id),
+            Binding::New(stored) => stored,
+        };
         let id = self.stx()?.define_type(&stored.encode())?;
         self.registry.define(id, Some(rust), stored);
         Ok(id)
     }
 
     fn struct_id<T: Persistent>(&mut self) -> Result<u32> {
-        self.type_id_of(TypeId::of::<T>(), || T::DESC.to_stored())
+        self.type_id_of(TypeId::of::<T>(), Program::Struct(&T::DESC))
     }
 
     pub(crate) fn array_id<T: Field>(&mut self) -> Result<u32> {
-        self.type_id_of(TypeId::of::<ArrayOf<T>>(), || {
-            StoredType::array_of(T::KIND.to_stored(), std::mem::size_of::<T>() as u32)
-        })
+        self.type_id_of(
+            TypeId::of::<ArrayOf<T>>(),
+            Program::Array {
+                elem: &T::KIND,
+                elem_size: std::mem::size_of::<T>() as u32,
+            },
+        )
     }
 
     /// Allocates and initialises a new object.

@@ -7,7 +7,8 @@
 //! const context by the derive (pointer targets go through a function pointer,
 //! which breaks the cycle of a type that points to itself), encoded into the
 //! catalog when a type is first used, and compared field by field with the
-//! stored one when a database is opened by a program.
+//! stored one (`compare.rs`) for every type a program names and every type
+//! those reach (`check.rs`).
 
 /// A static descriptor of a persistent struct, built by the derive.
 #[derive(Debug)]
@@ -522,129 +523,10 @@ impl Reader<'_> {
     }
 }
 
-/// How the program's layout differs from the stored one, as a message
-/// naming the first differing field, then any difference of size and
-/// alignment; `None` when they agree. A field added, removed, moved or
-/// retyped usually changes the size too: the field comes first, because it
-/// is what the programmer has to look for.
-pub fn first_difference(program: &StoredType, stored: &StoredType) -> Option<String> {
-    let mut parts = Vec::new();
-    match (&program.shape, &stored.shape) {
-        (Shape::Struct(a), Shape::Struct(b)) => parts.extend(fields_difference(a, b, "")),
-        (Shape::Array(a), Shape::Array(b)) if a != b => parts.push(format!(
-            "the elements are `{}` in the program, `{}` in the database",
-            kind_name(a),
-            kind_name(b)
-        )),
-        (Shape::Array(_), Shape::Array(_)) => {}
-        _ => parts.push("one is an array type, the other a struct".into()),
-    }
-    if program.size != stored.size {
-        parts.push(format!(
-            "size is {} bytes in the program, {} in the database",
-            program.size, stored.size
-        ));
-    }
-    if program.align != stored.align {
-        parts.push(format!(
-            "alignment is {} in the program, {} in the database",
-            program.align, stored.align
-        ));
-    }
-    (!parts.is_empty()).then(|| parts.join("; "))
-}
-
-fn fields_difference(a: &[StoredField], b: &[StoredField], prefix: &str) -> Option<String> {
-    for (i, fa) in a.iter().enumerate() {
-        let path = format!("{prefix}{}", fa.name);
-        let Some(fb) = b.get(i) else {
-            return Some(format!("field `{path}` is not in the database's layout"));
-        };
-        if fa.name != fb.name {
-            return Some(format!(
-                "field {i} is `{path}` in the program, `{prefix}{}` in the database",
-                fb.name
-            ));
-        }
-        if fa.offset != fb.offset {
-            return Some(format!(
-                "field `{path}` is at offset {} in the program, {} in the database",
-                fa.offset, fb.offset
-            ));
-        }
-        if let (StoredKind::Struct { fields: x, .. }, StoredKind::Struct { fields: y, .. }) =
-            (&fa.kind, &fb.kind)
-            && let Some(d) = fields_difference(x, y, &format!("{path}."))
-        {
-            return Some(d);
-        }
-        if fa.kind != fb.kind {
-            let (na, nb) = (kind_name(&fa.kind), kind_name(&fb.kind));
-            if na == nb {
-                // Same spelling, different layout: say where it differs.
-                return Some(format!(
-                    "field `{path}` is `{na}` in both, but {}",
-                    layout_difference(&fa.kind, &fb.kind)
-                ));
-            }
-            return Some(format!(
-                "field `{path}` is `{na}` in the program, `{nb}` in the database"
-            ));
-        }
-    }
-    if b.len() > a.len() {
-        return Some(format!(
-            "the database's layout has field `{prefix}{}`, which the program lacks",
-            b[a.len()].name
-        ));
-    }
-    None
-}
-
-/// How two kinds spelled alike differ (a pointer's target or an element
-/// changed size: what swizzling reads).
-fn layout_difference(a: &StoredKind, b: &StoredKind) -> String {
-    use StoredKind::*;
-    match (a, b) {
-        (
-            Ref {
-                target,
-                target_size: x,
-            }
-            | Smart {
-                target,
-                target_size: x,
-            }
-            | Index {
-                target,
-                target_size: x,
-            },
-            Ref { target_size: y, .. }
-            | Smart { target_size: y, .. }
-            | Index { target_size: y, .. },
-        ) if x != y => {
-            format!("its target `{target}` is {x} bytes in the program, {y} in the database")
-        }
-        (Vec { elem_size: x, .. }, Vec { elem_size: y, .. })
-        | (Array { elem_size: x, .. }, Array { elem_size: y, .. })
-            if x != y =>
-        {
-            format!("its elements are {x} bytes in the program, {y} in the database")
-        }
-        (Vec { elem: x, .. }, Vec { elem: y, .. })
-        | (Array { elem: x, .. }, Array { elem: y, .. }) => {
-            format!("its elements differ: {}", layout_difference(x, y))
-        }
-        (Struct { size: x, .. }, Struct { size: y, .. }) if x != y => {
-            format!("it is {x} bytes in the program, {y} in the database")
-        }
-        _ => "the layouts differ".to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::compare::first_difference;
 
     static LEAF: TypeDesc = TypeDesc {
         name: "Leaf",

@@ -1,11 +1,13 @@
 //! The registry: a database's type ids, their stored descriptors and pointer
-//! layouts, and which Rust types the program has bound to them.
+//! layouts, and which Rust types the program has bound to them (each checked
+//! with every type it reaches, `check.rs`).
 //!
 //! Layouts come from the catalog, so every page can be swizzled whatever the
 //! program has named so far. The fault handler reads them through a snapshot
 //! (one `Arc` clone per fault); registration publishes a new snapshot.
 
-use super::desc::{StoredType, first_difference};
+use super::check::{Checked, Program, check};
+use super::desc::StoredType;
 use super::layout::Layout;
 use crate::error::{Error, Result};
 use std::any::TypeId;
@@ -32,6 +34,18 @@ struct Inner {
     by_rust: HashMap<TypeId, u32>,
     /// Ids defined by the open transaction (dropped if it aborts).
     pending: Vec<(u32, Option<TypeId>, String)>,
+    /// Program layouts checked against the catalog in this open.
+    checked: Checked,
+}
+
+/// What binding a program type found.
+#[derive(Debug)]
+pub enum Binding {
+    /// The catalog holds the type under this id, with the program's layout.
+    Stored(u32),
+    /// The catalog does not hold the type yet; this is its layout, checked
+    /// (with everything it reaches) and ready to be defined.
+    New(StoredType),
 }
 
 /// The registry of one open database.
@@ -100,26 +114,35 @@ impl Registry {
         self.lock().by_rust.get(&rust).copied()
     }
 
-    /// Binds a Rust type to its catalog entry by name, checking the layout;
-    /// `Ok(None)` when the catalog has no such type yet.
-    pub fn bind(&self, rust: Option<TypeId>, program: &StoredType) -> Result<Option<u32>> {
-        let id = match self.lock().by_name.get(&program.name) {
-            Some(&id) => id,
-            None => return Ok(None),
+    /// Binds a program type (and the Rust type `rust`) to its catalog entry
+    /// by name, after checking it and every type it reaches against the
+    /// catalog: a difference is `Error::SchemaMismatch` naming the type and
+    /// the field.
+    pub fn bind(&self, rust: TypeId, program: Program) -> Result<Binding> {
+        if let Some(id) = self.bound(rust) {
+            return Ok(Binding::Stored(id));
+        }
+        let snap = self.snapshot();
+        let mut inner = self.lock();
+        let Inner {
+            by_name,
+            by_rust,
+            checked,
+            ..
+        } = &mut *inner;
+        let layout = check(
+            program,
+            |name| {
+                let id = *by_name.get(name)?;
+                snap.get(id as usize)?.as_deref().map(|e| &e.stored)
+            },
+            checked,
+        )?;
+        let Some(&id) = by_name.get(&layout.name) else {
+            return Ok(Binding::New(layout));
         };
-        let entry = self
-            .get(id)
-            .ok_or_else(|| Error::invalid(format!("type id {id} missing from the registry")))?;
-        if let Some(what) = first_difference(program, &entry.stored) {
-            return Err(Error::SchemaMismatch {
-                type_name: program.name.clone(),
-                what,
-            });
-        }
-        if let Some(t) = rust {
-            self.lock().by_rust.insert(t, id);
-        }
-        Ok(Some(id))
+        by_rust.insert(rust, id);
+        Ok(Binding::Stored(id))
     }
 
     /// Records a type just defined (under id `id`) by the open transaction.
