@@ -16,8 +16,22 @@ pub struct Model {
 }
 
 impl Model {
-    /// Compares the store's committed state with the model; returns what differs.
+    /// Compares the store's committed state with the model; returns what
+    /// differs, a block the store cannot read included.
     pub fn diff(&self, s: &Store) -> Option<String> {
+        match self.compare(s) {
+            Err(d) => Some(d),
+            Ok(unreadable) => unreadable
+                .first()
+                .map(|(h, e)| format!("block {h} unreadable: {e}")),
+        }
+    }
+
+    /// Compares the store's committed state with the model, reading every
+    /// block: `Err` with the first thing that differs, else the blocks the
+    /// store refused to read and why (none when it holds exactly the model).
+    /// A refusal is not wrong data; a difference is.
+    pub fn compare(&self, s: &Store) -> Result<Vec<(u64, amber::Error)>, String> {
         let blocks: BTreeMap<u64, u32> = s.blocks().into_iter().collect();
         let ps = s.page_size();
         let want: BTreeMap<u64, u32> = self
@@ -33,19 +47,20 @@ impl Model {
             .filter(|(h, _)| !meta.contains(h))
             .collect();
         if got != want {
-            return Some(format!(
+            return Err(format!(
                 "allocated blocks differ: store {got:?}, model {want:?}"
             ));
         }
+        let mut unreadable = Vec::new();
         for (h, img) in &self.blocks {
             match s.read_block(*h) {
-                Err(e) => return Some(format!("block {h}: {e}")),
+                Err(e) => unreadable.push((*h, e)),
                 Ok(b) => {
                     if b[USED_OFFSET..USED_OFFSET + 4] != img[USED_OFFSET..USED_OFFSET + 4]
                         || b[HEADER_SIZE..] != img[HEADER_SIZE..]
                     {
                         let at = (HEADER_SIZE..b.len()).find(|&i| b[i] != img[i]);
-                        return Some(format!("block {h} content differs (first at {at:?})"));
+                        return Err(format!("block {h} content differs (first at {at:?})"));
                     }
                 }
             }
@@ -53,16 +68,16 @@ impl Model {
         let roots: BTreeMap<String, u64> =
             s.roots().into_iter().map(|r| (r.name, r.addr)).collect();
         if roots != self.roots {
-            return Some(format!(
+            return Err(format!(
                 "roots differ: store {roots:?}, model {:?}",
                 self.roots
             ));
         }
         let types: BTreeMap<u32, Vec<u8>> = s.types().into_iter().collect();
         if types != self.types {
-            return Some("types differ".into());
+            return Err("types differ".into());
         }
-        None
+        Ok(unreadable)
     }
 }
 
