@@ -3,16 +3,21 @@
 //! (mid-commit, mid-checkpoint) and checks that every transaction the child
 //! reported is present and nothing beyond the one in flight.
 //!
-//! The child is this test binary re-run with `AMBER_KILL_DIR` set.
+//! The child is this test binary re-run with `AMBER_KILL_DIR` set; a round
+//! fails unless the child reported a new commit and died of the kill
+//! (`killer`).
+
+mod killer;
 
 use amber::format::page::{BlockKind, HEADER_SIZE};
 use amber::io::Vfs;
 use amber::io::crash::SplitMix;
 use amber::io::real::RealVfs;
 use amber::store::{Store, StoreOptions};
-use std::io::{BufRead, BufReader, Write};
+use killer::kill_after_commits;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,44 +108,25 @@ fn sigkill_during_commits() {
     let mut rng = SplitMix::new(0x5eed);
     let mut last = 0u64;
     let mut in_flight_kept = 0;
+    let err = dir.path().join("child.err");
     for round in 0..rounds {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "child_writer",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
-            .env("AMBER_KILL_DIR", dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn child");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut lines = BufReader::new(stdout).lines();
+        let mut cmd = Command::new(&exe);
+        cmd.args([
+            "--exact",
+            "child_writer",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env("AMBER_KILL_DIR", dir.path());
         let want = 1 + rng.below(40);
-        let mut seen = 0;
-        while seen < want {
-            match lines.next() {
-                Some(Ok(l)) => {
-                    if let Some(n) = l.strip_prefix("committed ") {
-                        last = n.trim().parse().expect("number");
-                        seen += 1;
-                    }
-                }
-                _ => break,
-            }
-        }
-        std::thread::sleep(Duration::from_micros(rng.below(3000)));
-        child.kill().expect("kill");
-        // Drain what the child said before dying.
-        for l in lines.map_while(Result::ok) {
-            if let Some(n) = l.strip_prefix("committed ") {
-                last = n.trim().parse().expect("number");
-            }
-        }
-        child.wait().expect("wait");
+        let delay = Duration::from_micros(rng.below(3000));
+        let reported = kill_after_commits(&mut cmd, want, delay, &err, round);
+        assert!(
+            reported > last,
+            "round {round}: the child reported commit {reported}, no progress past {last}"
+        );
+        last = reported;
         let s = open_or_create(&p);
         let c = read_u64(&s, counter_addr(&s));
         assert!(

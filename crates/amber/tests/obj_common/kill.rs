@@ -16,13 +16,12 @@
 //! `AMBER_OBJ_LONG`).
 
 use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
+use super::killer::kill_after_commits;
 use super::{check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts};
 use amber::io::crash::SplitMix;
 use amber::vm::BackendChoice;
 use amber::{Db, Options};
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
+use std::io::Write;
 use std::time::Duration;
 
 const MAX_NODES: usize = 80;
@@ -129,43 +128,10 @@ pub fn run(b: BackendChoice, test: &str) {
     let mut last = 0u64;
     let mut in_flight = 0;
     for round in 0..rounds {
-        let err = std::fs::File::create(&err_path).expect("stderr file");
-        let mut c = child_command(test, "kill", dir.path())
-            .stdout(Stdio::piped())
-            .stderr(err)
-            .spawn()
-            .expect("spawn the child");
-        let mut lines = BufReader::new(c.stdout.take().expect("stdout")).lines();
         let want = 1 + rng.below(25);
-        let mut seen = 0;
-        while seen < want {
-            match lines.next() {
-                // (The test harness writes its own lines too.)
-                Some(Ok(l)) => {
-                    if let Some(n) = l.strip_prefix("committed ") {
-                        last = n.trim().parse().expect("number");
-                        seen += 1;
-                    }
-                }
-                _ => {
-                    let status = c.wait().expect("wait");
-                    let e = std::fs::read_to_string(&err_path).unwrap_or_default();
-                    panic!("round {round}: the child stopped by itself ({status}): {e}");
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_micros(rng.below(4000)));
-        c.kill().expect("kill");
-        for l in lines.map_while(Result::ok) {
-            if let Some(n) = l.strip_prefix("committed ") {
-                last = n.trim().parse().expect("number");
-            }
-        }
-        let status = c.wait().expect("wait");
-        if status.signal() != Some(9) {
-            let e = std::fs::read_to_string(&err_path).unwrap_or_default();
-            panic!("round {round}: the child ended with {status}, not by the kill: {e}");
-        }
+        let delay = Duration::from_micros(rng.below(4000));
+        let mut cmd = child_command(test, "kill", dir.path());
+        last = kill_after_commits(&mut cmd, want, delay, &err_path, round);
         let db = open(&path, opts(b));
         let root = root_of(&db).expect("root");
         let got = db.get(root).commits;

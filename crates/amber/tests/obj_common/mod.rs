@@ -37,6 +37,8 @@ pub mod eviction;
 pub mod graph;
 pub mod high;
 pub mod kill;
+#[path = "../killer/mod.rs"]
+pub mod killer;
 pub mod prop;
 pub mod rbuf;
 pub mod roundtrip;
