@@ -219,3 +219,98 @@ fn concurrent_commits_share_syncs() {
     }
     eprintln!("{} commits, {syncs} syncs", threads * per);
 }
+
+/// Checks the data bytes of a block (the header's checksum and LSN are
+/// stamped at each checkpoint) against the model, naming the first
+/// difference.
+#[track_caller]
+fn same(got: &[u8], want: &[u8]) {
+    let at = (HEADER_SIZE..want.len()).find(|&i| got.get(i) != Some(&want[i]));
+    assert_eq!(at, None, "the block differs from the model");
+}
+
+/// The log since the last checkpoint growing past `checkpoint_log_bytes`
+/// checkpoints by itself, at the commit that crosses it; committed data
+/// survives those checkpoints, a power loss after them, and reopening, and
+/// recovery replays only the log written since the last one.
+#[test]
+fn checkpoint_fires_by_log_size() {
+    const LIMIT: u64 = 64 << 10;
+    const WRITE: usize = 1000;
+    /// A range record's header, its bytes, and a commit record (§1.2).
+    const PER_COMMIT: u64 = WRITE as u64 + 20 + 16;
+    let o = StoreOptions {
+        checkpoint_log_bytes: LIMIT,
+        // Only the log's size may trigger one.
+        checkpoint_pending_bytes: usize::MAX,
+        ..opts()
+    };
+    let vfs = CrashVfs::new();
+    let v: Arc<dyn Vfs> = Arc::new(vfs.clone());
+    let p = Path::new("/db");
+    let s = Store::create(v.clone(), p, o.clone()).unwrap();
+    let ps = s.page_size();
+    let mut tx = s.begin().unwrap();
+    let head = tx.alloc(4, BlockKind::Raw).unwrap();
+    tx.commit().unwrap();
+    let mut model = s.read_block(head).unwrap();
+    let mut rng = amber::io::crash::SplitMix::new(11);
+    let start = s.stats();
+    let mut fired = 0;
+    let mut last_gen = start.generation;
+    let commits = 300;
+    for i in 0..commits {
+        let before = s.stats();
+        let off = HEADER_SIZE + rng.below((4 * ps - HEADER_SIZE - WRITE) as u64) as usize;
+        let data = vec![(i % 251) as u8 + 1; WRITE];
+        let mut tx = s.begin().unwrap();
+        tx.write(head * ps as u64 + off as u64, &data).unwrap();
+        tx.commit().unwrap();
+        model[off..off + WRITE].copy_from_slice(&data);
+        let after = s.stats();
+        let logged = |st: &amber::store::StoreStats| st.end_lsn - st.checkpoint_lsn;
+        if after.generation != last_gen {
+            // It fired at the commit that took the log past the limit.
+            assert!(
+                logged(&before) <= LIMIT && logged(&before) + PER_COMMIT > LIMIT,
+                "commit {i}: checkpoint with {} log bytes before it",
+                logged(&before)
+            );
+            assert_eq!(after.pending_blocks, 0, "commit {i}: changes installed");
+            fired += 1;
+            last_gen = after.generation;
+        } else {
+            assert!(
+                logged(&after) <= LIMIT,
+                "commit {i}: {} log bytes since the checkpoint and none ran",
+                logged(&after)
+            );
+        }
+    }
+    let expected = commits * PER_COMMIT / LIMIT;
+    assert!(
+        fired >= expected.saturating_sub(1) && fired <= expected + 1,
+        "{fired} checkpoints for {} log bytes (expected about {expected})",
+        commits * PER_COMMIT
+    );
+    same(&s.read_block(head).unwrap(), &model);
+    // Power loss: everything committed is synced; nothing else is kept.
+    let tail = s.stats().end_lsn - s.stats().checkpoint_lsn;
+    drop(s);
+    vfs.crash(5);
+    let s = Store::open(v.clone(), p, o.clone()).unwrap();
+    let rep = s.recovery_report();
+    assert!(
+        rep.end_lsn - rep.from_lsn == tail && tail <= LIMIT,
+        "recovery read {} log bytes, the tail after the last checkpoint was {tail}",
+        rep.end_lsn - rep.from_lsn
+    );
+    same(&s.read_block(head).unwrap(), &model);
+    s.close().unwrap();
+    let s = Store::open(v, p, o).unwrap();
+    assert_eq!(s.recovery_report().records, 0);
+    same(&s.read_block(head).unwrap(), &model);
+    drop(s);
+    let rep = amber::store::verify::verify(Arc::new(vfs), p).unwrap();
+    assert!(rep.is_ok(), "{:?}", rep.problems);
+}
