@@ -17,11 +17,15 @@
 
 use super::tx::Tx;
 use super::{Db, translate};
-use crate::error::{Error, Result};
+use crate::error::{Error, FileKind, Location, Result};
+use crate::format::objects::{FLAG_FREE, OBJECT_HEADER};
+use crate::format::page::HEADER_SIZE;
 use crate::ptr::{PIndex, PRef};
 use crate::schema::layout::pages_for;
 use crate::vm::{Access, FrameSpace, Persistent};
+use std::collections::HashSet;
 use std::num::NonZeroU64;
+use std::path::Path;
 
 /// Keys per node.
 const F: usize = 252;
@@ -32,15 +36,92 @@ const KEYS: usize = 2;
 const VALS: usize = 2 + F;
 
 /// Reads nodes through the frame table.
+///
+/// Nodes come from the database's pages, which a checksum protects from
+/// media damage but not from a crafted page with a valid checksum, or a bug
+/// that stored a wrong address. So every node is checked before its words
+/// are used as indexes or addresses: it must lie within one page, be
+/// readable, be an object of a node's size, and hold fewer than `F` keys; a
+/// child or next-leaf address must not be null; the leaf chain must not
+/// loop. A violation is `Error::Corrupt` naming the page and the node,
+/// never a panic or a hang.
 struct Nodes<'a> {
     access: &'a Access,
     fs: &'a FrameSpace,
+    path: &'a Path,
+}
+
+/// Bytes of a node.
+const NODE_BYTES: usize = WORDS * 8;
+
+/// The virtual address of the node at `paddr`, after checking that it lies
+/// within one page, after an object header, and that its page can be read.
+fn node_va(fs: &FrameSpace, path: &Path, paddr: u64) -> Result<u64> {
+    let ps = fs.frame_size() as u64;
+    let off = paddr % ps;
+    if paddr == 0 || off < (HEADER_SIZE + OBJECT_HEADER) as u64 || off + NODE_BYTES as u64 > ps {
+        return Err(damaged(
+            path,
+            fs,
+            paddr,
+            "the address cannot hold a node".into(),
+        ));
+    }
+    let va = translate(fs, paddr, 1)?;
+    let f = fs
+        .frame_at(va as usize)
+        .ok_or_else(|| Error::invalid("index node outside this database"))?;
+    fs.ensure_resident(f).map_err(|e| Error::Corrupt {
+        file: FileKind::PageFile,
+        path: path.to_path_buf(),
+        at: Location::Page(e.page),
+        what: format!("index node at {paddr:#x}: {}", e.message),
+    })?;
+    Ok(va)
+}
+
+/// A damaged index node.
+fn damaged(path: &Path, fs: &FrameSpace, paddr: u64, what: String) -> Error {
+    Error::Corrupt {
+        file: FileKind::PageFile,
+        path: path.to_path_buf(),
+        at: Location::Page(paddr >> fs.frame_size().trailing_zeros()),
+        what: format!("index node at {paddr:#x}: {what}"),
+    }
 }
 
 impl Nodes<'_> {
-    fn node(&self, paddr: u64) -> Result<&[u64]> {
-        let va = translate(self.fs, paddr, 1)?;
-        Ok(self.access.slice::<u64>(va, WORDS))
+    fn damaged(&self, paddr: u64, what: String) -> Error {
+        damaged(self.path, self.fs, paddr, what)
+    }
+
+    /// The node at `paddr` and its key count, checked.
+    fn node(&self, paddr: u64) -> Result<(&[u64], usize)> {
+        let va = node_va(self.fs, self.path, paddr)?;
+        let hdr = self.access.obj::<[u32; 2]>(va - OBJECT_HEADER as u64);
+        if hdr[1] as usize != NODE_BYTES || (hdr[0] >> 24) as u8 & FLAG_FREE != 0 {
+            return Err(self.damaged(
+                paddr,
+                format!(
+                    "the object there is {} bytes{}, not a node",
+                    hdr[1],
+                    if (hdr[0] >> 24) as u8 & FLAG_FREE != 0 {
+                        " and free"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        let n = self.access.slice::<u64>(va, WORDS);
+        let count = (n[0] & !LEAF) as usize;
+        if count >= F {
+            return Err(self.damaged(
+                paddr,
+                format!("it holds {count} keys, more than a node's {}", F - 1),
+            ));
+        }
+        Ok((n, count))
     }
 
     /// The leaf that would hold `key`, and the path of inner nodes to it.
@@ -48,16 +129,19 @@ impl Nodes<'_> {
         let mut path = Vec::new();
         let mut at = root;
         for _ in 0..64 {
-            let n = self.node(at)?;
+            let (n, count) = self.node(at)?;
             if n[0] & LEAF != 0 {
                 return Ok((at, path));
             }
-            let count = (n[0] & !LEAF) as usize;
             let i = n[KEYS..KEYS + count].partition_point(|&k| k <= key);
             path.push((at, i));
-            at = n[VALS + i];
+            let child = n[VALS + i];
+            if child == 0 {
+                return Err(self.damaged(at, format!("child {i} is null")));
+            }
+            at = child;
         }
-        Err(Error::invalid("index deeper than 64 levels: damaged"))
+        Err(self.damaged(root, "the index is deeper than 64 levels".into()))
     }
 
     fn get(&self, root: u64, key: u64) -> Result<Option<u64>> {
@@ -65,8 +149,7 @@ impl Nodes<'_> {
             return Ok(None);
         }
         let (leaf, _) = self.descend(root, key)?;
-        let n = self.node(leaf)?;
-        let count = (n[0] & !LEAF) as usize;
+        let (n, count) = self.node(leaf)?;
         let keys = &n[KEYS..KEYS + count];
         Ok(keys.binary_search(&key).ok().map(|i| n[VALS + i]))
     }
@@ -77,9 +160,12 @@ impl Nodes<'_> {
             return Ok(());
         }
         let (mut leaf, _) = self.descend(root, lo)?;
+        let mut seen = HashSet::new();
         loop {
-            let n = self.node(leaf)?;
-            let count = (n[0] & !LEAF) as usize;
+            if !seen.insert(leaf) {
+                return Err(self.damaged(leaf, "the leaf chain loops back to it".into()));
+            }
+            let (n, count) = self.node(leaf)?;
             for i in 0..count {
                 let k = n[KEYS + i];
                 if k >= hi {
@@ -97,7 +183,16 @@ impl Nodes<'_> {
     }
 }
 
-fn to_ref<V: Persistent>(fs: &FrameSpace, paddr: u64) -> Result<PRef<V>> {
+/// The pointer an index value (a persistent address) stands for.
+fn to_ref<V: Persistent>(fs: &FrameSpace, path: &Path, paddr: u64) -> Result<PRef<V>> {
+    if paddr == 0 {
+        return Err(Error::Corrupt {
+            file: FileKind::PageFile,
+            path: path.to_path_buf(),
+            at: Location::Page(0),
+            what: "an index value is null".into(),
+        });
+    }
     let va = translate(
         fs,
         paddr,
@@ -109,15 +204,19 @@ fn to_ref<V: Persistent>(fs: &FrameSpace, paddr: u64) -> Result<PRef<V>> {
 }
 
 impl Db {
-    /// The object under `key`.
-    pub fn index_get<V: Persistent>(&self, idx: &PIndex<V>, key: u64) -> Result<Option<PRef<V>>> {
-        let nodes = Nodes {
+    fn nodes(&self) -> Nodes<'_> {
+        Nodes {
             access: &self.access,
             fs: &self.fs,
-        };
-        nodes
+            path: self.store.path(),
+        }
+    }
+
+    /// The object under `key`.
+    pub fn index_get<V: Persistent>(&self, idx: &PIndex<V>, key: u64) -> Result<Option<PRef<V>>> {
+        self.nodes()
             .get(idx.root, key)?
-            .map(|pa| to_ref(&self.fs, pa))
+            .map(|pa| to_ref(&self.fs, self.store.path(), pa))
             .transpose()
     }
 
@@ -128,28 +227,33 @@ impl Db {
         lo: u64,
         hi: u64,
     ) -> Result<Vec<(u64, PRef<V>)>> {
-        let nodes = Nodes {
-            access: &self.access,
-            fs: &self.fs,
-        };
         let mut raw = Vec::new();
-        nodes.range(idx.root, lo, hi, &mut raw)?;
+        self.nodes().range(idx.root, lo, hi, &mut raw)?;
         raw.into_iter()
-            .map(|(k, pa)| Ok((k, to_ref(&self.fs, pa)?)))
+            .map(|(k, pa)| Ok((k, to_ref(&self.fs, self.store.path(), pa)?)))
             .collect()
     }
 }
 
 impl Tx<'_> {
-    /// The object under `key`.
-    pub fn index_get<V: Persistent>(&self, idx: &PIndex<V>, key: u64) -> Result<Option<PRef<V>>> {
-        let nodes = Nodes {
+    fn nodes(&self) -> Nodes<'_> {
+        Nodes {
             access: self.access,
             fs: self.fs,
-        };
-        nodes
+            path: self.pager.store.path(),
+        }
+    }
+
+    /// A value read from a node, as a pointer.
+    fn value<V: Persistent>(&self, paddr: u64) -> Result<PRef<V>> {
+        to_ref(self.fs, self.pager.store.path(), paddr)
+    }
+
+    /// The object under `key`.
+    pub fn index_get<V: Persistent>(&self, idx: &PIndex<V>, key: u64) -> Result<Option<PRef<V>>> {
+        self.nodes()
             .get(idx.root, key)?
-            .map(|pa| to_ref(self.fs, pa))
+            .map(|pa| self.value(pa))
             .transpose()
     }
 
@@ -164,8 +268,11 @@ impl Tx<'_> {
         Ok((va, self.paddr(va)?))
     }
 
+    /// The node at `paddr`, mutably; its address is checked, its count is
+    /// the caller's (a node on the path `descend` checked, or one being
+    /// split).
     fn node_mut(&mut self, paddr: u64) -> Result<&mut [u64]> {
-        let va = translate(self.fs, paddr, 1)?;
+        let va = node_va(self.fs, self.pager.store.path(), paddr)?;
         Ok(self.access.slice_mut::<u64>(va, WORDS))
     }
 
@@ -188,17 +295,13 @@ impl Tx<'_> {
         } else {
             root
         };
-        let (leaf, path) = Nodes {
-            access: self.access,
-            fs: self.fs,
-        }
-        .descend(root, key)?;
+        let (leaf, path) = self.nodes().descend(root, key)?;
         let n = self.node_mut(leaf)?;
         let count = (n[0] & !LEAF) as usize;
         match n[KEYS..KEYS + count].binary_search(&key) {
             Ok(i) => {
                 let old = std::mem::replace(&mut n[VALS + i], vpa);
-                return Ok(Some(to_ref(self.fs, old)?));
+                return self.value(old).map(Some);
             }
             Err(i) => {
                 n.copy_within(KEYS + i..KEYS + count, KEYS + i + 1);
@@ -297,11 +400,7 @@ impl Tx<'_> {
         if root == 0 {
             return Ok(None);
         }
-        let (leaf, _) = Nodes {
-            access: self.access,
-            fs: self.fs,
-        }
-        .descend(root, key)?;
+        let (leaf, _) = self.nodes().descend(root, key)?;
         let n = self.node_mut(leaf)?;
         let count = (n[0] & !LEAF) as usize;
         let Ok(i) = n[KEYS..KEYS + count].binary_search(&key) else {
@@ -312,6 +411,6 @@ impl Tx<'_> {
         n.copy_within(VALS + i + 1..VALS + count, VALS + i);
         n[0] = LEAF | (count as u64 - 1);
         self.access.obj_mut::<PIndex<V>>(iaddr).len -= 1;
-        Ok(Some(to_ref(self.fs, old)?))
+        self.value(old).map(Some)
     }
 }
