@@ -248,7 +248,7 @@ fn object(block: &[u8], head: PageNo, e: &ObjectEntry, cat: &Catalog, ps: usize,
     let shift = ps.trailing_zeros();
     let a = head * ps as u64 + e.body as u64;
     let mut flags = Vec::new();
-    if e.flags & FLAG_FREE != 0 {
+    if e.is_free() {
         flags.push("free");
     }
     if e.flags & FLAG_MARK != 0 {
@@ -271,7 +271,7 @@ fn object(block: &[u8], head: PageNo, e: &ObjectEntry, cat: &Catalog, ps: usize,
         type_name(cat, e.type_id),
         e.size
     );
-    if e.flags & FLAG_FREE != 0 {
+    if e.is_free() {
         let _ = writeln!(
             out,
             "    (a free slot, kept for reuse by objects of its type)"

@@ -13,6 +13,10 @@ struct Node {
     kids: PVec<u64>,
 }
 
+// SAFETY: `Node` is `repr(C)` with fields u64 (offset 0), Option<PRef<Node>>
+// (8, a u64 by the null-pointer optimisation) and PVec<u64> (16, 16 bytes):
+// 32 bytes, no padding, alignment 8, no drop glue; every field type is a
+// `Field`, and the descriptor lists each with its exact offset and kind.
 unsafe impl Persistent for Node {
     const DESC: TypeDesc = TypeDesc {
         name: "Node",
@@ -118,6 +122,9 @@ struct Holder {
     idx: amber::PIndex<Node>,
 }
 
+// SAFETY: `Holder` is `repr(C)` with one field, a PIndex<Node> (16 bytes, a
+// `Field`) at offset 0: 16 bytes, no padding, alignment 8, no drop glue, and
+// the descriptor says exactly that.
 unsafe impl Persistent for Holder {
     const DESC: TypeDesc = TypeDesc {
         name: "Holder",
@@ -255,4 +262,42 @@ fn recovery_buffer_overflow() {
     let db = Db::open(&p, o).unwrap();
     let first: PRef<Node> = db.root("first").unwrap().unwrap();
     assert_eq!(db.get(first).value, 2_000_000);
+}
+
+/// `remove_root` drops the name only: the root is gone after commit and
+/// after reopening, an aborted removal leaves it, removing a name that does
+/// not exist is not an error, and the object it named is still there.
+#[test]
+fn roots_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db");
+    let mut db = Db::create(&p, Options::default()).unwrap();
+    let mut tx = db.begin().unwrap();
+    let n = tx
+        .alloc(Node {
+            value: 5,
+            next: None,
+            kids: PVec::new(),
+        })
+        .unwrap();
+    tx.set_root("a", n).unwrap();
+    tx.set_root("b", n).unwrap();
+    tx.commit().unwrap();
+    let mut tx = db.begin().unwrap();
+    tx.remove_root("a").unwrap();
+    tx.abort().unwrap();
+    assert_eq!(db.root::<Node>("a").unwrap(), Some(n), "an aborted removal");
+    let mut tx = db.begin().unwrap();
+    tx.remove_root("a").unwrap();
+    tx.remove_root("never").unwrap();
+    tx.commit().unwrap();
+    assert_eq!(db.root::<Node>("a").unwrap(), None);
+    assert_eq!(db.get(n).value, 5, "the object stays");
+    db.close().unwrap();
+    let db = Db::open(&p, Options::default()).unwrap();
+    assert_eq!(db.root::<Node>("a").unwrap(), None, "after reopening");
+    let b: PRef<Node> = db.root("b").unwrap().expect("the other root stays");
+    assert_eq!(db.get(b).value, 5);
+    let names: Vec<String> = db.store().roots().into_iter().map(|r| r.name).collect();
+    assert_eq!(names, ["b"]);
 }

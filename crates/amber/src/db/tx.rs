@@ -440,7 +440,9 @@ impl<'db> Tx<'db> {
         self.stx()?.set_root(name, pa, id)
     }
 
-    /// Removes root `name`.
+    /// Removes root `name` (nothing if there is none). Only the name goes:
+    /// the object it named stays stored (pages are not reclaimed without
+    /// reachability GC).
     pub fn remove_root(&mut self, name: &str) -> Result<()> {
         self.stx()?.set_root(name, 0, 0)
     }

@@ -20,7 +20,7 @@ struct Shared {
     /// Calls made so far.
     calls: AtomicU64,
     /// The call number (1-based) that fails; 0 = none.
-    fail_at: AtomicU64,
+    fail_at: u64,
     /// Whether every call after the failing one fails too.
     sticky: bool,
 }
@@ -28,7 +28,7 @@ struct Shared {
 impl Shared {
     fn tick(&self, what: &str) -> io::Result<()> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let at = self.fail_at.load(Ordering::SeqCst);
+        let at = self.fail_at;
         if at != 0 && (n == at || (self.sticky && n > at)) {
             return Err(io::Error::other(format!(
                 "injected I/O error (call {n}: {what})"
@@ -46,7 +46,7 @@ impl CountdownVfs {
             inner,
             shared: Arc::new(Shared {
                 calls: AtomicU64::new(0),
-                fail_at: AtomicU64::new(fail_at),
+                fail_at,
                 sticky,
             }),
         }
@@ -55,11 +55,6 @@ impl CountdownVfs {
     /// Calls made so far.
     pub fn calls(&self) -> u64 {
         self.shared.calls.load(Ordering::SeqCst)
-    }
-
-    /// Stops injecting errors.
-    pub fn disarm(&self) {
-        self.shared.fail_at.store(0, Ordering::SeqCst);
     }
 }
 

@@ -279,11 +279,6 @@ impl FreeSpace {
         Some((page, 1))
     }
 
-    /// Whether the block at `start` is reserved (allocated, uncommitted).
-    pub fn is_reserved(&self, start: PageNo) -> bool {
-        self.reserved.contains_key(&start)
-    }
-
     /// Every allocated block, in order (committed and reserved).
     pub fn blocks(&self) -> Blocks<'_> {
         Blocks {

@@ -313,15 +313,6 @@ impl<'s> StoreTx<'s> {
         Ok(type_id)
     }
 
-    /// Log bytes the buffered changes would take (the minimal-log cost of
-    /// what has been recorded so far, commit record excluded).
-    pub fn pending_log_bytes(&self) -> u64 {
-        self.ops[self.logged..]
-            .iter()
-            .map(|o| o.record(self.txid).encoded_len() as u64)
-            .sum()
-    }
-
     /// Pushes the changes buffered so far to the log now, without waiting for
     /// them to be durable. Recovery ignores them unless the transaction
     /// commits.
