@@ -3,7 +3,9 @@
 //! The superblock copies and the log are decoded from the files directly, so
 //! that they are shown even when the store cannot be opened (damage); the
 //! rest comes from a read-only [`Store::open`], which runs recovery in memory
-//! and writes nothing. The schema catalog's descriptors are decoded (types
+//! and writes nothing. The fault backend that opening the database would
+//! choose on this machine is shown with the reason (`Db::probe_backend`).
+//! The schema catalog's descriptors are decoded (types
 //! by name, with their fields); `--page N` and `--object PAGE:OFFSET` dump
 //! objects field by field (`objects.rs`).
 
@@ -65,6 +67,7 @@ pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, C
     };
     let _ = writeln!(out, "database {}", path.display());
     let current = superblocks(&*vfs, path, out)?;
+    backend(current.as_ref(), out);
     log(path, current.as_ref(), out)?;
     if let Some(s) = &store {
         pages(s, out);
@@ -82,6 +85,24 @@ pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, C
             Err(e.into())
         }
     }
+}
+
+/// The fault backend opening this database would use on this machine, and
+/// why (a probe: a one-frame frame space set up and dropped).
+fn backend(current: Option<&Superblock>, out: &mut String) {
+    let o = amber::Options {
+        page_size: current.map_or(amber::Options::default().page_size, |sb| {
+            sb.page_size as usize
+        }),
+        ..amber::Options::default()
+    };
+    let _ = match amber::Db::probe_backend(&o) {
+        Ok((b, why)) => writeln!(out, "fault backend on this machine: {b} ({why})"),
+        Err(e) => writeln!(
+            out,
+            "fault backend on this machine: none can be set up: {e}"
+        ),
+    };
 }
 
 fn hex(b: &[u8]) -> String {

@@ -111,6 +111,7 @@ fn create_inspect_verify_checkpoint_recover() {
         "schema catalog: 3 type(s)",
         "type 1: 3 byte(s): hex abcd00",
         "roots: 3",
+        "fault backend on this machine: ",
     ] {
         assert!(out.contains(want), "inspect lacks {want:?}:\n{out}");
     }

@@ -38,7 +38,10 @@ use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
 use crate::store::{Store, StoreStats};
-use crate::vm::{Access, Backend, Field, FrameSpace, Persistent, VmConfig};
+use crate::vm::{
+    Access, Backend, FaultError, FaultService, Field, FrameNo, FrameSpace, Installer, Persistent,
+    VmConfig,
+};
 use pager::Pager;
 use std::num::NonZeroU64;
 use std::path::Path;
@@ -140,6 +143,14 @@ impl Db {
             .map_err(|e| Error::invalid(format!("cannot set up the frame space: {e}")))?;
         let access =
             Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
+        // The choice depends on the kernel and the environment, and a
+        // benchmark or a bug report means little without it.
+        log::info!(
+            "{}: fault backend {} ({})",
+            store.path().display(),
+            fs.backend(),
+            fs.backend_reason()
+        );
         if fs.backend() == Backend::Sigsegv {
             let _ = pager.rbuf.set(recovery_buffer::RecoveryBuffer::new(
                 opts.recovery_buffer_pages,
@@ -154,6 +165,24 @@ impl Db {
             access,
             heap: Heap::default(),
         })
+    }
+
+    /// The fault backend opening a database with `opts` would use on this
+    /// machine, and why, without a database: a one-frame frame space is set
+    /// up with the same choice and dropped (for `amber inspect`, and for
+    /// programs that report their environment). Like opening, a probe that
+    /// lands on SIGSEGV installs Amber's signal handler in the process.
+    pub fn probe_backend(opts: &Options) -> Result<(Backend, String)> {
+        let cfg = VmConfig {
+            backend: opts.backend,
+            frame_size: opts.page_size,
+            reserve_bytes: opts.page_size as u64,
+            track_writes: true,
+            ..VmConfig::default()
+        };
+        let fs = FrameSpace::new(cfg, Arc::new(NoPages))
+            .map_err(|e| Error::invalid(format!("cannot set up a frame space: {e}")))?;
+        Ok((fs.backend(), fs.backend_reason().to_string()))
     }
 
     /// The fault backend in use.
@@ -323,6 +352,25 @@ impl Db {
             Err(s) => s.checkpoint().map(|_| ()),
         }
     }
+}
+
+/// The fault service of a probe's frame space, which assigns no frame to a
+/// page and so is never asked for one.
+struct NoPages;
+
+impl FaultService for NoPages {
+    fn missing(
+        &self,
+        frame: FrameNo,
+        _: &mut Installer<'_>,
+    ) -> std::result::Result<(), FaultError> {
+        Err(FaultError {
+            page: u64::MAX,
+            message: format!("frame {frame}: a probe has no pages"),
+        })
+    }
+
+    fn first_write(&self, _: FrameNo, _: &[u8]) {}
 }
 
 /// The virtual address of persistent address `paddr` in `fs`.
