@@ -25,3 +25,9 @@ pub use db::{Db, Options, Tx};
 pub use error::{Error, Result};
 pub use ptr::{PBytes, PIndex, PRef, PVec, Smart};
 pub use vm::{Field, Persistent};
+
+/// The README, whose Rust examples rustdoc compiles and runs as doctests, so
+/// that a change of the API that breaks them fails `cargo test`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
