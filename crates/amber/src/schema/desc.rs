@@ -574,6 +574,26 @@ mod tests {
         ],
     };
 
+    /// The byte-level example of `docs/design.md` §4.1.
+    #[test]
+    fn encoding_is_the_documented_one() {
+        let mut want = vec![1u8, 4, 0];
+        want.extend_from_slice(b"Leaf");
+        want.extend_from_slice(&[8, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, b'v']);
+        want.extend_from_slice(&[0, 0, 0, 0, 1, 7]);
+        let got = LEAF.to_stored().encode();
+        assert_eq!(got, want);
+        assert_eq!(got.len(), 29);
+        // Tags and prim codes as documented.
+        let tags = [
+            T_PRIM, T_ARRAY, T_STRUCT, T_REF, T_SMART, T_VEC, T_BYTES, T_INDEX,
+        ];
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8]);
+        use Prim::*;
+        let prims = [U8, I8, U16, I16, U32, I32, U64, I64, F32, F64].map(|p| p as u8);
+        assert_eq!(prims, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+
     #[test]
     fn encode_decode_and_compare() {
         let s = NODE.to_stored();
