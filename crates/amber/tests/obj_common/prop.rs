@@ -155,9 +155,13 @@ pub fn run_seed(b: BackendChoice, seed: u64, steps: usize, rbuf: Option<usize>) 
 pub fn run(b: BackendChoice, rbuf: Option<usize>) -> Seen {
     let (seeds, steps) = if long() { (16, 600) } else { (3, 150) };
     let base = if rbuf.is_some() { 0x5b00 } else { 0x9000 };
-    let list: Vec<u64> = match std::env::var("AMBER_OBJ_SEED") {
-        Ok(_) => vec![env_num("AMBER_OBJ_SEED", 0)],
-        Err(_) => (0..seeds).map(|i| base + i).collect(),
+    // One seed asked for is a replay: it need not reach every path, so the
+    // coverage checks below apply to the default seeds only.
+    let one = std::env::var("AMBER_OBJ_SEED").is_ok();
+    let list: Vec<u64> = if one {
+        vec![env_num("AMBER_OBJ_SEED", 0)]
+    } else {
+        (0..seeds).map(|i| base + i).collect()
     };
     let mut total = Seen::default();
     for seed in list {
@@ -172,6 +176,9 @@ pub fn run(b: BackendChoice, rbuf: Option<usize>) -> Seen {
         total.frees += s.frees;
     }
     eprintln!("property test ({b:?}, rbuf {rbuf:?}): {total:?}");
+    if one {
+        return total;
+    }
     assert!(total.commits > 0 && total.aborts > 0 && total.frees > 0);
     assert!(total.crashes > 0 && total.closes > 0, "{total:?}");
     assert!(total.evicted > 0, "no seed evicted: {total:?}");
