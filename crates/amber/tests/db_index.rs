@@ -11,7 +11,7 @@ use amber::format::page::USED_OFFSET;
 use amber::io::real::RealVfs;
 use amber::store::{Store, StoreOptions};
 use amber::{Db, Error, Options, PIndex, PRef, Persistent};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 #[derive(Persistent)]
@@ -30,9 +30,12 @@ struct Holder {
 const NODE_BYTES: usize = (3 + 2 * 252) * 8;
 const LEAF: u64 = 1 << 63;
 
-/// Creates a database whose root holds an index of `keys` keys.
-fn build(path: &Path, keys: u64) {
-    let mut db = Db::create(path, Options::default()).expect("create");
+/// Creates a database whose root holds an index of `keys` keys, in a
+/// temporary directory (removed when the returned handle is dropped).
+fn build(keys: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let mut db = Db::create(&path, Options::default()).expect("create");
     let mut tx = db.begin().expect("begin");
     let h = tx.alloc(Holder { idx: PIndex::new() }).expect("alloc");
     for k in 0..keys {
@@ -42,6 +45,7 @@ fn build(path: &Path, keys: u64) {
     tx.set_root("h", h).expect("root");
     tx.commit().expect("commit");
     db.close().expect("close");
+    (dir, path)
 }
 
 /// A node found in the page file: its persistent address and words.
@@ -124,9 +128,7 @@ fn every_operation(path: &Path, page: u64, what: &str, key: u64) {
 
 #[test]
 fn impossible_key_count() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    build(&path, 10);
+    let (_dir, path) = build(10);
     let page = craft(&path, |n| {
         assert_eq!(n.len(), 1, "one leaf");
         (n[0].paddr, 0, LEAF | 1000)
@@ -136,9 +138,7 @@ fn impossible_key_count() {
 
 #[test]
 fn null_child() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    build(&path, 300);
+    let (_dir, path) = build(300);
     let page = craft(&path, |n| {
         let inner = n.iter().find(|x| x.words[0] & LEAF == 0).expect("a root");
         // The first child: where key 0 lives.
@@ -149,9 +149,7 @@ fn null_child() {
 
 #[test]
 fn leaf_chain_loops() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    build(&path, 300);
+    let (_dir, path) = build(300);
     craft(&path, |n| {
         let leaves: Vec<&Node> = n.iter().filter(|x| x.words[0] & LEAF != 0).collect();
         assert_eq!(leaves.len(), 2, "the root split once");
