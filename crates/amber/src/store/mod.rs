@@ -167,23 +167,6 @@ impl State {
         self.page_size.trailing_zeros()
     }
 
-    /// Adds or replaces a patch, keeping the memory count right.
-    fn patch_mut(&mut self, head: PageNo, run_len: u32) -> &mut Patch {
-        self.pending
-            .entry(head)
-            .or_insert_with(|| Patch::over_file(run_len))
-    }
-
-    /// Writes bytes at block offset `off` of the block at `head`.
-    fn patch_write(&mut self, head: PageNo, run_len: u32, off: u32, data: &[u8], lsn: u64) {
-        let block_len = run_len as usize * self.page_size;
-        let p = self.patch_mut(head, run_len);
-        let before = p.bytes();
-        p.write(off, data, lsn, block_len);
-        let after = p.bytes();
-        self.pending_bytes = self.pending_bytes + after - before.min(after);
-    }
-
     fn drop_patch(&mut self, head: PageNo) {
         if let Some(p) = self.pending.remove(&head) {
             self.pending_bytes = self.pending_bytes.saturating_sub(p.bytes());
