@@ -271,8 +271,18 @@ impl std::fmt::Display for BadRecord {
     }
 }
 
+/// The longest record a log of `page_size`-byte pages can hold: a range
+/// record of the longest after-image with its before-image, or a page image.
+pub fn max_record_len(page_size: usize) -> usize {
+    (RANGE_HEADER + 2 * MAX_RANGE)
+        .max(20 + page_size)
+        .max(24 + u16::MAX as usize)
+        .max(12 + 12 * MAX_INTENT)
+}
+
 /// The length of the record at the start of `buf` as its header says,
 /// without checking its checksum (for walking a log before verifying it).
+#[inline]
 pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
     let h = buf.get(..8).ok_or(BadRecord::Truncated)?;
     let (kind, flags) = (h[4], h[5]);
@@ -325,6 +335,7 @@ pub fn decode(buf: &[u8], lsn: u64, page_size: usize) -> Result<(Record<'_>, usi
 }
 
 /// Decodes a record whose length and checksum were already checked.
+#[inline]
 pub fn decode_verified(buf: &[u8], total: usize) -> Result<(Record<'_>, usize), BadRecord> {
     let t = |_| BadRecord::Truncated;
     let mut c = Cursor::new(&buf[..total]);
