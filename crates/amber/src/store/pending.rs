@@ -35,13 +35,12 @@ pub struct Patch {
     /// Over a file base: bit `i` is set when byte `i` of `data` was written
     /// (but see `unmarked`).
     written: Box<[u64]>,
-    /// Over a file base: the last few ranges written, not yet marked in
-    /// `written`. Marking one is a read-modify-write of a word of a bitmap
-    /// that is seldom in the cache; these sit next to the patch's other
-    /// fields and are marked a few at a time, so that their cache misses
-    /// overlap.
-    unmarked: [(u32, u32); UNMARKED],
-    unmarked_len: usize,
+    /// Over a file base: the last ranges written, not yet marked in
+    /// `written`. Marking one is a read-modify-write of a bitmap word that
+    /// is seldom in the cache, which stalls; appending a range here is a
+    /// store, which does not, and marking a few dozen at once touches each
+    /// of the bitmap's cache lines once, with their misses overlapping.
+    unmarked: Vec<(u32, u32)>,
     /// LSN of the commit of the last record applied.
     pub lsn: u64,
 }
@@ -55,8 +54,7 @@ impl Patch {
             base: Base::File,
             data: Box::default(),
             written: Box::default(),
-            unmarked: [(0, 0); UNMARKED],
-            unmarked_len: 0,
+            unmarked: Vec::new(),
             lsn: 0,
         }
     }
@@ -68,8 +66,7 @@ impl Patch {
             base: Base::Image(image),
             data: Box::default(),
             written: Box::default(),
-            unmarked: [(0, 0); UNMARKED],
-            unmarked_len: 0,
+            unmarked: Vec::new(),
             lsn,
         }
     }
@@ -80,7 +77,7 @@ impl Patch {
             Base::File => 0,
             Base::Image(i) => i.len(),
         };
-        base + self.data.len() + self.written.len() * 8
+        base + self.data.len() + self.written.len() * 8 + self.unmarked.capacity() * 8
     }
 
     /// Applies new bytes at block offset `off`; `block_len` is the block's
@@ -95,21 +92,21 @@ impl Patch {
         if self.data.is_empty() {
             self.data = vec![0u8; block_len].into_boxed_slice();
             self.written = vec![0u64; block_len.div_ceil(64)].into_boxed_slice();
+            self.unmarked = Vec::with_capacity(UNMARKED);
         }
         self.data[o..o + bytes.len()].copy_from_slice(bytes);
-        if self.unmarked_len == UNMARKED {
+        if self.unmarked.len() == UNMARKED {
             self.mark_all();
         }
-        self.unmarked[self.unmarked_len] = (off, off + bytes.len() as u32);
-        self.unmarked_len += 1;
+        self.unmarked.push((off, off + bytes.len() as u32));
     }
 
     /// Moves the ranges written but not yet marked into the bitmap.
     fn mark_all(&mut self) {
-        for &(s, e) in &self.unmarked[..self.unmarked_len] {
+        for &(s, e) in &self.unmarked {
             mark(&mut self.written, s as usize, e as usize);
         }
-        self.unmarked_len = 0;
+        self.unmarked.clear();
     }
 
     /// Lays the changes over `block` (the base image).
@@ -120,7 +117,7 @@ impl Patch {
             block[s..e].copy_from_slice(&self.data[s..e]);
             at = e;
         }
-        for &(s, e) in &self.unmarked[..self.unmarked_len] {
+        for &(s, e) in &self.unmarked {
             let (s, e) = (s as usize, e as usize);
             block[s..e].copy_from_slice(&self.data[s..e]);
         }
@@ -131,7 +128,7 @@ impl Patch {
         self.apply(&mut file_image);
         self.data = Box::default();
         self.written = Box::default();
-        self.unmarked_len = 0;
+        self.unmarked = Vec::new();
         self.base = Base::Image(file_image);
     }
 
@@ -150,8 +147,9 @@ impl Patch {
     }
 }
 
-/// Ranges a patch keeps unmarked at most.
-const UNMARKED: usize = 4;
+/// Ranges a patch keeps unmarked at most (512 bytes of them, as much as the
+/// bitmap of a 4 KiB block).
+const UNMARKED: usize = 64;
 
 /// Sets bits `[start, end)` of `bits`.
 fn mark(bits: &mut [u64], start: usize, end: usize) {
