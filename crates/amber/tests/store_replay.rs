@@ -1,10 +1,12 @@
 //! Recovery rebuilds exactly what the running store had: in commit order, and
 //! for logs longer than the chunks the scan reads them in, with transactions
-//! whose records straddle chunk boundaries or were logged early.
+//! whose records straddle chunk boundaries or were logged early. A log that
+//! a clean close vouched for is not read at all.
 
 use amber::format::page::{BlockKind, HEADER_SIZE};
-use amber::io::Vfs;
+use amber::io::countdown::CountdownVfs;
 use amber::io::crash::{CrashVfs, SplitMix};
+use amber::io::{OpenMode, Vfs};
 use amber::store::{Store, StoreOptions, StoreTx};
 use std::path::Path;
 use std::sync::Arc;
@@ -139,4 +141,37 @@ fn a_log_of_many_chunks_replays_to_the_running_state() {
             panic!("block {h} differs after its header from byte {i} ({n} bytes)");
         }
     }
+}
+
+#[test]
+fn a_cleanly_closed_log_is_not_read() {
+    let vfs = CrashVfs::new();
+    let p = Path::new("/db");
+    let s = Store::create(Arc::new(vfs.clone()), p, StoreOptions::default()).unwrap();
+    let mut tx = s.begin().unwrap();
+    tx.alloc(1, BlockKind::Data).unwrap();
+    tx.commit().unwrap();
+    s.close().unwrap();
+    let ro = StoreOptions {
+        read_only: true,
+        ..StoreOptions::default()
+    };
+    let calls = |vfs: &CrashVfs| {
+        let counted = CountdownVfs::new(Arc::new(vfs.clone()), 0, false);
+        let s = Store::open(Arc::new(counted.clone()), p, ro.clone()).unwrap();
+        assert_eq!(s.recovery_report().records, 0);
+        drop(s);
+        counted.calls()
+    };
+    let before = calls(&vfs);
+    // Megabytes of old bytes after the header: the clean close vouches that
+    // none belongs to the log, and opening does not look at them.
+    let log = vfs
+        .open(&amber::store::wal_path(p), OpenMode::ReadWrite)
+        .unwrap();
+    let size = log.size().unwrap();
+    log.write_all_at(&vec![0x5a; 8 << 20], size).unwrap();
+    log.sync_data().unwrap();
+    drop(log);
+    assert_eq!(calls(&vfs), before);
 }
