@@ -169,7 +169,8 @@ struct Redo<'a> {
     failed: Option<Error>,
 }
 
-/// A committed record of the chunk being replayed, queued to be written.
+/// A record of the chunk being replayed, queued to be written once its
+/// transaction's commit record is reached.
 #[derive(Debug, Clone, Copy)]
 struct Queued {
     /// A range record: offset of its after-image in the chunk; any other:
