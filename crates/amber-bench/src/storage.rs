@@ -15,7 +15,7 @@
 //! `/tmp`, which is often tmpfs), and record the kernel, the machine and the
 //! file system with the numbers.
 
-use crate::sys;
+use crate::{procfs, sys};
 use amber::format::page::{BlockKind, HEADER_SIZE};
 use amber::io::crash::SplitMix;
 use amber::io::real::RealVfs;
@@ -621,6 +621,14 @@ pub struct RecoveryReport {
     /// Median time of a read-only `Store::open` (recovery in memory: read
     /// the log, check, replay; nothing written), seconds, warm page cache.
     pub recovery_s: f64,
+    /// Mean CPU time of a warm read-only open, user and system, both of its
+    /// threads, seconds (clock-tick resolution, summed over the runs). With
+    /// other work on the machine, wall times stretch toward it divided by the
+    /// CPUs left, while a sequential read needs little CPU.
+    pub recovery_cpu_s: Option<f64>,
+    /// The one-minute load average before and after the warm runs: other
+    /// work competing for the CPUs.
+    pub load_average: [Option<f64>; 2],
     /// Median time of a writable `Store::open`: the same recovery plus the
     /// checkpoint that installs it (page writes, fdatasyncs, log recycle),
     /// seconds, warm page cache.
@@ -919,12 +927,18 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
         rep.records, rep.committed, cfg.runs
     );
 
+    let load_before = procfs::load_average();
     let mut ro = Vec::new();
     let mut rd = Vec::new();
     let mut read_log = Vec::new();
     let mut scans = Vec::new();
+    let mut cpu = Some(0.0);
     for _ in 0..cfg.runs {
+        let before = procfs::cpu_time_s();
         let (t, s) = time_ro_open(&db)?;
+        cpu = cpu
+            .zip(before.zip(procfs::cpu_time_s()))
+            .map(|(c, (a, b))| c + b - a);
         ro.push(t);
         drop(s);
         let (t, _) = sequential_read(&seq)?;
@@ -964,6 +978,7 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
         (Some(cold_runs(&db, &seq, cfg.runs)?), None)
     };
 
+    let load_after = procfs::load_average();
     let recovery_s = summarize(&ro).median;
     let sequential_read_s = summarize(&rd).median;
     let recovery_with_install_s = summarize(&install).median;
@@ -992,6 +1007,8 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
         recovery_vs_read_warm: warm,
         recovery_vs_read_cold: cold.as_ref().map(|c| c.recovery_vs_read),
         recovery_s,
+        recovery_cpu_s: cpu.map(|c| c / cfg.runs as f64),
+        load_average: [load_before, load_after],
         recovery_with_install_s,
         sequential_read_s,
         recovery_with_install_vs_read: recovery_with_install_s / sequential_read_s,
@@ -1142,6 +1159,17 @@ impl RecoveryReport {
                 .map(|c| format!(", cold {c:.2}"))
                 .unwrap_or_default(),
         );
+        if let Some(c) = self.recovery_cpu_s {
+            let _ = writeln!(
+                s,
+                "  a warm read-only open used {c:.3} s of CPU (both threads); load average {}",
+                self.load_average
+                    .iter()
+                    .map(|l| l.map_or("?".to_string(), |l| format!("{l:.2}")))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            );
+        }
         let _ = writeln!(
             s,
             "  writable open installed {} blocks, {} bytes",
@@ -1199,6 +1227,7 @@ mod tests {
         assert!(r.cold.is_none());
         assert!(r.recovery_vs_read_basis.starts_with("warm: no cold runs"));
         assert_eq!(r.recovery_vs_read, r.recovery_vs_read_warm);
+        assert!(r.recovery_cpu_s.is_some_and(|c| c >= 0.0));
         assert!(r.table().contains("cold page cache: skipped"));
     }
 }
