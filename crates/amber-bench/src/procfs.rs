@@ -80,6 +80,30 @@ pub fn peak_rss_kib() -> Option<u64> {
     field(&text, "VmHWM:")
 }
 
+/// CPU time this process has used, user and system, over all its threads
+/// (exited ones included), in seconds, at clock-tick resolution
+/// (`/proc/self/stat`).
+pub fn cpu_time_s() -> Option<f64> {
+    let text = fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold
+    // spaces: state is field 3, utime 14, stime 15.
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
+}
+
+/// The load average over the last minute (`/proc/loadavg`): how many
+/// threads were running or waiting for a CPU, on average.
+pub fn load_average() -> Option<f64> {
+    fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The kernel release, as `uname -r` prints it.
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -156,5 +180,8 @@ mod tests {
             assert_eq!(io.delta(io), IoCounters::default());
         }
         assert!(cores() >= 1);
+        let a = cpu_time_s().expect("/proc/self/stat");
+        assert!(cpu_time_s().expect("/proc/self/stat") >= a);
+        assert!(load_average().is_some_and(|l| l >= 0.0));
     }
 }

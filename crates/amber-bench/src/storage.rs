@@ -6,14 +6,16 @@
 //!   one directory so that drift hits both equally.
 //! - [`recovery`]: the time to open a database whose log holds tens of MiB of
 //!   committed transactions (scan and redo), against reading a file of the
-//!   log's size sequentially from the same directory.
+//!   log's size sequentially from the same directory; with the page cache
+//!   dropped before every run of each side (the headline, since after a
+//!   machine crash the log is read from the device) and warm.
 //!
 //! Both run on real files under a directory on the file system being measured
 //! (by default a fresh temporary directory under the working directory, not
 //! `/tmp`, which is often tmpfs), and record the kernel, the machine and the
 //! file system with the numbers.
 
-use crate::sys;
+use crate::{procfs, sys};
 use amber::format::page::{BlockKind, HEADER_SIZE};
 use amber::io::crash::SplitMix;
 use amber::io::real::RealVfs;
@@ -25,6 +27,7 @@ use serde::Serialize;
 use std::fmt::{self, Write as _};
 use std::fs::{self, File};
 use std::io::{self, Read};
+use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -564,30 +567,39 @@ impl Default for RecoveryConfig {
     }
 }
 
-/// Where the time of a read-only open goes (medians of separately timed
-/// steps done the way `Store::open` does them).
+/// Where the time of a warm read-only open goes (medians of separately
+/// timed steps).
 #[derive(Debug, Clone, Serialize)]
 pub struct RecoveryBreakdown {
-    /// Reading the whole log into a freshly allocated buffer, seconds.
+    /// Reading the log file alone, start to end in 1 MiB `read`s into one
+    /// reused buffer, seconds: the floor for reading this log as it sits in
+    /// the page cache (see `warm_note`).
     pub read_log_s: f64,
-    /// `wal::scan::scan` over it (decode and checksum every record), seconds.
+    /// `wal::scan::scan` with nothing applied: reading the log through the
+    /// read-ahead buffers and checking every record's length and checksum,
+    /// seconds.
     pub scan_s: f64,
-    /// The rest of the open: loading metadata and redo into pending
-    /// changes, seconds (`recovery_s - read_log_s - scan_s`).
+    /// The rest of the open: loading the checkpoint's metadata and
+    /// replaying the records into pending changes, as far as it does not
+    /// overlap the scan, seconds (`recovery_s - scan_s`).
     pub redo_and_rest_s: f64,
 }
 
-/// Cold-cache numbers.
+/// Numbers with the OS page cache dropped before every run of each side.
 #[derive(Debug, Clone, Serialize)]
 pub struct ColdNumbers {
-    /// Runs.
+    /// Runs of each side.
     pub runs: usize,
-    /// Median read-only open after dropping the page cache, seconds.
+    /// Median read-only open, seconds.
     pub recovery_s: f64,
-    /// Median sequential read after dropping the page cache, seconds.
+    /// Median sequential read, seconds.
     pub sequential_read_s: f64,
-    /// Ratio.
+    /// `recovery_s / sequential_read_s`.
     pub recovery_vs_read: f64,
+    /// Every run, seconds.
+    pub recovery_runs_s: Vec<f64>,
+    /// Every run, seconds.
+    pub sequential_read_runs_s: Vec<f64>,
 }
 
 /// What the recovery benchmark measured.
@@ -595,18 +607,36 @@ pub struct ColdNumbers {
 pub struct RecoveryReport {
     /// "recovery".
     pub bench: &'static str,
+    /// The headline: recovery time over the time to read a file of the
+    /// log's size sequentially, both from the device (cold page cache) when
+    /// the cache can be dropped, since after a machine crash the log is read
+    /// from the device; warm otherwise (`recovery_vs_read_basis` says which).
+    pub recovery_vs_read: f64,
+    /// "cold", or "warm" with why there are no cold runs.
+    pub recovery_vs_read_basis: String,
+    /// `recovery_s / sequential_read_s`, both warm.
+    pub recovery_vs_read_warm: f64,
+    /// The cold ratio, when there are cold runs.
+    pub recovery_vs_read_cold: Option<f64>,
     /// Median time of a read-only `Store::open` (recovery in memory: read
-    /// the log, scan, redo; nothing written), seconds, warm page cache.
+    /// the log, check, replay; nothing written), seconds, warm page cache.
     pub recovery_s: f64,
+    /// Mean CPU time of a warm read-only open, user and system, both of its
+    /// threads, seconds (clock-tick resolution, summed over the runs). With
+    /// other work on the machine, wall times stretch toward it divided by the
+    /// CPUs left, while a sequential read needs little CPU.
+    pub recovery_cpu_s: Option<f64>,
+    /// The one-minute load average before and after the warm runs: other
+    /// work competing for the CPUs.
+    pub load_average: [Option<f64>; 2],
     /// Median time of a writable `Store::open`: the same recovery plus the
-    /// checkpoint that installs it (page writes, fdatasyncs, log recycle).
+    /// checkpoint that installs it (page writes, fdatasyncs, log recycle),
+    /// seconds, warm page cache.
     pub recovery_with_install_s: f64,
     /// Median time to read a file of the log's size sequentially (1 MiB
     /// `read`s into one buffer), seconds, warm page cache.
     pub sequential_read_s: f64,
-    /// `recovery_s / sequential_read_s`.
-    pub recovery_vs_read: f64,
-    /// `recovery_with_install_s / sequential_read_s`.
+    /// `recovery_with_install_s / sequential_read_s`, warm.
     pub recovery_with_install_vs_read: f64,
     /// Every timed run, seconds.
     pub recovery_runs_s: Vec<f64>,
@@ -614,14 +644,14 @@ pub struct RecoveryReport {
     pub recovery_with_install_runs_s: Vec<f64>,
     /// Every timed run, seconds.
     pub sequential_read_runs_s: Vec<f64>,
-    /// Where the read-only open's time goes.
+    /// Where the warm read-only open's time goes.
     pub breakdown: RecoveryBreakdown,
     /// How the sequential read reads.
     pub sequential_read_method: &'static str,
-    /// Page-cache state of the main numbers.
-    pub cache: &'static str,
-    /// The same with the page cache dropped before each run, if allowed
-    /// (in a VM the host may still cache the disk).
+    /// What the warm comparison compares.
+    pub warm_note: &'static str,
+    /// Cold-cache numbers, when the page cache can be dropped (in a VM the
+    /// host may still cache the disk).
     pub cold: Option<ColdNumbers>,
     /// Why there are no cold numbers, if there are none.
     pub cold_skipped: Option<String>,
@@ -807,29 +837,31 @@ fn time_ro_open(db: &Path) -> Result<(f64, Store)> {
 }
 
 /// Times the two steps of an open that do not depend on the page file:
-/// reading the log whole (as `Store::open` does) and scanning it.
+/// reading the log through one reused buffer, and scanning it (reading and
+/// checking every record, as `Store::open` does, but applying nothing).
 fn time_read_and_scan(db: &Path, from_lsn: u64, page_size: usize) -> Result<(f64, f64)> {
     let wal = wal_path(db);
-    let t = Instant::now();
-    let f = File::open(&wal).map_err(io_err("open", &wal))?;
-    let len = f.metadata().map_err(io_err("stat", &wal))?.len();
-    let mut bytes = vec![0u8; len as usize];
-    f.read_exact_at(&mut bytes, 0)
-        .map_err(io_err("read", &wal))?;
-    let read = t.elapsed().as_secs_f64();
-    let base = [0, 1]
+    let (read, len) = sequential_read(&wal)?;
+    let f = RealVfs
+        .open(&wal, OpenMode::ReadOnly)
+        .map_err(io_err("open", &wal))?;
+    let mut header = [0u8; SLOT_SIZE];
+    let base = SLOT_OFFSETS
         .iter()
-        .filter_map(|&i| {
-            let off = SLOT_OFFSETS[i] as usize;
-            LogHeader::decode(bytes.get(off..off + SLOT_SIZE)?).ok()
+        .filter_map(|&off| {
+            f.read_exact_at(&mut header, off).ok()?;
+            LogHeader::decode(&header).ok()
         })
         .max_by_key(|h| h.generation)
         .map(|h| h.base_lsn)
         .ok_or_else(|| BenchError(format!("{}: no valid log header", wal.display())))?;
     let t = Instant::now();
-    let s = scan::scan(&bytes, base, from_lsn, page_size);
+    let s = scan::scan(&*f, base, from_lsn, page_size, &mut |_, _| {
+        ControlFlow::Continue(())
+    })
+    .map_err(io_err("scan", &wal))?;
     let scan_s = t.elapsed().as_secs_f64();
-    if s.records.is_empty() && len > RECORDS_START {
+    if s.records == 0 && len > RECORDS_START {
         return Err(BenchError(format!(
             "{}: the scan found no records",
             wal.display()
@@ -895,12 +927,18 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
         rep.records, rep.committed, cfg.runs
     );
 
+    let load_before = procfs::load_average();
     let mut ro = Vec::new();
     let mut rd = Vec::new();
     let mut read_log = Vec::new();
     let mut scans = Vec::new();
+    let mut cpu = Some(0.0);
     for _ in 0..cfg.runs {
+        let before = procfs::cpu_time_s();
         let (t, s) = time_ro_open(&db)?;
+        cpu = cpu
+            .zip(before.zip(procfs::cpu_time_s()))
+            .map(|(c, (a, b))| c + b - a);
         ro.push(t);
         drop(s);
         let (t, _) = sequential_read(&seq)?;
@@ -930,40 +968,20 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
     let _ = fs::remove_file(&run_wal);
 
     let (cold, cold_skipped) = if !cfg.cold {
-        (None, Some("not requested".to_string()))
+        (None, Some("not requested (--no-cold)".to_string()))
     } else if !sys::can_drop_caches() {
         (
             None,
-            Some("/proc/sys/vm/drop_caches is not writable".to_string()),
+            Some("/proc/sys/vm/drop_caches is not writable (needs root)".to_string()),
         )
     } else {
-        let runs = cfg.runs.min(3);
-        let mut cro = Vec::new();
-        let mut crd = Vec::new();
-        for _ in 0..runs {
-            sys::drop_caches().map_err(io_err("drop caches", Path::new("/proc/sys/vm")))?;
-            let (t, s) = time_ro_open(&db)?;
-            cro.push(t);
-            drop(s);
-            sys::drop_caches().map_err(io_err("drop caches", Path::new("/proc/sys/vm")))?;
-            crd.push(sequential_read(&seq)?.0);
-        }
-        let (a, b) = (summarize(&cro).median, summarize(&crd).median);
-        (
-            Some(ColdNumbers {
-                runs,
-                recovery_s: a,
-                sequential_read_s: b,
-                recovery_vs_read: a / b,
-            }),
-            None,
-        )
+        (Some(cold_runs(&db, &seq, cfg.runs)?), None)
     };
 
+    let load_after = procfs::load_average();
     let recovery_s = summarize(&ro).median;
     let sequential_read_s = summarize(&rd).median;
     let recovery_with_install_s = summarize(&install).median;
-    let read_log_s = summarize(&read_log).median;
     let scan_s = summarize(&scans).median;
     let mut by_time: Vec<(f64, _)> = install.iter().copied().zip(installed).collect();
     by_time.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -971,23 +989,41 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
         .get(by_time.len() / 2)
         .map(|x| x.1)
         .unwrap_or_default();
+    let warm = recovery_s / sequential_read_s;
+    let (headline, basis) = match (&cold, &cold_skipped) {
+        (Some(c), _) => (c.recovery_vs_read, "cold".to_string()),
+        (None, why) => (
+            warm,
+            format!(
+                "warm: no cold runs ({})",
+                why.as_deref().unwrap_or("unknown")
+            ),
+        ),
+    };
     Ok(RecoveryReport {
         bench: "recovery",
+        recovery_vs_read: headline,
+        recovery_vs_read_basis: basis,
+        recovery_vs_read_warm: warm,
+        recovery_vs_read_cold: cold.as_ref().map(|c| c.recovery_vs_read),
         recovery_s,
+        recovery_cpu_s: cpu.map(|c| c / cfg.runs as f64),
+        load_average: [load_before, load_after],
         recovery_with_install_s,
         sequential_read_s,
-        recovery_vs_read: recovery_s / sequential_read_s,
         recovery_with_install_vs_read: recovery_with_install_s / sequential_read_s,
         recovery_runs_s: ro,
         recovery_with_install_runs_s: install,
         sequential_read_runs_s: rd,
         breakdown: RecoveryBreakdown {
-            read_log_s,
+            read_log_s: summarize(&read_log).median,
             scan_s,
-            redo_and_rest_s: recovery_s - read_log_s - scan_s,
+            redo_and_rest_s: recovery_s - scan_s,
         },
         sequential_read_method: "read() calls of 1 MiB into one reused buffer, from the start of the file to its end",
-        cache: "warm: every file read was in the OS page cache (read once before timing)",
+        warm_note: "warm, both files are in the page cache and a read is a copy from memory; \
+            the comparison file was written in 1 MiB writes and sits in large folios, while the log, \
+            written by small appends, sits in 4 KiB ones and copies more slowly (breakdown.read_log_s)",
         cold,
         cold_skipped,
         runs: cfg.runs,
@@ -1010,13 +1046,39 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
     })
 }
 
+/// `runs` read-only opens of `db` and sequential reads of `seq`,
+/// interleaved, each after dropping the OS page cache.
+fn cold_runs(db: &Path, seq: &Path, runs: usize) -> Result<ColdNumbers> {
+    let drop_caches =
+        || sys::drop_caches().map_err(io_err("drop caches", Path::new("/proc/sys/vm")));
+    let mut ro = Vec::new();
+    let mut rd = Vec::new();
+    for _ in 0..runs {
+        drop_caches()?;
+        let (t, s) = time_ro_open(db)?;
+        ro.push(t);
+        drop(s);
+        drop_caches()?;
+        rd.push(sequential_read(seq)?.0);
+    }
+    let (a, b) = (summarize(&ro).median, summarize(&rd).median);
+    Ok(ColdNumbers {
+        runs,
+        recovery_s: a,
+        sequential_read_s: b,
+        recovery_vs_read: a / b,
+        recovery_runs_s: ro,
+        sequential_read_runs_s: rd,
+    })
+}
+
 impl RecoveryReport {
     /// The result as a small table.
     pub fn table(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "recovery: {:.1} MiB of log ({} records, {} transactions, {:.1} ranges of {:.0} B per transaction) over {} pages; medians of {} runs, warm page cache",
+            "recovery: {:.1} MiB of log ({} records, {} transactions, {:.1} ranges of {:.0} B per transaction) over {} pages; medians of {} runs",
             self.log_bytes as f64 / (1 << 20) as f64,
             self.records,
             self.transactions,
@@ -1028,18 +1090,24 @@ impl RecoveryReport {
         let _ = writeln!(
             s,
             "  {:<52} {:>10} {:>8}",
-            "measurement", "seconds", "× read"
+            "warm page cache", "seconds", "× read"
         );
         let rows = [
             (
-                "read-only open (recovery: read, scan, redo)",
+                "read-only open (recovery: read, check, replay)",
                 self.recovery_s,
             ),
-            ("  of which: read the log", self.breakdown.read_log_s),
-            ("  of which: scan (decode + crc)", self.breakdown.scan_s),
             (
-                "  of which: redo and the rest",
+                "  scan alone (read and check, nothing applied)",
+                self.breakdown.scan_s,
+            ),
+            (
+                "  rest (metadata, replay beyond the scan)",
                 self.breakdown.redo_and_rest_s,
+            ),
+            (
+                "  read the log file alone (its page-cache state)",
+                self.breakdown.read_log_s,
             ),
             (
                 "writable open (recovery + installing checkpoint)",
@@ -1057,34 +1125,56 @@ impl RecoveryReport {
                 x / self.sequential_read_s
             );
         }
+        match (&self.cold, &self.cold_skipped) {
+            (Some(c), _) => {
+                let _ = writeln!(
+                    s,
+                    "  {:<52} {:>10} {:>8}",
+                    "cold page cache (dropped before every run)", "seconds", "× read"
+                );
+                for (name, x) in [
+                    ("read-only open", c.recovery_s),
+                    ("sequential read", c.sequential_read_s),
+                ] {
+                    let _ = writeln!(s, "  {name:<52} {x:>10.4} {:>8.2}", x / c.sequential_read_s);
+                }
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(s, "  cold page cache: skipped ({why})");
+            }
+            (None, None) => {}
+        }
         let _ = writeln!(
             s,
-            "  recovery / read {:.2}   (target <= 3: {})",
+            "  recovery / read: {:.2} ({}; target <= 3: {}); warm {:.2}{}",
             self.recovery_vs_read,
+            self.recovery_vs_read_basis,
             if self.recovery_vs_read <= 3.0 {
                 "met"
             } else {
                 "MISSED"
-            }
+            },
+            self.recovery_vs_read_warm,
+            self.recovery_vs_read_cold
+                .map(|c| format!(", cold {c:.2}"))
+                .unwrap_or_default(),
         );
+        if let Some(c) = self.recovery_cpu_s {
+            let _ = writeln!(
+                s,
+                "  a warm read-only open used {c:.3} s of CPU (both threads); load average {}",
+                self.load_average
+                    .iter()
+                    .map(|l| l.map_or("?".to_string(), |l| format!("{l:.2}")))
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            );
+        }
         let _ = writeln!(
             s,
             "  writable open installed {} blocks, {} bytes",
             self.installed_blocks, self.installed_bytes
         );
-        match (&self.cold, &self.cold_skipped) {
-            (Some(c), _) => {
-                let _ = writeln!(
-                    s,
-                    "  cold cache ({} runs): read-only open {:.4} s, sequential read {:.4} s, ratio {:.2}",
-                    c.runs, c.recovery_s, c.sequential_read_s, c.recovery_vs_read
-                );
-            }
-            (None, Some(why)) => {
-                let _ = writeln!(s, "  cold cache: skipped ({why})");
-            }
-            (None, None) => {}
-        }
         env_lines(&mut s, &self.env);
         s
     }
@@ -1133,6 +1223,11 @@ mod tests {
         assert_eq!(r.redone, r.range_records);
         assert!(r.log_bytes >= 1 << 20);
         assert!(r.installed_blocks > 0);
-        assert!(r.table().contains("recovery"));
+        // No cold runs: the headline is the warm ratio, and says so.
+        assert!(r.cold.is_none());
+        assert!(r.recovery_vs_read_basis.starts_with("warm: no cold runs"));
+        assert_eq!(r.recovery_vs_read, r.recovery_vs_read_warm);
+        assert!(r.recovery_cpu_s.is_some_and(|c| c >= 0.0));
+        assert!(r.table().contains("cold page cache: skipped"));
     }
 }

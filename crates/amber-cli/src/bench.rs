@@ -93,7 +93,8 @@ struct RecoveryArgs {
     /// Timed runs of each measurement (medians are reported).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// Skip the cold-cache runs (which drop the OS page cache when allowed).
+    /// Skip the cold-cache runs (which drop the OS page cache when allowed);
+    /// the headline ratio is then the warm one.
     #[arg(long)]
     no_cold: bool,
     /// Workload seed.

@@ -22,6 +22,7 @@ use amber::wal::header::{self as log_header, LogHeader};
 use amber::wal::scan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -210,31 +211,58 @@ fn log(path: &Path, sb: Option<&Superblock>, out: &mut String) -> Result<(), Cli
         );
         return Ok(());
     }
-    let s = scan::scan(&bytes, h.base_lsn, sb.checkpoint_lsn, sb.page_size as usize);
     let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     let mut committed = BTreeSet::new();
-    for (_, r) in &s.records {
-        let k = match r {
-            Record::Range {
-                before: Some(_), ..
-            } => "range (with before-image)",
-            Record::Range { .. } => "range",
-            Record::Page { .. } => "page",
-            Record::Alloc { .. } => "alloc",
-            Record::Free { .. } => "free",
-            Record::Commit { txid, .. } => {
-                committed.insert(*txid);
-                "commit"
+    let mut undecodable = None;
+    let logf = RealVfs
+        .open(&wal, OpenMode::ReadOnly)
+        .map_err(|e| CliError::msg(format!("{}: {e}", wal.display())))?;
+    let ps = sb.page_size as usize;
+    let s = scan::scan(
+        &*logf,
+        h.base_lsn,
+        sb.checkpoint_lsn,
+        ps,
+        &mut |lsn, run| {
+            for rec in scan::records(lsn, run, ps) {
+                let r = match rec {
+                    Ok((_, r)) => r,
+                    Err(e) => {
+                        undecodable = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                };
+                let k = match r {
+                    Record::Range {
+                        before: Some(_), ..
+                    } => "range (with before-image)",
+                    Record::Range { .. } => "range",
+                    Record::Page { .. } => "page",
+                    Record::Alloc { .. } => "alloc",
+                    Record::Free { .. } => "free",
+                    Record::Commit { txid, .. } => {
+                        committed.insert(txid);
+                        "commit"
+                    }
+                    Record::Root { .. } => "root",
+                    Record::Type { .. } => "type",
+                    Record::Intent { .. } => "intent",
+                };
+                *kinds.entry(k).or_default() += 1;
+                if let Some(t) = r.txid() {
+                    seen.insert(t);
+                }
             }
-            Record::Root { .. } => "root",
-            Record::Type { .. } => "type",
-            Record::Intent { .. } => "intent",
-        };
-        *kinds.entry(k).or_default() += 1;
-        if let Some(t) = r.txid() {
-            seen.insert(t);
-        }
+            ControlFlow::Continue(())
+        },
+    )
+    .map_err(|e| CliError::msg(format!("{}: {e}", wal.display())))?;
+    if let Some(e) = undecodable {
+        return Err(CliError::msg(format!(
+            "{}: a record the scan accepted does not decode ({e})",
+            wal.display()
+        )));
     }
     let by_kind = if kinds.is_empty() {
         String::new()
@@ -252,7 +280,7 @@ fn log(path: &Path, sb: Option<&Superblock>, out: &mut String) -> Result<(), Cli
         out,
         "  since checkpoint LSN {}: {} record(s), {} bytes, ending at LSN {}{by_kind}",
         sb.checkpoint_lsn,
-        s.records.len(),
+        s.records,
         s.end_lsn.saturating_sub(sb.checkpoint_lsn),
         s.end_lsn
     );

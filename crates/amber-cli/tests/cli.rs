@@ -373,6 +373,8 @@ fn benches_run_and_write_json() {
         "recovery_s",
         "sequential_read_s",
         "recovery_vs_read",
+        "recovery_vs_read_basis",
+        "recovery_vs_read_warm",
         "recovery_with_install_s",
         "records",
         "transactions",

@@ -6,6 +6,7 @@ use super::State;
 use super::pending::Patch;
 use crate::format::meta::RootEntry;
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
+use crate::format::{PAddr, PageNo};
 use crate::wal::Record;
 
 impl State {
@@ -20,16 +21,7 @@ impl State {
     ) -> Result<(), String> {
         let ps = self.page_size;
         match *rec {
-            Record::Range { addr, after, .. } => {
-                let (head, len, off) = self
-                    .locate(addr)
-                    .ok_or_else(|| format!("range at address {addr} lies in no allocated block"))?;
-                let end = off as usize + after.len();
-                if end > len as usize * ps {
-                    return Err(format!("range at address {addr} runs past its block"));
-                }
-                self.patch_write(head, len, off, after, commit_lsn);
-            }
+            Record::Range { addr, after, .. } => self.write_range(addr, after, commit_lsn)?,
             Record::Page { page, image, .. } => {
                 let (head, len) = self
                     .fsm
@@ -109,4 +101,67 @@ impl State {
         }
         Ok(())
     }
+}
+
+impl State {
+    /// Writes `data` at persistent address `addr` for a transaction that
+    /// committed at `lsn`: what [`State::apply`] does for a range record.
+    pub(crate) fn write_range(&mut self, addr: PAddr, data: &[u8], lsn: u64) -> Result<(), String> {
+        let shift = self.shift();
+        let page = addr >> shift;
+        let ps = self.page_size;
+        // Fast path, one lookup: the first page of a block with changes
+        // pending (most records of a busy log land on such blocks).
+        if let Some(p) = self.pending.get_mut(&page) {
+            let off = (addr - (page << shift)) as usize;
+            let block_len = p.run_len as usize * ps;
+            if off + data.len() > block_len {
+                return Err(format!("range at address {addr} runs past its block"));
+            }
+            write_counted(&mut self.pending_bytes, p, off as u32, data, lsn, block_len);
+            return Ok(());
+        }
+        let (head, len, off) = self
+            .locate(addr)
+            .ok_or_else(|| format!("range at address {addr} lies in no allocated block"))?;
+        if off as usize + data.len() > len as usize * ps {
+            return Err(format!("range at address {addr} runs past its block"));
+        }
+        self.patch_write(head, len, off, data, lsn);
+        Ok(())
+    }
+
+    /// Writes bytes at block offset `off` of the block at `head` (of
+    /// `run_len` pages), making its patch if there is none.
+    pub(crate) fn patch_write(
+        &mut self,
+        head: PageNo,
+        run_len: u32,
+        off: u32,
+        data: &[u8],
+        lsn: u64,
+    ) {
+        let block_len = run_len as usize * self.page_size;
+        let p = self
+            .pending
+            .entry(head)
+            .or_insert_with(|| Patch::over_file(run_len));
+        write_counted(&mut self.pending_bytes, p, off, data, lsn, block_len);
+    }
+}
+
+/// Writes into patch `p` of a `block_len`-byte block, keeping the count of
+/// pending bytes right.
+fn write_counted(
+    pending_bytes: &mut usize,
+    p: &mut Patch,
+    off: u32,
+    data: &[u8],
+    lsn: u64,
+    block_len: usize,
+) {
+    let before = p.bytes();
+    p.write(off, data, lsn, block_len);
+    let after = p.bytes();
+    *pending_bytes = *pending_bytes + after - before.min(after);
 }

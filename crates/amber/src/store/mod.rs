@@ -25,9 +25,8 @@ use crate::format::page::{self, BlockKind, PageHeader};
 use crate::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
 use crate::format::{PAddr, PageNo, first_data_page};
 use crate::io::{IoFile, OpenMode, Vfs};
-use crate::vm::BigBuf;
 use crate::wal::header::{self as log_header, LogHeader, RECORDS_START};
-use crate::wal::scan::{self, Tail};
+use crate::wal::scan::Tail;
 use crate::wal::writer::LogWriter;
 use alloc::FreeSpace;
 use pending::{Base, Patch};
@@ -165,23 +164,6 @@ fn new_db_id() -> [u8; 16] {
 impl State {
     pub(crate) fn shift(&self) -> u32 {
         self.page_size.trailing_zeros()
-    }
-
-    /// Adds or replaces a patch, keeping the memory count right.
-    fn patch_mut(&mut self, head: PageNo, run_len: u32) -> &mut Patch {
-        self.pending
-            .entry(head)
-            .or_insert_with(|| Patch::over_file(run_len))
-    }
-
-    /// Writes bytes at block offset `off` of the block at `head`.
-    fn patch_write(&mut self, head: PageNo, run_len: u32, off: u32, data: &[u8], lsn: u64) {
-        let block_len = run_len as usize * self.page_size;
-        let p = self.patch_mut(head, run_len);
-        let before = p.bytes();
-        p.write(off, data, lsn, block_len);
-        let after = p.bytes();
-        self.pending_bytes = self.pending_bytes + after - before.min(after);
     }
 
     fn drop_patch(&mut self, head: PageNo) {
@@ -353,26 +335,15 @@ impl Store {
         let (lh, log_copy_damaged) = read_log_header(&*logf, &wal, &sb)?;
         // A clean close vouches that the epoch is empty: nothing to read, so
         // opening costs the same whatever the log file's size.
-        let log_bytes = if lh.closed && lh.base_lsn == sb.checkpoint_lsn {
-            BigBuf::new(0).ok_or_else(|| Error::invalid("cannot map an empty buffer"))?
-        } else {
-            read_whole(&*logf, &wal)?
+        let vouched_empty = lh.closed && lh.base_lsn == sb.checkpoint_lsn;
+        let log_source = recovery::LogSource {
+            file: (!vouched_empty).then_some(&*logf),
+            path: &wal,
+            base_lsn: lh.base_lsn,
         };
-        let scanned = scan::scan(&log_bytes, lh.base_lsn, sb.checkpoint_lsn, ps);
-        if let Tail::Corrupt { at, what, evidence } = scanned.tail {
-            return Err(corrupt(
-                &wal,
-                FileKind::Log,
-                Location::Lsn(at),
-                format!(
-                    "{what}, but the commit record at LSN {evidence} shows the log was durable past it: \
-                     refusing to discard committed transactions"
-                ),
-            ));
-        }
-        let mut st = load_state(&*file, path, sb, sb_slot)?;
-        let report = recovery::redo(&mut st, &scanned, &*file, path)?;
-        let end_lsn = scanned.end_lsn;
+        let loaded = load_state(&*file, path, sb, sb_slot);
+        let (st, report) = recovery::recover(&sb, loaded, log_source, &*file, path)?;
+        let end_lsn = report.end_lsn;
         let log = if opts.read_only {
             None
         } else {
@@ -380,7 +351,7 @@ impl Store {
             // for may be a batch of this epoch cut short by a crash: records
             // at the very LSNs new ones would get, which a later scan could
             // take for them. They go before anything is appended.
-            if matches!(scanned.tail, Tail::Torn { .. }) && !lh.closed {
+            if matches!(report.tail, Tail::Torn { .. }) && !lh.closed {
                 let end_off = RECORDS_START + (end_lsn - lh.base_lsn);
                 logf.set_len(end_off)
                     .and_then(|()| logf.sync_data())
@@ -388,7 +359,6 @@ impl Store {
             }
             Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))
         };
-        drop(log_bytes);
         let mut store = Store {
             vfs,
             path: path.to_path_buf(),
@@ -671,20 +641,6 @@ pub(crate) fn read_block_raw(
         .ok_or_else(|| Error::invalid(format!("page {head} is beyond any file")))?;
     crate::io::read_at_most(file, buf, off).map_err(|e| Error::io("read page", path, e))?;
     Ok(())
-}
-
-fn read_whole(file: &dyn IoFile, path: &Path) -> Result<BigBuf> {
-    let len = file.size().map_err(|e| Error::io("size log", path, e))?;
-    let mut v = BigBuf::new(len as usize).ok_or_else(|| {
-        Error::io(
-            "read log",
-            path,
-            std::io::Error::other("cannot map a buffer for the log"),
-        )
-    })?;
-    file.read_exact_at(&mut v, 0)
-        .map_err(|e| Error::io("read log", path, e))?;
-    Ok(v)
 }
 
 /// Reads both superblock copies and picks the newest valid one.

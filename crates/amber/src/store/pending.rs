@@ -5,10 +5,12 @@
 //! log since the checkpoint laid over it. A [`Patch`] holds those changes for
 //! one block: either a whole new image (a freshly formatted block, or one
 //! rebuilt during recovery), or the changed bytes over the page-file image,
-//! kept in a block-sized buffer with the list of ranges written, so that
-//! applying a record is one copy however many came before. Reading the
-//! page-file image is deferred to when the block is read or installed (the
-//! installation read).
+//! kept in a block-sized buffer with a bitmap of the bytes written, so that
+//! applying a record is one copy and a few word writes however many came
+//! before and wherever they fell (recovery applies hundreds of thousands of
+//! small ranges at random places; keeping a sorted list of extents cost more
+//! than the copies). Reading the page-file image is deferred to when the
+//! block is read or installed (the installation read).
 
 use crate::format::page;
 
@@ -30,9 +32,15 @@ pub struct Patch {
     pub base: Base,
     /// Over a file base: the new bytes, at their block offsets.
     data: Box<[u8]>,
-    /// Over a file base: the ranges of `data` that were written, sorted,
-    /// disjoint and not adjacent.
-    ranges: Vec<(u32, u32)>,
+    /// Over a file base: bit `i` is set when byte `i` of `data` was written
+    /// (but see `unmarked`).
+    written: Box<[u64]>,
+    /// Over a file base: the last ranges written, not yet marked in
+    /// `written`. Marking one is a read-modify-write of a bitmap word that
+    /// is seldom in the cache, which stalls; appending a range here is a
+    /// store, which does not, and marking a few dozen at once touches each
+    /// of the bitmap's cache lines once, with their misses overlapping.
+    unmarked: Vec<(u32, u32)>,
     /// LSN of the commit of the last record applied.
     pub lsn: u64,
 }
@@ -45,7 +53,8 @@ impl Patch {
             run_len,
             base: Base::File,
             data: Box::default(),
-            ranges: Vec::new(),
+            written: Box::default(),
+            unmarked: Vec::new(),
             lsn: 0,
         }
     }
@@ -56,7 +65,8 @@ impl Patch {
             run_len,
             base: Base::Image(image),
             data: Box::default(),
-            ranges: Vec::new(),
+            written: Box::default(),
+            unmarked: Vec::new(),
             lsn,
         }
     }
@@ -67,7 +77,7 @@ impl Patch {
             Base::File => 0,
             Base::Image(i) => i.len(),
         };
-        base + self.data.len() + self.ranges.len() * 8
+        base + self.data.len() + self.written.len() * 8 + self.unmarked.capacity() * 8
     }
 
     /// Applies new bytes at block offset `off`; `block_len` is the block's
@@ -81,43 +91,33 @@ impl Patch {
         }
         if self.data.is_empty() {
             self.data = vec![0u8; block_len].into_boxed_slice();
+            self.written = vec![0u64; block_len.div_ceil(64)].into_boxed_slice();
+            self.unmarked = Vec::with_capacity(UNMARKED);
         }
         self.data[o..o + bytes.len()].copy_from_slice(bytes);
-        self.add_range(off, off + bytes.len() as u32);
+        if self.unmarked.len() == UNMARKED {
+            self.mark_all();
+        }
+        self.unmarked.push((off, off + bytes.len() as u32));
     }
 
-    /// Records `[start, end)` as written, merging with overlapping or
-    /// adjacent ranges.
-    fn add_range(&mut self, start: u32, end: u32) {
-        // Common case: appending after, or extending, the last range.
-        if let Some(last) = self.ranges.last_mut() {
-            if start > last.1 {
-                self.ranges.push((start, end));
-                return;
-            }
-            if start >= last.0 {
-                last.1 = last.1.max(end);
-                return;
-            }
-        } else {
-            self.ranges.push((start, end));
-            return;
+    /// Moves the ranges written but not yet marked into the bitmap.
+    fn mark_all(&mut self) {
+        for &(s, e) in &self.unmarked {
+            mark(&mut self.written, s as usize, e as usize);
         }
-        let first = self.ranges.partition_point(|r| r.1 < start);
-        let last = self.ranges.partition_point(|r| r.0 <= end);
-        if first == last {
-            self.ranges.insert(first, (start, end));
-            return;
-        }
-        let lo = start.min(self.ranges[first].0);
-        let hi = end.max(self.ranges[last - 1].1);
-        self.ranges.drain(first + 1..last);
-        self.ranges[first] = (lo, hi);
+        self.unmarked.clear();
     }
 
     /// Lays the changes over `block` (the base image).
     pub fn apply(&self, block: &mut [u8]) {
-        for &(s, e) in &self.ranges {
+        let mut at = 0;
+        while let Some(s) = next_bit(&self.written, at, true) {
+            let e = next_bit(&self.written, s, false).unwrap_or(self.data.len());
+            block[s..e].copy_from_slice(&self.data[s..e]);
+            at = e;
+        }
+        for &(s, e) in &self.unmarked {
             let (s, e) = (s as usize, e as usize);
             block[s..e].copy_from_slice(&self.data[s..e]);
         }
@@ -127,7 +127,8 @@ impl Patch {
     pub fn materialize(&mut self, mut file_image: Box<[u8]>) {
         self.apply(&mut file_image);
         self.data = Box::default();
-        self.ranges.clear();
+        self.written = Box::default();
+        self.unmarked = Vec::new();
         self.base = Base::Image(file_image);
     }
 
@@ -143,6 +144,41 @@ impl Patch {
                 Some(v)
             }
         }
+    }
+}
+
+/// Ranges a patch keeps unmarked at most (512 bytes of them, as much as the
+/// bitmap of a 4 KiB block).
+const UNMARKED: usize = 64;
+
+/// Sets bits `[start, end)` of `bits`.
+fn mark(bits: &mut [u64], start: usize, end: usize) {
+    if start >= end {
+        return;
+    }
+    let (first, last) = (start / 64, (end - 1) / 64);
+    let head = !0u64 << (start % 64);
+    let tail = !0u64 >> (63 - (end - 1) % 64);
+    if first == last {
+        bits[first] |= head & tail;
+        return;
+    }
+    bits[first] |= head;
+    bits[first + 1..last].fill(!0);
+    bits[last] |= tail;
+}
+
+/// The first bit at or after `from` that is `set` (or clear), if any.
+fn next_bit(bits: &[u64], from: usize, set: bool) -> Option<usize> {
+    let mut i = from / 64;
+    let flip = if set { 0 } else { !0 };
+    let mut w = (*bits.get(i)? ^ flip) & (!0u64 << (from % 64));
+    loop {
+        if w != 0 {
+            return Some(i * 64 + w.trailing_zeros() as usize);
+        }
+        i += 1;
+        w = *bits.get(i)? ^ flip;
     }
 }
 
@@ -164,8 +200,14 @@ mod tests {
             p.apply(&mut via);
             prop_assert_eq!(via, direct);
             prop_assert_eq!(p.lsn, writes.len() as u64);
-            for w in p.ranges.windows(2) {
-                prop_assert!(w[0].1 < w[1].0);
+            // Exactly the bytes written are marked.
+            p.mark_all();
+            let mut marked = vec![false; 256];
+            for (off, data) in &writes {
+                marked[*off as usize..*off as usize + data.len()].fill(true);
+            }
+            for (i, m) in marked.iter().enumerate() {
+                prop_assert_eq!(p.written[i / 64] >> (i % 64) & 1 == 1, *m, "byte {}", i);
             }
         }
     }

@@ -2,11 +2,20 @@
 //! and the log.
 //!
 //! Redo-only: the page file holds exactly the state as of the checkpoint LSN
-//! (nothing uncommitted is ever written to it), so recovery replays, in log
-//! order, every record after the checkpoint that belongs to a transaction
-//! whose commit record made it to the log, and nothing else. Replaying
-//! physical after-images is idempotent, so a crash during recovery (or during
-//! the checkpoint that ends it) is recovered by running it again.
+//! (nothing uncommitted is ever written to it), so recovery replays every
+//! record after the checkpoint that belongs to a transaction whose commit
+//! record made it to the log, and nothing else. Replaying physical
+//! after-images is idempotent, so a crash during recovery (or during the
+//! checkpoint that ends it) is recovered by running it again.
+//!
+//! One pass, as the log streams by: a transaction's records are replayed when
+//! its commit record is reached, in commit order, which is the order in which
+//! the running store applied them (a commit applies its records once its
+//! commit record is durable). A transaction's records usually sit just before
+//! its commit record, in the same chunk of the log, and are replayed from
+//! there; records that are not (logged early, or cut from their commit by a
+//! chunk boundary) are copied aside until their commit record comes, and
+//! dropped at the end if it never does.
 //!
 //! A crash during a checkpoint can leave blocks half-written. Every block the
 //! checkpoint writes is listed, with the checksum it will have, in an intent
@@ -19,13 +28,15 @@
 
 use super::pending::Base;
 use super::{State, corrupt, read_block_raw};
-use crate::error::{FileKind, Location, Result};
+use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::page;
+use crate::format::superblock::Superblock;
 use crate::io::IoFile;
-use crate::wal::Record;
-use crate::wal::record::intent_entries;
-use crate::wal::scan::{Scan, Tail};
+use crate::wal::record::{BadRecord, RANGE_HEADER, intent_entries};
+use crate::wal::scan::{self, ScanEnd, Tail};
+use crate::wal::{Record, TxId};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 /// What the recovery pass found.
@@ -64,57 +75,312 @@ impl Default for RecoveryReport {
     }
 }
 
-/// Replays `scan` into `st`.
-pub(crate) fn redo(
-    st: &mut State,
-    scan: &Scan<'_>,
+/// Where recovery reads the log from.
+pub(crate) struct LogSource<'a> {
+    /// The log file; `None` when a clean close vouched that the epoch since
+    /// the checkpoint is empty (nothing to read).
+    pub file: Option<&'a dyn IoFile>,
+    /// Its path, for errors.
+    pub path: &'a Path,
+    /// LSN of the record at the start of the file's record area.
+    pub base_lsn: u64,
+}
+
+/// Rebuilds the committed state: `loaded` (the state as of the checkpoint of
+/// `sb`, or why it could not be loaded) with the log replayed into it.
+///
+/// Errors come in the order a reader of the log would find them: the log
+/// cannot be read, then the log is damaged, then the checkpoint's state
+/// could not be loaded, then a record could not be replayed.
+pub(crate) fn recover(
+    sb: &Superblock,
+    loaded: Result<State>,
+    log: LogSource<'_>,
     file: &dyn IoFile,
     path: &Path,
-) -> Result<RecoveryReport> {
-    let mut commits: IntMap<u32, u64> = IntMap::default();
-    let mut seen: IntMap<u32, ()> = IntMap::default();
-    let mut max_txid = 0u32;
-    let mut last = None;
-    for (lsn, r) in &scan.records {
-        if let Some(t) = r.txid()
-            && last != Some(t)
-        {
-            // A transaction's records are mostly contiguous: one insert each.
-            last = Some(t);
-            seen.insert(t, ());
-            max_txid = max_txid.max(t);
-        }
-        if let Record::Commit { txid, .. } = r {
-            commits.insert(*txid, *lsn);
-        }
-    }
-    let mut report = RecoveryReport {
-        from_lsn: st.sb.checkpoint_lsn,
-        end_lsn: scan.end_lsn,
-        records: scan.records.len() as u64,
-        committed: commits.len() as u64,
-        uncommitted: (seen.len() - commits.len()) as u64,
-        tail: scan.tail.clone(),
-        ..RecoveryReport::default()
+) -> Result<(State, RecoveryReport)> {
+    let mut redo = loaded.map(|st| Redo::new(st, file, path));
+    let end = match log.file {
+        None => ScanEnd {
+            records: 0,
+            end_lsn: sb.checkpoint_lsn,
+            tail: Tail::Clean,
+        },
+        Some(f) => scan::scan(
+            f,
+            log.base_lsn,
+            sb.checkpoint_lsn,
+            sb.page_size as usize,
+            &mut |lsn, run| match &mut redo {
+                Ok(r) => r.run(lsn, run),
+                Err(_) => ControlFlow::Break(()),
+            },
+        )
+        .map_err(|e| Error::io("read log", log.path, e))?,
     };
-    for (lsn, r) in &scan.records {
-        match r {
-            Record::Intent { entries } => {
-                check_intent(st, entries, file, path, *lsn, &mut report.repaired)?;
-            }
-            Record::Commit { .. } => {}
-            _ => {
-                let Some(&commit_lsn) = r.txid().and_then(|t| commits.get(&t)) else {
-                    continue;
-                };
-                st.apply(r, commit_lsn, true)
-                    .map_err(|what| corrupt(path, FileKind::Log, Location::Lsn(*lsn), what))?;
-                report.redone += 1;
+    if let Tail::Corrupt { at, what, evidence } = end.tail {
+        return Err(corrupt(
+            log.path,
+            FileKind::Log,
+            Location::Lsn(at),
+            format!(
+                "{what}, but the commit record at LSN {evidence} shows the log was durable past it: \
+                 refusing to discard committed transactions"
+            ),
+        ));
+    }
+    let (mut st, done) = redo?.finish()?;
+    st.next_txid = st.next_txid.max(u64::from(done.max_txid) + 1);
+    let report = RecoveryReport {
+        from_lsn: sb.checkpoint_lsn,
+        end_lsn: end.end_lsn,
+        records: end.records,
+        committed: done.committed,
+        uncommitted: done.uncommitted,
+        redone: done.redone,
+        repaired: done.repaired,
+        tail: end.tail,
+    };
+    Ok((st, report))
+}
+
+/// What the replay counted.
+struct Replayed {
+    committed: u64,
+    uncommitted: u64,
+    redone: u64,
+    max_txid: TxId,
+    repaired: Vec<u64>,
+}
+
+/// The replay, fed runs of checked records by the scan.
+struct Redo<'a> {
+    st: State,
+    file: &'a dyn IoFile,
+    path: &'a Path,
+    /// Records of transactions whose commit record has not come yet, copied
+    /// out of the log's buffers: pieces of (LSN, length, records).
+    open: IntMap<TxId, Vec<u8>>,
+    counts: Replayed,
+    /// Committed records of the current chunk waiting to be written, and
+    /// the records of its last transaction, whose commit may follow.
+    queue: Vec<Queued>,
+    /// The first error; the replay stops there.
+    failed: Option<Error>,
+}
+
+/// A record of the chunk being replayed, queued to be written once its
+/// transaction's commit record is reached.
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    /// A range record: offset of its after-image in the chunk; any other:
+    /// offset of the record.
+    at: usize,
+    /// A range record: length of its after-image.
+    len: usize,
+    /// A range record: the address written; any other: [`NOT_RANGE`].
+    addr: u64,
+    /// LSN of its transaction's commit record, once reached.
+    lsn: u64,
+}
+
+/// `Queued::addr` of a record that is not a range: it is decoded again when
+/// written (such records are few).
+const NOT_RANGE: u64 = u64::MAX;
+
+impl<'a> Redo<'a> {
+    fn new(st: State, file: &'a dyn IoFile, path: &'a Path) -> Self {
+        Redo {
+            st,
+            file,
+            path,
+            open: IntMap::default(),
+            counts: Replayed {
+                committed: 0,
+                uncommitted: 0,
+                redone: 0,
+                max_txid: 0,
+                repaired: Vec::new(),
+            },
+            queue: Vec::new(),
+            failed: None,
+        }
+    }
+
+    fn finish(self) -> Result<(State, Replayed)> {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let mut counts = self.counts;
+        counts.uncommitted = self.open.len() as u64;
+        Ok((self.st, counts))
+    }
+
+    /// Takes a run of records starting at `lsn` from the scan.
+    fn run(&mut self, lsn: u64, bytes: &[u8]) -> ControlFlow<()> {
+        match self.replay(lsn, bytes) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                self.failed = Some(e);
+                ControlFlow::Break(())
             }
         }
     }
-    st.next_txid = st.next_txid.max(u64::from(max_txid) + 1);
-    Ok(report)
+
+    /// Replays the committed transactions of `bytes` (records from `lsn0`),
+    /// setting aside records whose commit record is not in it.
+    ///
+    /// Committed records are queued and written in one tight loop per chunk
+    /// rather than as each commit record is reached: their writes land at
+    /// random places in the pending changes, and a loop that does little
+    /// else between them keeps many of those cache misses in flight at once.
+    fn replay(&mut self, lsn0: u64, bytes: &[u8]) -> Result<()> {
+        let ps = self.st.page_size;
+        self.queue.clear();
+        // The records since byte `.1` (queued from `.2` on) belong to
+        // transaction `.0`, whose commit record has not come yet; everything
+        // queued before them is committed.
+        let mut pending: Option<(TxId, usize, usize)> = None;
+        for rec in scan::records(lsn0, bytes, ps) {
+            let (lsn, r) = rec.map_err(|e| self.undecodable(lsn0, e))?;
+            let at = (lsn - lsn0) as usize;
+            let Some(txid) = r.txid() else {
+                if let Some((t, from, q)) = pending.take() {
+                    self.set_aside(t, lsn0 + from as u64, &bytes[from..at], q);
+                }
+                self.write_queued(lsn0, bytes)?;
+                if let Record::Intent { entries } = r {
+                    check_intent(
+                        &mut self.st,
+                        entries,
+                        self.file,
+                        self.path,
+                        lsn,
+                        &mut self.counts.repaired,
+                    )?;
+                }
+                continue;
+            };
+            self.counts.max_txid = self.counts.max_txid.max(txid);
+            match pending {
+                Some((t, _, _)) if t == txid => {}
+                Some((t, from, q)) => {
+                    self.set_aside(t, lsn0 + from as u64, &bytes[from..at], q);
+                    pending = Some((txid, at, q));
+                }
+                None => pending = Some((txid, at, self.queue.len())),
+            }
+            match r {
+                Record::Commit { .. } => {
+                    let Some((_, _, mut q)) = pending.take() else {
+                        continue;
+                    };
+                    if let Some(aside) = self.open.remove(&txid) {
+                        // Its earlier records go first: write what is queued
+                        // before this run, then them.
+                        let run: Vec<Queued> = self.queue.drain(q..).collect();
+                        self.write_queued(lsn0, bytes)?;
+                        let mut rest = aside.as_slice();
+                        while let Some((l, n)) = piece_header(rest) {
+                            self.apply(l, &rest[16..16 + n], lsn)?;
+                            rest = &rest[16 + n..];
+                        }
+                        self.queue = run;
+                        q = 0;
+                    }
+                    for e in &mut self.queue[q..] {
+                        e.lsn = lsn;
+                    }
+                    self.counts.committed += 1;
+                }
+                Record::Range { addr, after, .. } => self.queue.push(Queued {
+                    at: at + RANGE_HEADER,
+                    len: after.len(),
+                    addr,
+                    lsn: 0,
+                }),
+                _ => self.queue.push(Queued {
+                    at,
+                    len: 0,
+                    addr: NOT_RANGE,
+                    lsn: 0,
+                }),
+            }
+        }
+        if let Some((t, from, q)) = pending {
+            self.set_aside(t, lsn0 + from as u64, &bytes[from..], q);
+        }
+        self.write_queued(lsn0, bytes)
+    }
+
+    /// Replays the queued records (all committed) of `bytes`, a run of
+    /// records from `lsn0`, and empties the queue.
+    fn write_queued(&mut self, lsn0: u64, bytes: &[u8]) -> Result<()> {
+        let ps = self.st.page_size;
+        for i in 0..self.queue.len() {
+            let Queued { at, len, addr, lsn } = self.queue[i];
+            if addr != NOT_RANGE {
+                // What `apply` does for a range record.
+                self.st
+                    .write_range(addr, &bytes[at..at + len], lsn)
+                    .map_err(|what| {
+                        let at = lsn0 + (at - RANGE_HEADER) as u64;
+                        corrupt(self.path, FileKind::Log, Location::Lsn(at), what)
+                    })?;
+            } else {
+                let rec = scan::records(lsn0 + at as u64, &bytes[at..], ps).next();
+                let Some(Ok((rec_lsn, r))) = rec else {
+                    return Err(self.undecodable(lsn0 + at as u64, BadRecord::Truncated));
+                };
+                self.st.apply(&r, lsn, true).map_err(|what| {
+                    corrupt(self.path, FileKind::Log, Location::Lsn(rec_lsn), what)
+                })?;
+            }
+            self.counts.redone += 1;
+        }
+        self.queue.clear();
+        Ok(())
+    }
+
+    /// Copies records of transaction `txid` at `lsn` out of the scan's buffer
+    /// until its commit record comes, dropping them from the queue from `q`.
+    fn set_aside(&mut self, txid: TxId, lsn: u64, bytes: &[u8], q: usize) {
+        self.queue.truncate(q);
+        let v = self.open.entry(txid).or_default();
+        v.extend_from_slice(&lsn.to_le_bytes());
+        v.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        v.extend_from_slice(bytes);
+    }
+
+    /// Replays the records in `bytes` (starting at `lsn`) of a transaction
+    /// that committed at `commit_lsn`.
+    fn apply(&mut self, lsn: u64, bytes: &[u8], commit_lsn: u64) -> Result<()> {
+        for rec in scan::records(lsn, bytes, self.st.page_size) {
+            let (lsn, r) = rec.map_err(|e| self.undecodable(lsn, e))?;
+            self.st
+                .apply(&r, commit_lsn, true)
+                .map_err(|what| corrupt(self.path, FileKind::Log, Location::Lsn(lsn), what))?;
+            self.counts.redone += 1;
+        }
+        Ok(())
+    }
+
+    /// Checked records that do not decode: a bug, reported as such.
+    fn undecodable(&self, lsn: u64, e: BadRecord) -> Error {
+        corrupt(
+            self.path,
+            FileKind::Log,
+            Location::Lsn(lsn),
+            format!("a record the scan accepted does not decode ({e})"),
+        )
+    }
+}
+
+/// The LSN and length at the start of a piece set aside, if any.
+fn piece_header(b: &[u8]) -> Option<(u64, usize)> {
+    let lsn = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+    let n = u64::from_le_bytes(b.get(8..16)?.try_into().ok()?) as usize;
+    (b.len() >= 16 + n).then_some((lsn, n))
 }
 
 /// At an interrupted checkpoint's intent record: rebuild each listed block

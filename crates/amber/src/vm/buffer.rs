@@ -1,6 +1,7 @@
-//! Large scratch buffers backed by transparent huge pages, for reading a
-//! whole log at recovery: a 64 MiB `Vec` costs sixteen thousand page faults
-//! as the read fills it, a huge-page mapping a few dozen.
+//! Large scratch buffers backed by transparent huge pages, for the buffers
+//! recovery reads the log through: a fresh `Vec` of a few MiB costs a page
+//! fault per 4 KiB as the first read fills it, a huge-page mapping one per
+//! 2 MiB.
 
 use std::ops::{Deref, DerefMut};
 
@@ -18,6 +19,7 @@ unsafe impl Send for BigBuf {}
 unsafe impl Sync for BigBuf {}
 
 const HUGE: usize = 2 << 20;
+const SMALL: usize = 4096;
 
 impl BigBuf {
     /// A buffer of `len` zero bytes; `None` if the mapping fails.
@@ -29,7 +31,11 @@ impl BigBuf {
                 map_len: 0,
             });
         }
-        let map_len = len.div_ceil(HUGE) * HUGE;
+        // Huge pages only for buffers that fill most of one: a small buffer
+        // in a huge page would cost a 2 MiB clear for a few KiB used.
+        let huge = len >= HUGE / 2;
+        let page = if huge { HUGE } else { SMALL };
+        let map_len = len.div_ceil(page) * page;
         // SAFETY: a fresh private anonymous mapping; no existing memory is
         // affected.
         let p = unsafe {
@@ -45,9 +51,11 @@ impl BigBuf {
         if p == libc::MAP_FAILED {
             return None;
         }
-        // SAFETY: advice on the mapping just made; failure (no THP) is
-        // harmless, the buffer then uses small pages.
-        unsafe { libc::madvise(p, map_len, libc::MADV_HUGEPAGE) };
+        if huge {
+            // SAFETY: advice on the mapping just made; failure (no THP) is
+            // harmless, the buffer then uses small pages.
+            unsafe { libc::madvise(p, map_len, libc::MADV_HUGEPAGE) };
+        }
         Some(BigBuf {
             ptr: p.cast(),
             len,

@@ -3,6 +3,7 @@
 
 pub mod coalesce;
 pub mod header;
+mod readahead;
 pub mod record;
 pub mod scan;
 pub mod writer;

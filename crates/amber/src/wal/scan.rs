@@ -9,9 +9,27 @@
 //! had been synced — damage, and recovery must refuse rather than silently drop
 //! the transactions after it. Otherwise the bad bytes belong to the last,
 //! never-acknowledged batch, and everything from them on is discarded.
+//!
+//! The log is streamed, not read whole: a log of tens of MiB read into one
+//! fresh buffer costs a page fault per 4 KiB of it and a pass over memory
+//! that no cache holds. [`scan`] reads it in chunks into a few buffers that
+//! are reused (`readahead.rs`), checks each chunk's records
+//! as it arrives, and hands the caller runs of whole, checked records while
+//! the next chunk is being read and checked on another thread.
 
 use super::header::RECORDS_START;
-use super::record::{BadRecord, Record, checksum_ok, decode, decode_verified, record_len};
+use super::readahead::{self, Source};
+use super::record::{
+    BadRecord, Record, checksum_ok, decode, decode_verified, max_record_len, record_len,
+};
+use crate::io::IoFile;
+use std::io;
+use std::ops::ControlFlow;
+
+/// Bytes read from the log at a time. Large enough that a read costs little
+/// next to checking what it brought, small enough that a chunk is still in
+/// the cache when the records in it are applied.
+pub const CHUNK: usize = 1 << 20;
 
 /// How the scanned log ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,118 +56,189 @@ pub enum Tail {
     },
 }
 
-/// The result of a scan.
-#[derive(Debug)]
-pub struct Scan<'a> {
-    /// Valid records with their LSNs, in log order.
-    pub records: Vec<(u64, Record<'a>)>,
+/// What a scan found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanEnd {
+    /// Valid records.
+    pub records: u64,
     /// LSN just past the last valid record.
     pub end_lsn: u64,
     /// How the log ended.
     pub tail: Tail,
 }
 
-/// Scans `file` (the whole log file's bytes) whose first record slot has LSN
-/// `base_lsn`, starting at `start_lsn` (>= `base_lsn`).
+/// Scans the log `file`, whose record at byte [`RECORDS_START`] has LSN
+/// `base_lsn`, from `start_lsn` (>= `base_lsn`) to its end.
 ///
-/// The records are found by walking their headers, their checksums checked
-/// on all cores (checksumming is most of a scan's work), and the log ends at
-/// the first record that fails.
-pub fn scan(file: &[u8], base_lsn: u64, start_lsn: u64, page_size: usize) -> Scan<'_> {
-    let body = file.get(RECORDS_START as usize..).unwrap_or(&[]);
-    let start = (start_lsn.saturating_sub(base_lsn)) as usize;
-    // Where each record would be, by its header; stops at the first header
-    // that cannot be.
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    let mut off = start;
-    while off < body.len() {
-        match record_len(&body[off..], page_size) {
-            Ok(n) => {
-                spans.push((off, n));
-                off += n;
-            }
-            Err(_) => break,
-        }
+/// `visit` is called, in log order, with runs of whole records whose lengths
+/// and checksums have been checked, and the LSN of the first; [`records`]
+/// decodes them. The bytes are only lent: the buffer is reused once `visit`
+/// returns. When `visit` breaks it is not called again, but the scan still
+/// goes on to find how the log ends, so that a damaged log is reported as
+/// such whatever the visitor ran into. Errors are those of reading the file.
+pub fn scan(
+    file: &dyn IoFile,
+    base_lsn: u64,
+    start_lsn: u64,
+    page_size: usize,
+    visit: &mut dyn FnMut(u64, &[u8]) -> ControlFlow<()>,
+) -> io::Result<ScanEnd> {
+    scan_in_chunks(file, base_lsn, start_lsn, page_size, CHUNK, visit)
+}
+
+/// [`scan`] reading `chunk` bytes at a time (tests use tiny chunks, so that
+/// records and the evidence search straddle many chunk boundaries).
+pub(crate) fn scan_in_chunks(
+    file: &dyn IoFile,
+    base_lsn: u64,
+    start_lsn: u64,
+    page_size: usize,
+    chunk: usize,
+    visit: &mut dyn FnMut(u64, &[u8]) -> ControlFlow<()>,
+) -> io::Result<ScanEnd> {
+    let size = file.size()?;
+    let start = RECORDS_START.saturating_add(start_lsn.saturating_sub(base_lsn));
+    let mut checker = Checker {
+        file,
+        size,
+        base_lsn,
+        page_size,
+        chunk: chunk.max(1),
+        next: start,
+        carry: Vec::new(),
+        records: 0,
+        end: start,
+        bad: None,
+        tail: None,
+    };
+    if start >= size {
+        checker.tail = Some(Tail::Clean);
+        return Ok(checker.end());
     }
-    let first_bad = first_bad_checksum(body, base_lsn, &spans);
-    let good = &spans[..first_bad];
-    let mut records = Vec::with_capacity(good.len());
-    let mut end = start;
-    for &(o, n) in good {
-        match decode_verified(&body[o..], n) {
-            Ok((r, _)) => records.push((base_lsn + o as u64, r)),
-            Err(_) => break,
-        }
-        end = o + n;
-    }
-    let tail = if end >= body.len() {
-        Tail::Clean
+    let left = size - start;
+    // A log that fits in one chunk needs no carry-over room and no thread.
+    let buf_len = if left <= checker.chunk as u64 {
+        left as usize
     } else {
-        let lsn = base_lsn + end as u64;
-        let what = decode(&body[end..], lsn, page_size)
-            .err()
-            .unwrap_or(BadRecord::Checksum);
-        match durable_evidence(body, base_lsn, end, page_size) {
-            Some(evidence) => Tail::Corrupt {
-                at: lsn,
-                what,
-                evidence,
-            },
-            None => Tail::Torn {
-                at: lsn,
-                what,
-                bytes: (body.len() - end) as u64,
-            },
+        checker.chunk + max_record_len(page_size)
+    };
+    let checker = readahead::run(checker, buf_len, left > chunk as u64, visit)?;
+    Ok(checker.end())
+}
+
+/// Decodes the records of a run that [`scan`] handed over, whose first record
+/// is at `lsn`, with their LSNs. An error means the bytes were not a run from
+/// a scan.
+pub fn records(
+    lsn: u64,
+    bytes: &[u8],
+    page_size: usize,
+) -> impl Iterator<Item = Result<(u64, Record<'_>), BadRecord>> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= bytes.len() {
+            return None;
         }
-    };
-    Scan {
-        end_lsn: base_lsn + end as u64,
-        records,
-        tail,
-    }
+        let rec = record_len(&bytes[at..], page_size)
+            .and_then(|n| decode_verified(&bytes[at..], n))
+            .map(|(r, n)| {
+                let here = lsn + at as u64;
+                at += n;
+                (here, r)
+            });
+        if rec.is_err() {
+            at = bytes.len();
+        }
+        Some(rec)
+    })
 }
 
-/// Index of the first span whose checksum fails (`spans.len()` if none),
-/// checked in parallel chunks.
-fn first_bad_checksum(body: &[u8], base_lsn: u64, spans: &[(usize, usize)]) -> usize {
-    let check = |chunk: &[(usize, usize)]| {
-        chunk
-            .iter()
-            .position(|&(o, n)| !checksum_ok(&body[o..], n, base_lsn + o as u64))
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    if threads < 2 || spans.len() < 20_000 {
-        return check(spans).unwrap_or(spans.len());
-    }
-    let per = spans.len().div_ceil(threads);
-    let found: Vec<Option<usize>> = std::thread::scope(|sc| {
-        let handles: Vec<_> = spans
-            .chunks(per)
-            .enumerate()
-            .map(|(i, chunk)| sc.spawn(move || check(chunk).map(|j| i * per + j)))
-            .collect();
-        // A chunk whose thread failed counts as bad from its start: never
-        // accept records that were not checked.
-        handles
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| h.join().unwrap_or(Some(i * per)))
-            .collect()
-    });
-    found.into_iter().flatten().min().unwrap_or(spans.len())
+/// Finds the valid records and how the log ends, a chunk at a time: the
+/// reading side of a scan, which runs on the read-ahead thread.
+struct Checker<'f> {
+    file: &'f dyn IoFile,
+    size: u64,
+    base_lsn: u64,
+    page_size: usize,
+    chunk: usize,
+    /// File offset of the next byte to read.
+    next: u64,
+    /// Bytes at the end of the last chunk still to be looked at (a record the
+    /// chunk's end cut, or the last positions of the evidence search): they
+    /// go at the start of the next buffer.
+    carry: Vec<u8>,
+    /// Valid records so far.
+    records: u64,
+    /// File offset just past the last valid record.
+    end: u64,
+    /// The first bad record: its file offset and what was wrong.
+    bad: Option<(u64, BadRecord)>,
+    /// How the log ended, once known.
+    tail: Option<Tail>,
 }
 
-/// Looks past a bad record at `bad` for a valid commit record written when the
-/// log was already durable beyond `bad`; returns its LSN.
-fn durable_evidence(body: &[u8], base_lsn: u64, bad: usize, page_size: usize) -> Option<u64> {
-    let bad_lsn = base_lsn + bad as u64;
-    (bad + 1..body.len().saturating_sub(15))
-        .filter(|&o| body[o + 4] == 5)
-        .find_map(|o| {
-            let lsn = base_lsn + o as u64;
-            match decode(&body[o..], lsn, page_size) {
+impl Checker<'_> {
+    fn lsn(&self, off: u64) -> u64 {
+        self.base_lsn + (off - RECORDS_START)
+    }
+
+    fn end(&self) -> ScanEnd {
+        ScanEnd {
+            records: self.records,
+            end_lsn: self.lsn(self.end),
+            tail: self.tail.clone().unwrap_or(Tail::Clean),
+        }
+    }
+
+    /// Walks the records of `buf` (which starts at file offset `pos`) from
+    /// its start, checking each; returns how many bytes of whole valid records
+    /// it holds. Sets `bad` at the first invalid one, or keeps a record cut by
+    /// the end of the buffer for the next.
+    fn walk(&mut self, buf: &[u8], pos: u64, eof: bool) -> usize {
+        let mut p = 0;
+        while p < buf.len() {
+            let at = pos + p as u64;
+            match record_len(&buf[p..], self.page_size) {
+                Ok(n) if checksum_ok(&buf[p..], n, self.lsn(at)) => {
+                    p += n;
+                    self.records += 1;
+                }
+                Ok(_) => {
+                    self.bad = Some((at, BadRecord::Checksum));
+                    break;
+                }
+                Err(BadRecord::Truncated) if !eof => {
+                    self.carry.extend_from_slice(&buf[p..]);
+                    break;
+                }
+                Err(what) => {
+                    self.bad = Some((at, what));
+                    break;
+                }
+            }
+        }
+        self.end = pos + p as u64;
+        if self.bad.is_none() && eof && p == buf.len() {
+            self.tail = Some(Tail::Clean);
+        }
+        p
+    }
+
+    /// Looks in `buf` (at file offset `pos`) for a valid commit record after
+    /// the bad one whose `synced_delta` shows the log was durable past the bad
+    /// bytes when it was written: proof of damage rather than a torn tail.
+    fn search(&mut self, buf: &[u8], pos: u64, eof: bool) {
+        let Some((bad, what)) = self.bad else {
+            return;
+        };
+        let bad_lsn = self.lsn(bad);
+        let from = (bad + 1).saturating_sub(pos) as usize;
+        // A commit record is 16 bytes: positions closer to the end than that
+        // are looked at with the next chunk.
+        let last = buf.len().saturating_sub(15);
+        let found = (from..last).filter(|&o| buf[o + 4] == 5).find_map(|o| {
+            let lsn = self.lsn(pos + o as u64);
+            match decode(&buf[o..], lsn, self.page_size) {
                 Ok((Record::Commit { synced_delta, .. }, _))
                     if synced_delta != u32::MAX && lsn - u64::from(synced_delta) > bad_lsn =>
                 {
@@ -157,13 +246,58 @@ fn durable_evidence(body: &[u8], base_lsn: u64, bad: usize, page_size: usize) ->
                 }
                 _ => None,
             }
-        })
+        });
+        if let Some(evidence) = found {
+            self.tail = Some(Tail::Corrupt {
+                at: bad_lsn,
+                what,
+                evidence,
+            });
+        } else if eof {
+            self.tail = Some(Tail::Torn {
+                at: bad_lsn,
+                what,
+                bytes: self.size - bad,
+            });
+        } else {
+            self.carry.extend_from_slice(&buf[from.max(last)..]);
+        }
+    }
+}
+
+impl Source for Checker<'_> {
+    fn step(&mut self, buf: &mut [u8]) -> io::Result<Option<(u64, usize)>> {
+        let c = self.carry.len();
+        let pos = self.next - c as u64;
+        buf[..c].copy_from_slice(&self.carry);
+        self.carry.clear();
+        let n = (self.size - self.next).min(self.chunk as u64) as usize;
+        self.file.read_exact_at(&mut buf[c..c + n], self.next)?;
+        self.next += n as u64;
+        let eof = self.next == self.size;
+        let buf = &buf[..c + n];
+        let mut valid = 0;
+        if self.bad.is_none() {
+            valid = self.walk(buf, pos, eof);
+        }
+        if self.bad.is_some() {
+            self.search(buf, pos, eof);
+        }
+        Ok((valid > 0).then(|| (self.lsn(pos), valid)))
+    }
+
+    fn done(&self) -> bool {
+        self.tail.is_some()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::crash::CrashVfs;
+    use crate::io::{OpenMode, Vfs};
     use crate::wal::record::Record;
+    use std::path::Path;
 
     fn log_of(batches: &[&[Record<'_>]], base: u64) -> Vec<u8> {
         // Each batch ends durable; commit records carry the durable point.
@@ -203,37 +337,135 @@ mod tests {
         ]
     }
 
+    /// Scans `bytes` as a log file with `chunk`-byte reads; the records
+    /// handed over (LSN, record encoded again) and the end.
+    fn scan_bytes(bytes: &[u8], chunk: usize) -> (Vec<(u64, Vec<u8>)>, ScanEnd) {
+        let vfs = CrashVfs::new();
+        let f = vfs
+            .open(Path::new("/log"), OpenMode::CreateNew)
+            .expect("create");
+        f.write_all_at(bytes, 0).expect("write");
+        let mut got = Vec::new();
+        let end = scan_in_chunks(&*f, 100, 100, 4096, chunk, &mut |lsn, run| {
+            for r in records(lsn, run, 4096) {
+                let (lsn, r) = r.expect("decodes");
+                let mut enc = Vec::new();
+                r.encode(lsn, &mut enc);
+                got.push((lsn, enc));
+            }
+            ControlFlow::Continue(())
+        })
+        .expect("scans");
+        (got, end)
+    }
+
+    /// The same answer whatever the chunk size: records and the evidence
+    /// search straddle chunk boundaries, and the large chunk sizes run
+    /// without the read-ahead thread.
+    fn scan_all_chunks(bytes: &[u8]) -> (Vec<(u64, Vec<u8>)>, ScanEnd) {
+        let want = scan_bytes(bytes, 1 << 20);
+        for chunk in [1, 3, 7, 16, 17, 40, 100] {
+            assert_eq!(scan_bytes(bytes, chunk), want, "chunk {chunk}");
+        }
+        want
+    }
+
     #[test]
     fn clean_torn_and_corrupt() {
         let (a, b, c) = (tx(1), tx(2), tx(3));
         let file = log_of(&[&a, &b, &c], 100);
-        let s = scan(&file, 100, 100, 4096);
-        assert_eq!(s.records.len(), 6);
-        assert_eq!(s.tail, Tail::Clean);
+        let (recs, end) = scan_all_chunks(&file);
+        assert_eq!(recs.len(), 6);
+        assert_eq!(end.records, 6);
+        assert_eq!(end.tail, Tail::Clean);
+        assert_eq!(end.end_lsn, 100 + (file.len() as u64 - RECORDS_START));
 
         // Cut inside the last batch: torn.
         let cut = &file[..file.len() - 5];
-        let s = scan(cut, 100, 100, 4096);
-        assert_eq!(s.records.len(), 5);
-        assert!(matches!(s.tail, Tail::Torn { .. }));
+        let (recs, end) = scan_all_chunks(cut);
+        assert_eq!(recs.len(), 5);
+        assert!(
+            matches!(
+                end.tail,
+                Tail::Torn {
+                    what: BadRecord::Truncated,
+                    bytes: 11,
+                    ..
+                }
+            ),
+            "{:?}",
+            end.tail
+        );
 
         // Damage in the first batch, with later durable commits: corrupt.
         let mut bad = file.clone();
         bad[RECORDS_START as usize + 25] ^= 1;
-        let s = scan(&bad, 100, 100, 4096);
-        assert_eq!(s.records.len(), 0);
+        let (recs, end) = scan_all_chunks(&bad);
+        assert_eq!(recs.len(), 0);
         assert!(
-            matches!(s.tail, Tail::Corrupt { at: 100, .. }),
+            matches!(
+                end.tail,
+                Tail::Corrupt {
+                    at: 100,
+                    evidence: 176,
+                    ..
+                }
+            ),
             "{:?}",
-            s.tail
+            end.tail
         );
 
         // Damage in the last batch only: indistinguishable from a torn tail.
         let mut last = file.clone();
         let n = last.len();
         last[n - 20] ^= 1;
-        let s = scan(&last, 100, 100, 4096);
-        assert!(matches!(s.tail, Tail::Torn { .. }));
-        assert_eq!(s.records.len(), 4);
+        let (recs, end) = scan_all_chunks(&last);
+        assert!(matches!(end.tail, Tail::Torn { .. }));
+        assert_eq!(recs.len(), 4);
+    }
+
+    #[test]
+    fn starts_at_the_checkpoint_and_past_the_end() {
+        let (a, b) = (tx(1), tx(2));
+        let file = log_of(&[&a, &b], 100);
+        // From the second transaction on.
+        let second = 100 + 46;
+        let vfs = CrashVfs::new();
+        let f = vfs
+            .open(Path::new("/log"), OpenMode::CreateNew)
+            .expect("create");
+        f.write_all_at(&file, 0).expect("write");
+        let mut n = 0;
+        let end = scan_in_chunks(&*f, 100, second, 4096, 5, &mut |lsn, run| {
+            assert!(n > 0 || lsn == second);
+            n += records(lsn, run, 4096).count();
+            ControlFlow::Continue(())
+        })
+        .expect("scans");
+        assert_eq!((n, end.records, end.tail), (2, 2, Tail::Clean));
+        // A start past the end of the file: nothing, clean.
+        let end = scan(&*f, 100, 100_000, 4096, &mut |_, _| unreachable!()).expect("scans");
+        assert_eq!(end.end_lsn, 100_000);
+        assert_eq!(end.tail, Tail::Clean);
+    }
+
+    #[test]
+    fn a_visitor_that_stops_still_learns_the_tail() {
+        let (a, b, c) = (tx(1), tx(2), tx(3));
+        let mut bad = log_of(&[&a, &b, &c], 100);
+        bad[RECORDS_START as usize + 80] ^= 1;
+        let vfs = CrashVfs::new();
+        let f = vfs
+            .open(Path::new("/log"), OpenMode::CreateNew)
+            .expect("create");
+        f.write_all_at(&bad, 0).expect("write");
+        let mut calls = 0;
+        let end = scan_in_chunks(&*f, 100, 100, 4096, 20, &mut |_, _| {
+            calls += 1;
+            ControlFlow::Break(())
+        })
+        .expect("scans");
+        assert_eq!(calls, 1);
+        assert!(matches!(end.tail, Tail::Corrupt { .. }), "{:?}", end.tail);
     }
 }
