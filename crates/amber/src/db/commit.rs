@@ -263,10 +263,7 @@ impl Tx<'_> {
             .clear();
         let mut slots = self.pager.slots();
         for (k, pa) in self.freed.drain(..) {
-            let v = slots.entry(k).or_default();
-            if !v.contains(&pa) {
-                v.push(pa);
-            }
+            slots.add(k, pa);
         }
         drop(slots);
         self.taken.clear();
@@ -301,7 +298,7 @@ impl Tx<'_> {
         self.registry.abort();
         let mut slots = self.pager.slots();
         for (k, pa) in self.taken.drain(..) {
-            slots.entry(k).or_default().push(pa);
+            slots.add(k, pa);
         }
         drop(slots);
         self.freed.clear();

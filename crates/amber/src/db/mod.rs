@@ -23,6 +23,7 @@
 //! ```
 
 mod commit;
+mod free_slots;
 mod index;
 pub mod options;
 pub(crate) mod pager;

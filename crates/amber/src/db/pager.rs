@@ -22,6 +22,7 @@
 //! locks, which Amber never holds while touching frame memory, so the code a
 //! fault interrupts can never be holding them.
 
+use super::free_slots::FreeSlots;
 use super::recovery_buffer::RecoveryBuffer;
 use crate::format::PageNo;
 use crate::format::objects::{self, FLAG_FREE};
@@ -113,9 +114,9 @@ pub(crate) struct Pager {
     budget: Option<u64>,
     /// Installed blocks, oldest first: (first frame, frames).
     fifo: Mutex<VecDeque<(FrameNo, u32)>>,
-    /// Free slots found in fetched pages, by (type id, size): persistent
-    /// addresses, for type-stable reuse.
-    free_slots: Mutex<HashMap<(u32, u32), Vec<u64>>>,
+    /// Free slots found in fetched pages (and freed by committed
+    /// transactions), for type-stable reuse.
+    free_slots: Mutex<FreeSlots>,
     pub(crate) stats: PagerStats,
     /// Clean copies taken at first write (SIGSEGV backend only).
     pub(crate) rbuf: OnceLock<RecoveryBuffer>,
@@ -181,7 +182,7 @@ impl Pager {
             cluster: cluster.max(1),
             budget: budget_bytes.map(|b| (b / page_size as u64).max(4)),
             fifo: Mutex::new(VecDeque::new()),
-            free_slots: Mutex::new(HashMap::new()),
+            free_slots: Mutex::new(FreeSlots::default()),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
             freed_now: Mutex::new(std::collections::HashSet::new()),
@@ -203,7 +204,7 @@ impl Pager {
         self.budget
     }
 
-    pub(crate) fn slots(&self) -> MutexGuard<'_, HashMap<(u32, u32), Vec<u64>>> {
+    pub(crate) fn slots(&self) -> MutexGuard<'_, FreeSlots> {
         self.free_slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -260,10 +261,7 @@ impl Pager {
         }
         let mut slots = self.slots();
         for (k, addr) in found {
-            let v = slots.entry(k).or_default();
-            if !v.contains(&addr) {
-                v.push(addr);
-            }
+            slots.add(k, addr);
         }
     }
 
