@@ -97,8 +97,9 @@ impl Tx<'_> {
     /// Converts a block image in memory form to persistent form.
     fn unswizzle(&self, head: PageNo, img: &mut [u8]) -> Result<()> {
         let types = self.registry.snapshot();
-        let map = super::pager::FrameMap::new(self.fs);
+        let map = super::fetch::FrameMap::new(self.fs);
         convert_block(img, self.page_size, &types, &map, Direction::Unswizzle)
+            .map(drop)
             .map_err(|e| Error::invalid(format!("page {head}: {e}")))
     }
 
@@ -335,7 +336,7 @@ impl Tx<'_> {
                 continue;
             }
             let mut img = self.stx_ref()?.store().read_block(head)?;
-            let map = super::pager::FrameMap::new(self.fs);
+            let map = super::fetch::FrameMap::new(self.fs);
             convert_block(&mut img, self.page_size, &types, &map, Direction::Swizzle)
                 .map_err(|e| Error::invalid(format!("page {head}: {e}")))?;
             self.fs

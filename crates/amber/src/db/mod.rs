@@ -23,6 +23,7 @@
 //! ```
 
 mod commit;
+mod fetch;
 mod free_slots;
 mod index;
 pub mod options;

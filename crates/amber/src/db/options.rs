@@ -15,9 +15,10 @@ pub struct Options {
     /// Cache budget in bytes: resident pages beyond it are evicted (clean
     /// ones; they fault back in on the next touch). `None`: no limit.
     pub cache_bytes: Option<u64>,
-    /// Pages fetched per fault: the faulting block plus the blocks that start
-    /// in the pages around it, half before and half after (Texas's
-    /// data-fetching granularity).
+    /// Pages fetched per fault: the blocks that start in the aligned window
+    /// of this many pages holding the faulting block (Texas's data-fetching
+    /// granularity), at most half the cache budget. Frames are laid out a
+    /// window at a time, so a cluster is installed with one call.
     pub fetch_cluster: u32,
     /// Address space reserved for frames. A session can touch at most this
     /// much of the database.

@@ -206,7 +206,7 @@ impl<'db> Tx<'db> {
 
     /// The persistent address of virtual address `va`.
     pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
-        super::pager::FrameMap::new(self.fs)
+        super::fetch::FrameMap::new(self.fs)
             .to_paddr(va)
             .map_err(Error::Invalid)
     }

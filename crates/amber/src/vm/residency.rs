@@ -24,17 +24,19 @@ impl FrameSpace {
     /// seen by other threads, skipping frames already resident. Returns the
     /// number installed. Usable outside a fault, e.g. for a brand-new page.
     pub fn install(&self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
-        self.install_frames(frame, data, how, true)
+        self.install_frames(frame, data, how, true, &mut |_, _| {})
     }
 
     /// `install`; with userfaultfd, `wake` wakes the threads waiting for
     /// these frames (else they wait until their own fault is served).
+    /// `installed(first, n)` hears of each run of frames made resident.
     pub(crate) fn install_frames(
         &self,
         frame: FrameNo,
         data: &[u8],
         how: InstallAs,
         wake: bool,
+        installed_run: &mut dyn FnMut(FrameNo, u32),
     ) -> Result<u32, VmError> {
         if data.is_empty() || !data.len().is_multiple_of(self.frame_size) {
             return Err(VmError::InvalidArgument(
@@ -106,6 +108,7 @@ impl FrameSpace {
                     err: e,
                 })?;
             }
+            installed_run(frame + i, j - i);
             installed += j - i;
             i = j;
         }
