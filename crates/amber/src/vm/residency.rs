@@ -72,18 +72,17 @@ impl FrameSpace {
                         err: e,
                     })?,
                 Imp::Sigsegv(s) => {
-                    let off = addr - self.base;
-                    // SAFETY: the staging view covers the whole reservation and
-                    // `off + bytes.len()` lies inside it; the program's view of
-                    // these frames is PROT_NONE, so nobody reads them meanwhile,
-                    // and we hold the lock, so no other installer writes them.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            bytes.as_ptr(),
-                            s.staging.ptr().add(off),
-                            bytes.len(),
-                        )
-                    };
+                    // Written into the memfd rather than copied through the
+                    // staging view: the kernel allocates the pages as it
+                    // copies, instead of taking a page fault (and zeroing a
+                    // page) for each. The program's view of these frames is
+                    // PROT_NONE, so nobody reads them meanwhile, and we hold
+                    // the lock, so no other installer writes them.
+                    sys::pwrite_all(s.memfd.as_raw_fd(), bytes, (addr - self.base) as u64)
+                        .map_err(|e| VmError::Os {
+                            op: "pwrite(memfd)",
+                            err: e,
+                        })?;
                     let prot = if dirty {
                         libc::PROT_READ | libc::PROT_WRITE
                     } else {
