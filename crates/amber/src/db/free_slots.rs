@@ -10,15 +10,15 @@
 //! list instead cost 12% of a cold OO1 lookup, whose pages hold the old
 //! buffers of grown vectors).
 
-use std::collections::{HashMap, HashSet};
+use crate::fasthash::{IntMap, IntSet};
 
 /// Type id and body size: slots are reused only by objects of both.
 pub(crate) type SlotKey = (u32, u32);
 
 #[derive(Debug, Default)]
 pub(crate) struct FreeSlots {
-    by_key: HashMap<SlotKey, Vec<u64>>,
-    known: HashSet<u64>,
+    by_key: IntMap<SlotKey, Vec<u64>>,
+    known: IntSet<u64>,
 }
 
 impl FreeSlots {

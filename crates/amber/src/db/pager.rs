@@ -23,6 +23,7 @@
 
 use super::free_slots::FreeSlots;
 use super::recovery_buffer::RecoveryBuffer;
+use crate::fasthash::IntSet;
 use crate::format::PageNo;
 use crate::format::page::BlockKind;
 use crate::schema::registry::Registry;
@@ -72,7 +73,7 @@ pub(crate) struct Pager {
     pub(crate) rbuf: OnceLock<RecoveryBuffer>,
     /// Slots the open transaction freed: not reusable until it commits, so a
     /// refetch of their page (after a spill) must not record them.
-    pub(crate) freed_now: Mutex<std::collections::HashSet<u64>>,
+    pub(crate) freed_now: Mutex<IntSet<u64>>,
     /// Blocks the open transaction spilled: their uncommitted changes, laid
     /// over the committed image when they fault back in.
     spilled: Mutex<HashMap<PageNo, Spill>>,
@@ -145,7 +146,7 @@ impl Pager {
             free_slots: Mutex::new(FreeSlots::default()),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
-            freed_now: Mutex::new(std::collections::HashSet::new()),
+            freed_now: Mutex::new(IntSet::default()),
             spilled: Mutex::new(HashMap::new()),
             pressure: AtomicBool::new(false),
         }
