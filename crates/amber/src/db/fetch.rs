@@ -162,22 +162,22 @@ impl Pager {
                 img.len() / self.page_size
             ));
         }
-        let entries = convert_block(img, self.page_size, types, map, Direction::Swizzle)?;
-        self.note_free_slots(head, &entries);
+        let free = convert_block(img, self.page_size, types, map, Direction::Swizzle)?;
+        self.note_free_slots(head, &free);
         Ok(())
     }
 
-    /// Records the free slots of a fetched block for reuse.
-    fn note_free_slots(&self, head: PageNo, entries: &[ObjectEntry]) {
-        if !entries.iter().any(ObjectEntry::is_free) {
+    /// Reports the free slots of a fetched block for reuse.
+    fn note_free_slots(&self, head: PageNo, free: &[ObjectEntry]) {
+        if free.is_empty() {
             return;
         }
         let freed_now = self.freed_now.lock().unwrap_or_else(|e| e.into_inner());
         let mut slots = self.slots();
-        for e in entries.iter().filter(|e| e.is_free()) {
+        for e in free {
             let addr = (head << self.shift) + e.body as u64;
-            if !freed_now.contains(&addr) {
-                slots.add((e.type_id, e.size as u32), addr);
+            if freed_now.is_empty() || !freed_now.contains(&addr) {
+                slots.report((e.type_id, e.size as u32), addr);
             }
         }
     }
