@@ -83,7 +83,12 @@ pub fn convert_object(
         if l.size == 0 {
             return Ok(());
         }
-        let n = e.size / l.size as usize;
+        // Element sizes are mostly powers of two: spare the division.
+        let n = if l.size.is_power_of_two() {
+            e.size >> l.size.trailing_zeros()
+        } else {
+            e.size / l.size as usize
+        };
         for i in 0..n {
             convert_slots(
                 block,
