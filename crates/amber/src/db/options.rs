@@ -17,8 +17,9 @@ pub struct Options {
     pub cache_bytes: Option<u64>,
     /// Pages fetched per fault: the blocks that start in the aligned window
     /// of this many pages holding the faulting block (Texas's data-fetching
-    /// granularity), at most half the cache budget. Frames are laid out a
-    /// window at a time, so a cluster is installed with one call.
+    /// granularity). Under a cache budget a fault fetches no more than the
+    /// room left: prefetching never evicts. Frames are laid out a window at a
+    /// time, so a cluster is installed with one call.
     ///
     /// Default 64 (256 KiB). A fault costs its mechanism (7–8 µs here, a
     /// signal or a thread round trip) plus about 3 µs per block read,

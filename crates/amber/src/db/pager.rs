@@ -56,8 +56,9 @@ pub(crate) struct Pager {
     pub(super) page_size: usize,
     pub(super) shift: u32,
     /// The fetch cluster: a fault fetches the blocks that start in the
-    /// aligned window of this many pages around the faulting one, and frames
-    /// are assigned to such a window at a time (1: one block).
+    /// aligned window of this many pages around the faulting one (less under
+    /// a full cache budget, see `fetch_window`), and frames are assigned to
+    /// such a window at a time (1: one block).
     pub(crate) window: u32,
     /// The buffer a cluster is read into, kept between faults.
     pub(crate) cluster_buf: Mutex<Vec<u8>>,
@@ -117,14 +118,6 @@ impl Spill {
     }
 }
 
-/// The fetch window for a cluster of `cluster` pages under a budget of
-/// `budget` frames: at most half the budget, so that making room for a
-/// cluster does not evict everything else.
-fn cluster_window(cluster: u32, budget: Option<u64>) -> u32 {
-    let cap = budget.map_or(u32::MAX, |b| u32::try_from(b / 2).unwrap_or(u32::MAX));
-    cluster.min(cap).max(1)
-}
-
 impl Pager {
     pub(crate) fn new(
         store: Arc<Store>,
@@ -139,7 +132,7 @@ impl Pager {
             registry,
             page_size,
             shift: page_size.trailing_zeros(),
-            window: cluster_window(cluster, budget),
+            window: cluster.max(1),
             cluster_buf: Mutex::new(Vec::new()),
             budget,
             fifo: Mutex::new(VecDeque::new()),
