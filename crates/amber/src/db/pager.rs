@@ -60,8 +60,8 @@ pub(crate) struct Pager {
     /// a full cache budget, see `fetch_window`), and frames are assigned to
     /// such a window at a time (1: one block).
     pub(crate) window: u32,
-    /// The buffer a cluster is read into, kept between faults.
-    pub(crate) cluster_buf: Mutex<Vec<u8>>,
+    /// What the fault path keeps between faults.
+    pub(crate) scratch: Mutex<Scratch>,
     /// Cache budget in frames; `None`: unlimited.
     budget: Option<u64>,
     /// Installed blocks, oldest first: (first frame, frames).
@@ -81,6 +81,25 @@ pub(crate) struct Pager {
     /// Set when the budget could not be met by evicting clean blocks: the
     /// open transaction should spill dirty ones at its next call.
     pub(crate) pressure: AtomicBool,
+}
+
+/// The fault path's working memory, kept between faults so that a fault
+/// allocates nothing: the buffer a cluster is read into and the translation
+/// cache of `FrameMap`. A fault that finds it in use (another thread's, with
+/// SIGSEGV) works with an empty one.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) buf: Vec<u8>,
+    pub(crate) cache: super::fetch::Translations,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch")
+            .field("buf", &self.buf.len())
+            .field("cache", &self.cache.len())
+            .finish()
+    }
 }
 
 /// The uncommitted changes of a spilled block, in persistent form.
@@ -133,7 +152,10 @@ impl Pager {
             page_size,
             shift: page_size.trailing_zeros(),
             window: cluster.max(1),
-            cluster_buf: Mutex::new(Vec::new()),
+            scratch: Mutex::new(Scratch {
+                buf: Vec::new(),
+                cache: super::fetch::translations(),
+            }),
             budget,
             fifo: Mutex::new(VecDeque::new()),
             free_slots: Mutex::new(FreeSlots::default()),
