@@ -89,6 +89,18 @@ pub fn convert_object(
         } else {
             e.size / l.size as usize
         };
+        if let (
+            [
+                PtrSlot {
+                    offset: 0,
+                    kind: SlotKind::Ref { pages },
+                },
+            ],
+            8,
+        ) = (l.slots.as_slice(), l.size)
+        {
+            return convert_refs(block, e.body, n, *pages, map, dir);
+        }
         for i in 0..n {
             convert_slots(
                 block,
@@ -109,6 +121,39 @@ pub fn convert_object(
         }
         convert_slots(block, e.body, &l.slots, page_size, map, dir)
     }
+}
+
+/// The `n` pointers of an array of `PRef`s (vectors of references, the
+/// commonest pointer arrays: OO1's incoming lists and id index), each to a
+/// block of `pages` pages: one loop over the words, without the per-slot
+/// dispatch of `convert_slots`.
+#[inline(always)]
+fn convert_refs(
+    block: &mut [u8],
+    body: usize,
+    n: usize,
+    pages: u32,
+    map: &impl AddrMap,
+    dir: Direction,
+) -> Result<(), String> {
+    let words = body
+        .checked_add(n * 8)
+        .and_then(|end| block.get_mut(body..end))
+        .ok_or_else(|| format!("array at offset {body} outside its block"))?;
+    for word in words.chunks_exact_mut(8) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(word);
+        let v = u64::from_le_bytes(b);
+        if v == 0 {
+            continue;
+        }
+        let out = match dir {
+            Direction::Unswizzle => map.to_paddr(v)?,
+            Direction::Swizzle => map.to_va(v, pages)?,
+        };
+        word.copy_from_slice(&out.to_le_bytes());
+    }
+    Ok(())
 }
 
 /// Inlined into `convert_object`: it runs once per object (an OO1 page holds
