@@ -96,13 +96,14 @@ fn every_job_like_the_reference_under_a_small_cache_budget() {
     );
 }
 
-/// The same with userfaultfd. Fails (nondeterministically) on the core as of
-/// this writing: `Pager::bring_in` installs a block, which wakes the faulting
-/// thread, and only then enforces the budget on the handler thread, so
-/// `evict_clean` can drop a page the program writes meanwhile, or one that a
-/// commit's `take_written` has just re-protected, losing committed updates.
+/// The same with userfaultfd. Failed (nondeterministically) on the core when
+/// written: the pager installed a block, which woke the faulting thread, and
+/// only then enforced the budget on the handler thread, so `evict_clean`
+/// could drop a page the program wrote meanwhile, or one that a commit's
+/// `take_written` had just re-protected, losing committed updates. The
+/// faulting thread is now woken when the fault service is done, and a fault
+/// makes room before it installs.
 #[test]
-#[ignore = "core bug: userfaultfd eviction races with the program (see the comment)"]
 fn every_job_like_the_reference_under_a_small_cache_budget_uffd() {
     every_job(
         BUDGET_PARAMS,
