@@ -26,11 +26,11 @@ pub struct Options {
     /// checked, swizzled and installed, so fetching a neighbour pays as soon
     /// as the program goes on to touch a third of them. OO1's operations on
     /// its 20,000-part database touch 40–70% of its 1,034 pages: a cold
-    /// traversal or lookup takes a third to a half less time with 64 pages
-    /// per fault than with one (docs/design.md, 4.3). Programs that read a
-    /// few scattered objects of a database much larger than what they touch
-    /// (random lookups on OO1's 200,000 parts touch a tenth of it) are
-    /// faster with 1.
+    /// traversal takes a third less time with 64 pages per fault than with
+    /// one, a cold batch of lookups three fifths less (docs/design.md, 4.3).
+    /// Programs that touch a few scattered objects of a database much larger
+    /// than that (random lookups on OO1's 200,000 parts touch a tenth of it,
+    /// an insert a few dozen pages) are faster with 1.
     pub fetch_cluster: u32,
     /// Address space reserved for frames. A session can touch at most this
     /// much of the database.
