@@ -2,7 +2,7 @@
 //! hot paths such as recovery. Keys are not attacker-chosen, so the default
 //! DoS-resistant SipHash buys nothing there; a multiply-and-fold is enough.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Fibonacci hashing of the integer written last.
@@ -32,3 +32,6 @@ impl Hasher for IntHasher {
 
 /// A `HashMap` with [`IntHasher`].
 pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
+/// A `HashSet` with [`IntHasher`].
+pub type IntSet<K> = HashSet<K, BuildHasherDefault<IntHasher>>;

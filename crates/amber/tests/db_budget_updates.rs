@@ -103,14 +103,15 @@ fn sigsegv_pages_logged_early_keep_their_changes_under_a_budget() {
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
-/// userfaultfd: `Pager::bring_in` installs a block (which wakes the faulting
-/// thread) and only then enforces the budget, on the handler thread, while
-/// the program runs: `evict_clean` can drop a page the program writes
-/// meanwhile, or one that the commit's `take_written` has just re-protected;
-/// the commit's `copy_out` then refetches the committed image, finds no
-/// change, and the transaction's updates are lost. Nondeterministic; about
-/// half of the runs fail here (2 vCPUs), some abort with "the fault service
-/// returned without installing frame N".
+/// userfaultfd: the bug this guards against — the pager installed a block
+/// (which woke the faulting thread) and only then enforced the budget, on
+/// the handler thread, while the program ran: `evict_clean` could drop a
+/// page the program wrote meanwhile, or one that the commit's
+/// `take_written` had just re-protected; the commit's `copy_out` then
+/// refetched the committed image, found no change, and the transaction's
+/// updates were lost. Nondeterministic; about half of the runs failed here
+/// (2 vCPUs), some aborting with "the fault service returned without
+/// installing frame N".
 #[test]
 fn uffd_eviction_does_not_lose_committed_updates() {
     for attempt in 0..10 {

@@ -97,8 +97,9 @@ impl Tx<'_> {
     /// Converts a block image in memory form to persistent form.
     fn unswizzle(&self, head: PageNo, img: &mut [u8]) -> Result<()> {
         let types = self.registry.snapshot();
-        let map = super::pager::FrameMap::new(self.fs);
+        let map = super::fetch::FrameMap::new(self.fs);
         convert_block(img, self.page_size, &types, &map, Direction::Unswizzle)
+            .map(drop)
             .map_err(|e| Error::invalid(format!("page {head}: {e}")))
     }
 
@@ -263,10 +264,7 @@ impl Tx<'_> {
             .clear();
         let mut slots = self.pager.slots();
         for (k, pa) in self.freed.drain(..) {
-            let v = slots.entry(k).or_default();
-            if !v.contains(&pa) {
-                v.push(pa);
-            }
+            slots.add(k, pa);
         }
         drop(slots);
         self.taken.clear();
@@ -301,7 +299,7 @@ impl Tx<'_> {
         self.registry.abort();
         let mut slots = self.pager.slots();
         for (k, pa) in self.taken.drain(..) {
-            slots.entry(k).or_default().push(pa);
+            slots.add(k, pa);
         }
         drop(slots);
         self.freed.clear();
@@ -338,7 +336,7 @@ impl Tx<'_> {
                 continue;
             }
             let mut img = self.stx_ref()?.store().read_block(head)?;
-            let map = super::pager::FrameMap::new(self.fs);
+            let map = super::fetch::FrameMap::new(self.fs);
             convert_block(&mut img, self.page_size, &types, &map, Direction::Swizzle)
                 .map_err(|e| Error::invalid(format!("page {head}: {e}")))?;
             self.fs

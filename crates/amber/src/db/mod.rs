@@ -23,6 +23,8 @@
 //! ```
 
 mod commit;
+mod fetch;
+mod free_slots;
 mod index;
 pub mod options;
 pub(crate) mod pager;

@@ -206,7 +206,7 @@ impl<'db> Tx<'db> {
 
     /// The persistent address of virtual address `va`.
     pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
-        super::pager::FrameMap::new(self.fs)
+        super::fetch::FrameMap::new(self.fs)
             .to_paddr(va)
             .map_err(Error::Invalid)
     }
@@ -275,7 +275,7 @@ impl<'db> Tx<'db> {
         // may record other slots (of its cluster neighbours, which it may
         // evict again): the slot taken is the one whose page is resident.
         let key = (type_id, size);
-        let candidate = self.pager.slots().get(&key).and_then(|v| v.last().copied());
+        let candidate = self.pager.slots().last(key);
         if let Some(paddr) = candidate {
             let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
             let f = self
@@ -286,15 +286,7 @@ impl<'db> Tx<'db> {
                 .ensure_resident(f)
                 .map_err(|e| Error::invalid(format!("page {}: {}", e.page, e.message)))?;
         }
-        let reused = candidate.filter(|&pa| {
-            let mut slots = self.pager.slots();
-            let v = slots.entry(key).or_default();
-            // Near the end: only what the fetch recorded follows it.
-            v.iter()
-                .rposition(|&a| a == pa)
-                .map(|i| v.remove(i))
-                .is_some()
-        });
+        let reused = candidate.filter(|&pa| self.pager.slots().take(key, pa));
         if let Some(paddr) = reused {
             self.taken.push(((type_id, size), paddr));
             let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;

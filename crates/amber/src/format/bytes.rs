@@ -66,12 +66,14 @@ impl<'a> Cursor<'a> {
 }
 
 /// Reads a little-endian u32 at `off`, if in bounds.
+#[inline]
 pub fn get_u32(buf: &[u8], off: usize) -> Option<u32> {
     let b = buf.get(off..off.checked_add(4)?)?;
     Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Reads a little-endian u64 at `off`, if in bounds.
+#[inline]
 pub fn get_u64(buf: &[u8], off: usize) -> Option<u64> {
     let b = buf.get(off..off.checked_add(8)?)?;
     let mut a = [0u8; 8];
@@ -81,11 +83,13 @@ pub fn get_u64(buf: &[u8], off: usize) -> Option<u64> {
 
 /// Writes a little-endian u32 at `off` (the caller owns the layout; an
 /// out-of-bounds offset is a bug in Amber, not in the data).
+#[inline]
 pub fn put_u32(buf: &mut [u8], off: usize, v: u32) {
     buf[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 /// Writes a little-endian u64 at `off`.
+#[inline]
 pub fn put_u64(buf: &mut [u8], off: usize, v: u64) {
     buf[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }

@@ -104,6 +104,54 @@ pub fn walk(block: &[u8], used: usize) -> ObjectWalk<'_> {
     }
 }
 
+/// The object whose header is at `pos` in a block whose object area ends at
+/// `used`, or `None` at the end of the map. One step of [`walk`], for callers
+/// that change the block between steps (swizzling); the next object's header
+/// is at the entry's [`end`](ObjectEntry::end). Inlined into those loops,
+/// with the error path out of line.
+#[inline(always)]
+pub fn entry_at(block: &[u8], used: usize, pos: usize) -> Result<Option<ObjectEntry>, MapError> {
+    if pos >= used {
+        return Ok(None);
+    }
+    if used <= block.len()
+        && let (Some(tag), Some(size)) = (get_u32(block, pos), get_u32(block, pos + 4))
+    {
+        let e = ObjectEntry {
+            header: pos,
+            body: pos + OBJECT_HEADER,
+            size: size as usize,
+            type_id: tag & MAX_TYPE_ID,
+            flags: (tag >> 24) as u8,
+        };
+        if e.type_id != 0 && e.end() <= used {
+            return Ok(Some(e));
+        }
+    }
+    Err(bad_entry(block, used, pos))
+}
+
+/// What is wrong with the object header at `pos` (which `entry_at` refused).
+#[cold]
+#[inline(never)]
+fn bad_entry(block: &[u8], used: usize, pos: usize) -> MapError {
+    let what = if used > block.len() {
+        format!(
+            "object area ends at {used} beyond the block's {} bytes",
+            block.len()
+        )
+    } else {
+        match (get_u32(block, pos), get_u32(block, pos + 4)) {
+            (Some(tag), _) if tag & MAX_TYPE_ID == 0 => "object with type id 0".into(),
+            (Some(_), Some(size)) => {
+                format!("object of {size} bytes runs past the object area end {used}")
+            }
+            _ => "truncated object header".into(),
+        }
+    };
+    MapError { offset: pos, what }
+}
+
 /// Iterator over a block's objects; yields an error once and stops if the map
 /// is damaged.
 #[derive(Debug)]
@@ -118,51 +166,20 @@ impl Iterator for ObjectWalk<'_> {
     type Item = Result<ObjectEntry, MapError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.pos >= self.used {
+        if self.failed {
             return None;
         }
-        let fail = |this: &mut Self, what: String| {
-            this.failed = true;
-            Some(Err(MapError {
-                offset: this.pos,
-                what,
-            }))
-        };
-        if self.used > self.block.len() {
-            let what = format!(
-                "object area ends at {} beyond the block's {} bytes",
-                self.used,
-                self.block.len()
-            );
-            return fail(self, what);
+        match entry_at(self.block, self.used, self.pos) {
+            Ok(Some(e)) => {
+                self.pos = e.end();
+                Some(Ok(e))
+            }
+            Ok(None) => None,
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
         }
-        let (Some(tag), Some(size)) = (
-            get_u32(self.block, self.pos),
-            get_u32(self.block, self.pos + 4),
-        ) else {
-            return fail(self, "truncated object header".into());
-        };
-        let type_id = tag & MAX_TYPE_ID;
-        let flags = (tag >> 24) as u8;
-        if type_id == 0 {
-            return fail(self, "object with type id 0".into());
-        }
-        let e = ObjectEntry {
-            header: self.pos,
-            body: self.pos + OBJECT_HEADER,
-            size: size as usize,
-            type_id,
-            flags,
-        };
-        if e.end() > self.used {
-            let what = format!(
-                "object of {} bytes runs past the object area end {}",
-                e.size, self.used
-            );
-            return fail(self, what);
-        }
-        self.pos = e.end();
-        Some(Ok(e))
     }
 }
 

@@ -35,6 +35,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 pub use recovery::RecoveryReport;
+
+/// One block of a fetch cluster read by [`Store::read_cluster`].
+#[derive(Debug)]
+pub struct ClusterBlock {
+    /// Its first page.
+    pub head: PageNo,
+    /// Its pages.
+    pub pages: u32,
+    /// Where its image starts in the cluster buffer.
+    pub at: usize,
+    /// Whether the image there is its committed image, or what is wrong.
+    pub image: Result<()>,
+}
 pub use tx::{CommitInfo, StoreTx};
 
 /// Options for creating or opening a store.
@@ -500,56 +513,64 @@ impl Store {
         Ok(buf)
     }
 
+    /// The allocated blocks `(head, pages)` that start in pages
+    /// `from..from + pages`, ascending.
+    pub fn blocks_starting_in(&self, from: PageNo, pages: u64) -> Vec<(PageNo, u32)> {
+        heads_in(&self.lock(), from, pages)
+    }
+
     /// The committed images of the blocks that start in pages
-    /// `from..from + pages`, read from the page file with one `pread`
-    /// (a fetch cluster). Each block's image, or what is wrong with it.
-    pub fn read_blocks(&self, from: PageNo, pages: u64) -> Vec<(PageNo, u32, Result<Vec<u8>>)> {
+    /// `from..from + pages`, read from the page file with one `pread` into
+    /// `buf` (a fetch cluster; the caller keeps the buffer for the next one,
+    /// so that a fault allocates nothing). Each block says where its image
+    /// starts in `buf` and whether it is good; the images are verified and
+    /// carry the changes committed since the last checkpoint.
+    pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
         let st = self.lock();
         let ps = self.page_size;
-        let mut blocks = Vec::new();
-        let mut page = from;
-        while page < from + pages {
-            match st.fsm.block_of(page) {
-                Some((h, n)) if h == page => {
-                    blocks.push((h, n));
-                    page += u64::from(n);
-                }
-                Some((h, n)) => page = h + u64::from(n),
-                None => page += 1,
-            }
-        }
+        let blocks = heads_in(&st, from, pages);
         let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
             return Vec::new();
         };
         let span = (last + u64::from(last_n) - first) as usize * ps;
-        let mut raw = vec![0u8; span];
-        let read = read_block_raw(&*self.file, &self.path, first, ps, &mut raw);
+        if buf.len() < span {
+            buf.resize(span, 0);
+        }
+        let raw = &mut buf[..span];
+        let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
         blocks
             .into_iter()
-            .map(|(h, n)| {
-                let at = (h - first) as usize * ps;
-                let file_img = &raw[at..at + n as usize * ps];
-                let img = match &read {
+            .map(|(head, pages)| {
+                let at = (head - first) as usize * ps;
+                let img = &mut raw[at..at + pages as usize * ps];
+                let image = match &read {
                     Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
-                    Ok(()) => self.committed_from(&st, h, n, file_img),
+                    Ok(()) => self.committed_in_place(&st, head, pages, img),
                 };
-                (h, n, img)
+                ClusterBlock {
+                    head,
+                    pages,
+                    at,
+                    image,
+                }
             })
             .collect()
     }
 
-    /// The committed image of block `head` given its page-file image.
-    fn committed_from(
-        &self,
-        st: &State,
-        head: PageNo,
-        len: u32,
-        file_img: &[u8],
-    ) -> Result<Vec<u8>> {
-        let mut buf = match st.pending.get(&head).map(|p| &p.base) {
-            Some(Base::Image(img)) => img.to_vec(),
+    /// Turns the page-file image of block `head` in `img` into its committed
+    /// image (verified, with the changes logged since the checkpoint).
+    fn committed_in_place(&self, st: &State, head: PageNo, len: u32, img: &mut [u8]) -> Result<()> {
+        match st.pending.get(&head).map(|p| &p.base) {
+            Some(Base::Image(pending)) if pending.len() == img.len() => {
+                img.copy_from_slice(pending);
+            }
+            Some(Base::Image(_)) => {
+                return Err(Error::invalid(format!(
+                    "block {head}: its pending image is not {len} pages"
+                )));
+            }
             _ => {
-                page::verify(file_img, head, len).map_err(|e| {
+                page::verify(img, head, len).map_err(|e| {
                     corrupt(
                         &self.path,
                         FileKind::PageFile,
@@ -557,13 +578,12 @@ impl Store {
                         e.to_string(),
                     )
                 })?;
-                file_img.to_vec()
             }
-        };
-        if let Some(p) = st.pending.get(&head) {
-            p.apply(&mut buf);
         }
-        Ok(buf)
+        if let Some(p) = st.pending.get(&head) {
+            p.apply(img);
+        }
+        Ok(())
     }
 
     /// Reads the committed image of block `head` (of `len` pages) into `buf`.
@@ -629,6 +649,23 @@ impl Store {
 /// Reads `buf.len()` bytes of block `head` from the page file without
 /// verifying them. Bytes past the end of the file read as zero (a block
 /// allocated but never installed).
+/// The allocated blocks that start in pages `from..from + pages`.
+fn heads_in(st: &State, from: PageNo, pages: u64) -> Vec<(PageNo, u32)> {
+    let mut blocks = Vec::new();
+    let mut page = from;
+    while page < from.saturating_add(pages) {
+        match st.fsm.block_of(page) {
+            Some((h, n)) if h == page => {
+                blocks.push((h, n));
+                page += u64::from(n);
+            }
+            Some((h, n)) => page = h + u64::from(n),
+            None => page += 1,
+        }
+    }
+    blocks
+}
+
 pub(crate) fn read_block_raw(
     file: &dyn IoFile,
     path: &Path,

@@ -235,18 +235,88 @@ impl FrameTable {
                 return Err(VmError::RunConflict { page, run_len });
             }
         }
+        let first = self.take_frames(run_len)?;
+        // SAFETY: we hold the lock (the guard), the only way to reach `mutable`.
+        let mutable = unsafe { &mut *self.mutable.get() };
+        self.reserve_slots(mutable, mutable.pages + run_len as usize)?;
+        self.place(mutable, page, run_len, first)?;
+        self.next_free.store(first + run_len, Ordering::Release);
+        Ok(first)
+    }
+
+    /// Assigns frames to the blocks `blocks` (`(head, run_len)`, ascending and
+    /// disjoint, none before `lo`) laid out as their pages are: block `(h, n)`
+    /// gets frames `first + (h - lo)..`, where `first` starts a fresh span
+    /// reaching the end of the last block. Blocks that are neighbours in the
+    /// page file are then neighbours in memory, so a fetch cluster is
+    /// installed with one call. Blocks that already have a frame, or that
+    /// overlap a page that has one, keep what they have (their places in the
+    /// span stay unused: frames are address space, not memory).
+    pub(crate) fn assign_span(
+        &self,
+        _g: &Guard<'_>,
+        lo: u64,
+        blocks: &[(u64, u32)],
+    ) -> Result<(), VmError> {
+        let mut end = lo;
+        let mut new = Vec::with_capacity(blocks.len());
+        for &(head, run_len) in blocks {
+            if head < end || run_len == 0 {
+                return Err(VmError::InvalidArgument(
+                    "blocks of a span must be ascending and disjoint",
+                ));
+            }
+            end = head
+                .checked_add(u64::from(run_len))
+                .ok_or(VmError::BadPage { page: head })?;
+            if (0..u64::from(run_len)).all(|i| self.lookup(head + i).is_none()) {
+                new.push((head, run_len));
+            }
+        }
+        if new.is_empty() {
+            return Ok(());
+        }
+        let span = u32::try_from(end - lo).map_err(|_| VmError::Exhausted {
+            requested: u32::MAX,
+            free: self.nframes - self.next_free.load(Ordering::Relaxed),
+            frames: self.nframes,
+        })?;
+        let first = self.take_frames(span)?;
+        // SAFETY: we hold the lock (the guard), the only way to reach `mutable`.
+        let mutable = unsafe { &mut *self.mutable.get() };
+        let pages: usize = new.iter().map(|&(_, n)| n as usize).sum();
+        self.reserve_slots(mutable, mutable.pages + pages)?;
+        for (head, run_len) in new {
+            self.place(mutable, head, run_len, first + (head - lo) as u32)?;
+        }
+        self.next_free.store(first + span, Ordering::Release);
+        Ok(())
+    }
+
+    /// The first of `n` unused frames (the bump pointer moves when the caller
+    /// stores it).
+    fn take_frames(&self, n: u32) -> Result<FrameNo, VmError> {
         let first = self.next_free.load(Ordering::Relaxed);
         let free = self.nframes - first;
-        if run_len > free {
+        if n > free {
             return Err(VmError::Exhausted {
-                requested: run_len,
+                requested: n,
                 free,
                 frames: self.nframes,
             });
         }
-        // SAFETY: we hold the lock (the guard), the only way to reach `mutable`.
-        let mutable = unsafe { &mut *self.mutable.get() };
-        self.reserve_slots(mutable, mutable.pages + run_len as usize)?;
+        Ok(first)
+    }
+
+    /// Records frames `first..first + run_len` as pages `page..` (hash slots
+    /// reserved by the caller).
+    fn place(
+        &self,
+        mutable: &mut Mutable,
+        page: u64,
+        run_len: u32,
+        first: FrameNo,
+    ) -> Result<(), VmError> {
         for i in 0..run_len {
             let f = first + i;
             let m = self.meta(f).ok_or(VmError::BadFrame { frame: f })?;
@@ -261,8 +331,7 @@ impl FrameTable {
             insert(slots, page + u64::from(i), first + i);
         }
         mutable.pages += run_len as usize;
-        self.next_free.store(first + run_len, Ordering::Release);
-        Ok(first)
+        Ok(())
     }
 
     /// Grows the hash table so that `want` entries keep it at most half full.
@@ -342,6 +411,33 @@ mod tests {
             Err(VmError::BadPage { .. })
         ));
         t.assign(&g, u64::MAX - 1, 1).expect("largest page");
+    }
+
+    #[test]
+    fn spans_follow_the_page_layout() {
+        let lock = OwnerLock::new();
+        let t = FrameTable::new(1000).expect("table");
+        let g = lock.lock();
+        let before = t.assign(&g, 12, 1).expect("assign");
+        // Pages 10, 12 (assigned already), 13..16 (a run), 17; 11 is free.
+        t.assign_span(&g, 8, &[(10, 1), (12, 1), (13, 3), (17, 1)])
+            .expect("span");
+        let first = before + 1;
+        assert_eq!(t.lookup(10), Some(first + 2));
+        assert_eq!(t.lookup(11), None);
+        assert_eq!(t.lookup(12), Some(before));
+        for i in 0..3 {
+            assert_eq!(t.page_of(first + 5 + i), Some((13, i, 3)));
+        }
+        assert_eq!(t.lookup(17), Some(first + 9));
+        assert_eq!(t.assigned(), first + 10);
+        assert!(matches!(
+            t.assign_span(&g, 20, &[(25, 1), (24, 1)]),
+            Err(VmError::InvalidArgument(_))
+        ));
+        // Nothing new: no frames taken.
+        t.assign_span(&g, 8, &[(10, 1)]).expect("again");
+        assert_eq!(t.assigned(), first + 10);
     }
 
     #[test]

@@ -24,17 +24,19 @@ impl FrameSpace {
     /// seen by other threads, skipping frames already resident. Returns the
     /// number installed. Usable outside a fault, e.g. for a brand-new page.
     pub fn install(&self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
-        self.install_frames(frame, data, how, true)
+        self.install_frames(frame, data, how, true, &mut |_, _| {})
     }
 
     /// `install`; with userfaultfd, `wake` wakes the threads waiting for
     /// these frames (else they wait until their own fault is served).
+    /// `installed(first, n)` hears of each run of frames made resident.
     pub(crate) fn install_frames(
         &self,
         frame: FrameNo,
         data: &[u8],
         how: InstallAs,
         wake: bool,
+        installed_run: &mut dyn FnMut(FrameNo, u32),
     ) -> Result<u32, VmError> {
         if data.is_empty() || !data.len().is_multiple_of(self.frame_size) {
             return Err(VmError::InvalidArgument(
@@ -70,18 +72,17 @@ impl FrameSpace {
                         err: e,
                     })?,
                 Imp::Sigsegv(s) => {
-                    let off = addr - self.base;
-                    // SAFETY: the staging view covers the whole reservation and
-                    // `off + bytes.len()` lies inside it; the program's view of
-                    // these frames is PROT_NONE, so nobody reads them meanwhile,
-                    // and we hold the lock, so no other installer writes them.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            bytes.as_ptr(),
-                            s.staging.ptr().add(off),
-                            bytes.len(),
-                        )
-                    };
+                    // Written into the memfd rather than copied through the
+                    // staging view: the kernel allocates the pages as it
+                    // copies, instead of taking a page fault (and zeroing a
+                    // page) for each. The program's view of these frames is
+                    // PROT_NONE, so nobody reads them meanwhile, and we hold
+                    // the lock, so no other installer writes them.
+                    sys::pwrite_all(s.memfd.as_raw_fd(), bytes, (addr - self.base) as u64)
+                        .map_err(|e| VmError::Os {
+                            op: "pwrite(memfd)",
+                            err: e,
+                        })?;
                     let prot = if dirty {
                         libc::PROT_READ | libc::PROT_WRITE
                     } else {
@@ -106,6 +107,7 @@ impl FrameSpace {
                     err: e,
                 })?;
             }
+            installed_run(frame + i, j - i);
             installed += j - i;
             i = j;
         }

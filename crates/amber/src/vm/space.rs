@@ -46,7 +46,25 @@ impl<'a> Installer<'a> {
     /// service runs on the faulting thread. Eviction relies on it: a frame
     /// found unwritten must not be written before it is dropped.
     pub fn install(&mut self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
-        let n = self.space.install_frames(frame, data, how, false)?;
+        self.install_span(frame, data, how, &mut |_, _| {})
+    }
+
+    /// [`install`](Self::install) for frames holding several blocks (a fetch
+    /// cluster whose frames are contiguous): one system call for all of them.
+    /// `installed(first, n)` is called for each run of frames this call made
+    /// resident (frames already resident are skipped, as another thread may
+    /// have installed some meanwhile), so that the caller can account for
+    /// exactly the blocks it installed.
+    pub fn install_span(
+        &mut self,
+        frame: FrameNo,
+        data: &[u8],
+        how: InstallAs,
+        installed: &mut dyn FnMut(FrameNo, u32),
+    ) -> Result<u32, VmError> {
+        let n = self
+            .space
+            .install_frames(frame, data, how, false, installed)?;
         let frames = (data.len() / self.space.frame_size) as FrameNo;
         if (frame..frame.saturating_add(frames)).contains(&self.frame) {
             self.hit = true;
@@ -299,6 +317,17 @@ impl FrameSpace {
         prepare_thread();
         let g = self.lock.lock();
         self.table.assign(&g, page, run_len)
+    }
+
+    /// Assigns frames to the blocks `blocks` (`(head page, run length)`,
+    /// ascending, disjoint, none before page `lo`) laid out as their pages:
+    /// block `(h, n)` gets the frames at `h - lo` in a fresh span, so that
+    /// neighbouring blocks can be installed with one call. Blocks that have a
+    /// frame keep it.
+    pub fn assign_span(&self, lo: u64, blocks: &[(u64, u32)]) -> Result<(), VmError> {
+        prepare_thread();
+        let g = self.lock.lock();
+        self.table.assign_span(&g, lo, blocks)
     }
 
     /// `(head page, index in run, run length)` of an assigned frame.

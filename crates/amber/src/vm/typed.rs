@@ -184,11 +184,19 @@ impl Access {
         addr >= self.lo && addr.saturating_add(len as u64) <= self.hi
     }
 
+    /// Panics unless `count` `T`s at `addr` lie in this frame space, aligned.
+    /// Every dereference runs it, so it is one subtraction, one rotation and
+    /// one compare: with `off = addr - lo` (`lo` is page-aligned), rotating
+    /// `off` right by log2(align) moves any misaligned low bits to the top,
+    /// where they exceed every in-range offset.
     #[inline(always)]
     fn check<T>(&self, addr: u64, count: usize) {
-        let len = std::mem::size_of::<T>().saturating_mul(count);
-        if !self.contains(addr, len) || !addr.is_multiple_of(std::mem::align_of::<T>() as u64) {
-            bad_pointer(addr);
+        let len = (std::mem::size_of::<T>() as u64).saturating_mul(count as u64);
+        let shift = std::mem::align_of::<T>().trailing_zeros();
+        let off = addr.wrapping_sub(self.lo);
+        match (self.hi - self.lo).checked_sub(len) {
+            Some(room) if off.rotate_right(shift) <= room >> shift => {}
+            _ => bad_pointer(addr),
         }
     }
 
