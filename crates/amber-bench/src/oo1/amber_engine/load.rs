@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use amber::{PRef, PVec, Tx};
 
-use super::schema::{Out, Part, Root};
+use super::schema::{CHUNK, Chunk, Out, Part, Root};
 use crate::oo1::database::{NewPart, PartId};
 use crate::oo1::engine::{EngineError, ResultExt};
 
@@ -37,8 +37,8 @@ impl Loader {
         np: &NewPart,
     ) -> Result<PRef<Part>, EngineError> {
         let p = &np.part;
-        let next = tx.get(root).parts.len() + 1;
-        if p.id as usize != next {
+        let next = tx.get(root).parts + 1;
+        if u64::from(p.id) != next {
             return Err(EngineError::bad_input(format!(
                 "part {} added where part {next} was expected",
                 p.id
@@ -75,8 +75,7 @@ impl Loader {
                 incoming: PVec::new(),
             })
             .ctx("allocating a part")?;
-        tx.push(root, |r| &mut r.parts, part)
-            .ctx("adding a part to the index")?;
+        index_push(tx, root, part)?;
         for (from, slot) in self.pending.remove(&p.id).unwrap_or_default() {
             tx.get_mut(from).out[slot].to = Some(part);
             tx.push(part, |q| &mut q.incoming, from)
@@ -102,10 +101,38 @@ impl Loader {
     }
 }
 
+/// Appends `part` to the index as its next id, with a new chunk when the
+/// last one is full.
+fn index_push(tx: &mut Tx<'_>, root: PRef<Root>, part: PRef<Part>) -> Result<(), EngineError> {
+    let i = tx.get(root).parts as usize;
+    let chunk = if i.is_multiple_of(CHUNK) {
+        let chunk = tx
+            .alloc(Chunk {
+                parts: [None; CHUNK],
+            })
+            .ctx("allocating an index chunk")?;
+        tx.push(root, |r| &mut r.chunks, chunk)
+            .ctx("adding an index chunk")?;
+        chunk
+    } else {
+        *tx.slice(&tx.get(root).chunks)
+            .get(i / CHUNK)
+            .ok_or_else(|| EngineError::corrupt(format!("the index lacks chunk {}", i / CHUNK)))?
+    };
+    tx.get_mut(chunk).parts[i % CHUNK] = Some(part);
+    tx.get_mut(root).parts += 1;
+    Ok(())
+}
+
 /// The part with id `id`, read through the index in `tx`.
 fn part_ref(tx: &Tx<'_>, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
-    tx.slice(&tx.get(root).parts)
-        .get((id as usize).wrapping_sub(1))
-        .copied()
-        .ok_or_else(|| EngineError::MissingPart { id })
+    let r = tx.get(root);
+    let i = (id as usize).wrapping_sub(1);
+    if i as u64 >= r.parts {
+        return Err(EngineError::MissingPart { id });
+    }
+    tx.slice(&r.chunks)
+        .get(i / CHUNK)
+        .and_then(|&c| tx.get(c).parts[i % CHUNK])
+        .ok_or(EngineError::MissingPart { id })
 }

@@ -31,7 +31,7 @@ use amber::vm::BackendChoice;
 use amber::{Db, Options, PRef, Tx};
 
 use self::load::Loader;
-use self::schema::{Part, ROOT, Root};
+use self::schema::{CHUNK, Chunk, Part, ROOT, Root};
 use super::database::{GeneratedDb, NewPart, PartId};
 use super::engine::{
     Answer, Engine, EngineError, EngineFactory, EngineInfo, EngineOptions, ResultExt,
@@ -57,7 +57,7 @@ impl AmberFactory {
     /// `amber`: the backend Amber chooses (userfaultfd when available).
     pub const DEFAULT: AmberFactory = AmberFactory {
         name: "amber",
-        summary: "Amber, default fault backend (userfaultfd where available): parts as persistent objects shaped as memory's (outgoing connections inline with their target PRef, incoming from-parts in a PVec of PRefs), PRefs swizzled at fault time, the id index a PVec of PRefs; reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
+        summary: "Amber, default fault backend (userfaultfd where available): parts as persistent objects shaped as memory's (outgoing connections inline with their target PRef, incoming from-parts in a PVec of PRefs), PRefs swizzled at fault time, the id index two-level (a PVec of page-sized chunks of PRefs); reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
         backend: BackendChoice::Auto,
     };
 
@@ -147,7 +147,8 @@ impl EngineFactory for AmberFactory {
         let mut tx = adb.begin().ctx("beginning the build")?;
         let root = tx
             .alloc(Root {
-                parts: amber::PVec::new(),
+                chunks: amber::PVec::new(),
+                parts: 0,
             })
             .ctx("allocating the root")?;
         tx.set_root(ROOT, root).ctx("naming the root")?;
@@ -232,19 +233,37 @@ impl AmberOo1 {
     }
 }
 
-/// The part with id `id` in the index `parts`.
-#[inline(always)]
-fn find_in(parts: &[PRef<Part>], id: PartId) -> Result<PRef<Part>, EngineError> {
-    // Id 0 wraps around and fails the bound check too.
-    match parts.get((id as usize).wrapping_sub(1)) {
-        Some(&p) => Ok(p),
-        None => Err(EngineError::MissingPart { id }),
+/// The id index as a lookup sees it: the root's chunk list, read once per
+/// batch of lookups.
+struct Index<'a> {
+    db: &'a Db,
+    chunks: &'a [PRef<Chunk>],
+}
+
+impl<'a> Index<'a> {
+    fn new(db: &'a Db, root: PRef<Root>) -> Self {
+        Index {
+            db,
+            chunks: db.slice(&db.get(root).chunks),
+        }
+    }
+
+    /// The part with id `id`.
+    #[inline(always)]
+    fn find(&self, id: PartId) -> Result<PRef<Part>, EngineError> {
+        // Id 0 wraps around and fails the bound check too; ids past the
+        // last part find `None` in the last chunk, or no chunk.
+        let i = (id as usize).wrapping_sub(1);
+        self.chunks
+            .get(i / CHUNK)
+            .and_then(|&c| self.db.get(c).parts[i % CHUNK])
+            .ok_or(EngineError::MissingPart { id })
     }
 }
 
 /// The part with id `id`, through the index.
 fn find(db: &Db, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
-    find_in(db.slice(&db.get(root).parts), id)
+    Index::new(db, root).find(id)
 }
 
 fn visit(tally: &mut Tally, part: &Part) {
@@ -301,10 +320,9 @@ fn walk_update(
 impl Engine for AmberOo1 {
     fn lookup(&mut self, ids: &[PartId]) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Lookup);
-        let db = &self.db;
-        let parts = db.slice(&db.get(self.root).parts);
+        let index = Index::new(&self.db, self.root);
         for &id in ids {
-            visit(&mut tally, db.get(find_in(parts, id)?));
+            visit(&mut tally, self.db.get(index.find(id)?));
         }
         Ok(tally.finish())
     }
