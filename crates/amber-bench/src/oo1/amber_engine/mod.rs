@@ -57,7 +57,7 @@ impl AmberFactory {
     /// `amber`: the backend Amber chooses (userfaultfd when available).
     pub const DEFAULT: AmberFactory = AmberFactory {
         name: "amber",
-        summary: "Amber, default fault backend (userfaultfd where available): parts as persistent objects shaped as memory's (outgoing connections inline with their target PRef, incoming from-parts in a PVec of PRefs), PRefs swizzled at fault time, the id index two-level (a PVec of page-sized chunks of PRefs); reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
+        summary: "Amber, default fault backend (userfaultfd where available): parts as persistent objects shaped as memory's (outgoing connections inline with their target PRef, incoming from-parts in a PVec of PRefs), PRefs swizzled at fault time, the id index two-level (a PVec of chunks of 128 PRefs); reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
         backend: BackendChoice::Auto,
     };
 
