@@ -8,8 +8,10 @@
 //!   against the minimum, and the first write to a clean page, per backend;
 //! - [`backend`]: the `--backend uffd|sigsegv|both` option;
 //! - [`rng`]: the deterministic random generator every benchmark draws from;
-//! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`;
-//! - [`sys`], [`json`]: machine facts and JSON output for the storage benches.
+//! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`, and
+//!   dropping the OS page cache;
+//! - [`sys`]: the kernel, machine and file system a result was measured on;
+//! - [`json`]: JSON output for the storage benches.
 #![deny(clippy::unwrap_used)]
 
 pub mod backend;

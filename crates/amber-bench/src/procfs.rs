@@ -1,5 +1,6 @@
-//! What the benchmarks read from `/proc`: I/O counters, peak RSS, the kernel
-//! and the CPU; and dropping the OS page cache where the machine allows it.
+//! What the benchmarks read from `/proc`: I/O counters, peak RSS, CPU time,
+//! load and the CPU; and dropping the OS page cache where the machine allows
+//! it.
 
 use std::fs;
 use std::io::{self, Write};
@@ -104,13 +105,6 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
-/// The kernel release, as `uname -r` prints it.
-pub fn kernel_release() -> String {
-    fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".to_string())
-}
-
 /// The CPU model name from `/proc/cpuinfo`.
 pub fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
@@ -144,10 +138,14 @@ pub fn can_drop_caches() -> bool {
     fs::OpenOptions::new().write(true).open(DROP_CACHES).is_ok()
 }
 
-/// Drops clean page-cache pages, dentries and inodes (`echo 3 >
-/// /proc/sys/vm/drop_caches`). Dirty pages are not dropped: sync the files
-/// first.
+/// Writes dirty data back and drops the OS page cache, dentries and inodes
+/// (`sync; echo 3 > /proc/sys/vm/drop_caches`; needs root).
 pub fn drop_caches() -> io::Result<()> {
+    // `sync` first: dirty pages cannot be dropped.
+    let status = std::process::Command::new("sync").status()?;
+    if !status.success() {
+        return Err(io::Error::other("sync failed"));
+    }
     let mut f = fs::OpenOptions::new().write(true).open(DROP_CACHES)?;
     f.write_all(b"3\n")
 }

@@ -969,7 +969,7 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
 
     let (cold, cold_skipped) = if !cfg.cold {
         (None, Some("not requested (--no-cold)".to_string()))
-    } else if !sys::can_drop_caches() {
+    } else if !procfs::can_drop_caches() {
         (
             None,
             Some("/proc/sys/vm/drop_caches is not writable (needs root)".to_string()),
@@ -1050,7 +1050,7 @@ pub fn recovery(cfg: &RecoveryConfig) -> Result<RecoveryReport> {
 /// interleaved, each after dropping the OS page cache.
 fn cold_runs(db: &Path, seq: &Path, runs: usize) -> Result<ColdNumbers> {
     let drop_caches =
-        || sys::drop_caches().map_err(io_err("drop caches", Path::new("/proc/sys/vm")));
+        || procfs::drop_caches().map_err(io_err("drop caches", Path::new("/proc/sys/vm")));
     let mut ro = Vec::new();
     let mut rd = Vec::new();
     for _ in 0..runs {

@@ -3,7 +3,6 @@
 //! (a number measured on tmpfs says nothing about a disk).
 
 use std::fs;
-use std::io::{self, Write};
 use std::path::Path;
 
 /// The kernel release, as `uname -r` prints it.
@@ -96,27 +95,6 @@ fn unescape(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Whether this process may drop the OS page cache.
-pub fn can_drop_caches() -> bool {
-    fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/sys/vm/drop_caches")
-        .is_ok()
-}
-
-/// Writes dirty data back and drops the OS page cache (needs root).
-pub fn drop_caches() -> io::Result<()> {
-    // `sync` first: dirty pages cannot be dropped.
-    let status = std::process::Command::new("sync").status()?;
-    if !status.success() {
-        return Err(io::Error::other("sync failed"));
-    }
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/sys/vm/drop_caches")?;
-    f.write_all(b"3\n")
 }
 
 #[cfg(test)]

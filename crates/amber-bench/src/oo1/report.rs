@@ -9,7 +9,7 @@ use super::database::{BUILD_SPAN, BUILD_START, GeneratedDb, LOCAL_PROBABILITY};
 use super::engine::EngineInfo;
 use super::ops::{INSERT_PARTS, Job, LOOKUP_IDS, Op, Phase, Protocol, UPDATE_PROBABILITIES};
 use super::table::RowKey;
-use crate::procfs;
+use crate::{procfs, sys};
 
 /// Whether cold iterations found the database files in the OS page cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -327,7 +327,7 @@ impl Oo1Report {
             },
             choices: choices(args.protocol),
             cold_cache,
-            kernel: procfs::kernel_release(),
+            kernel: sys::kernel(),
             machine: MachineJson {
                 cpu: procfs::cpu_model(),
                 cores: procfs::cores(),
