@@ -1,0 +1,410 @@
+//! The commit benchmark (`amber bench commit`): the latency of committing a
+//! 100-byte change against the cheapest durable writes of the same file
+//! system, interleaved in one run and one directory.
+
+use super::measure::{
+    Environment, Summary, Workdir, env_lines, environment, summarize, warn_if_memory_fs,
+};
+use super::{BenchError, Result, io_err};
+use amber::format::page::{BlockKind, HEADER_SIZE};
+use amber::io::real::RealVfs;
+use amber::store::{Store, StoreOptions, wal_path};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+fn micros(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+/// Settings of the commit benchmark.
+#[derive(Debug, Clone)]
+pub struct CommitConfig {
+    /// Measured iterations (each: one commit and one of each bare write).
+    pub iters: usize,
+    /// Unmeasured iterations first.
+    pub warmup: usize,
+    /// Directory to work in (a temporary directory is made inside it).
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for CommitConfig {
+    fn default() -> Self {
+        CommitConfig {
+            iters: 2000,
+            warmup: 200,
+            dir: None,
+        }
+    }
+}
+
+/// Size of the change the commit benchmark commits.
+pub const CHANGE_BYTES: usize = 100;
+
+/// What the commit benchmark measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitReport {
+    /// "commit".
+    pub bench: &'static str,
+    /// Measured iterations.
+    pub iters: usize,
+    /// Warm-up iterations (not measured).
+    pub warmup: usize,
+    /// Median latency of begin + one 100-byte `StoreTx::write` + commit on a
+    /// new database, whose log file grows with every commit, µs.
+    pub commit_median_us: f64,
+    /// Median latency of `pwrite` of the same 100 bytes appended to a plain
+    /// file + `fdatasync`, µs (the file grows, as that log does).
+    pub bare_sync_median_us: f64,
+    /// `commit_median_us / bare_sync_median_us`.
+    pub commit_vs_bare_sync: f64,
+    /// Median latency of the same commit on a database whose log was
+    /// recycled by a checkpoint, so that commits overwrite the previous
+    /// epoch's bytes in place and the file does not grow, µs.
+    pub commit_recycled_log_median_us: f64,
+    /// Median latency of `pwrite` of 100 bytes inside a preallocated,
+    /// already-synced file + `fdatasync`, µs (no size change to journal).
+    pub bare_overwrite_sync_median_us: f64,
+    /// `commit_recycled_log_median_us / bare_overwrite_sync_median_us`.
+    pub commit_recycled_vs_bare_overwrite_sync: f64,
+    /// `commit_median_us / bare_overwrite_sync_median_us`: the growing log
+    /// against the cheapest durable write (includes the file-size journal
+    /// commit the growing log pays).
+    pub commit_vs_bare_overwrite_sync: f64,
+    /// Distribution of commit latencies (growing log), µs.
+    pub commit_us: Summary,
+    /// Distribution of commit latencies (recycled log), µs.
+    pub commit_recycled_log_us: Summary,
+    /// Distribution of bare appending writes + sync, µs.
+    pub bare_sync_us: Summary,
+    /// Distribution of bare in-place writes + sync, µs.
+    pub bare_overwrite_sync_us: Summary,
+    /// Mean `CommitInfo::log_bytes` (expected 100 + H 20 + commit 16 = 136).
+    pub log_bytes_per_commit: f64,
+    /// LSN advance of the log per commit (bytes appended, by LSN).
+    pub wal_lsn_bytes_per_commit: f64,
+    /// Growth of the `-wal` file per commit on the new database (bytes
+    /// actually appended; valid only when no checkpoint recycled the log
+    /// during the loop).
+    pub wal_file_bytes_per_commit: f64,
+    /// Growth of the recycled database's `-wal` file during the loop (0:
+    /// every commit overwrote old bytes in place).
+    pub recycled_wal_file_growth: u64,
+    /// `fdatasync` calls on the log per commit.
+    pub log_syncs_per_commit: f64,
+    /// Checkpoints that ran during the measured loop (both databases).
+    pub auto_checkpoints: u64,
+    /// How checkpoints were handled.
+    pub checkpoint_policy: String,
+    /// Where it ran.
+    #[serde(flatten)]
+    pub env: Environment,
+}
+
+/// The two bare writes the commit is compared with.
+struct Bare {
+    append: File,
+    append_at: u64,
+    overwrite: File,
+    overwrite_len: u64,
+    overwrite_at: u64,
+}
+
+impl Bare {
+    fn new(dir: &Path, total: usize) -> Result<Bare> {
+        let ap = dir.join("bare-append");
+        let append = File::create_new(&ap).map_err(io_err("create", &ap))?;
+        append.sync_all().map_err(io_err("sync", &ap))?;
+        // Written with real zeros (not fallocate, whose unwritten extents
+        // would need a journalled conversion on first write) and synced.
+        let op = dir.join("bare-overwrite");
+        let overwrite = File::create_new(&op).map_err(io_err("create", &op))?;
+        let overwrite_len = (total * CHANGE_BYTES).next_multiple_of(4096) as u64;
+        overwrite
+            .write_all_at(&vec![0u8; overwrite_len as usize], 0)
+            .and_then(|()| overwrite.sync_all())
+            .map_err(io_err("preallocate", &op))?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err("sync", dir))?;
+        Ok(Bare {
+            append,
+            append_at: 0,
+            overwrite,
+            overwrite_len,
+            overwrite_at: 0,
+        })
+    }
+
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.append.write_all_at(data, self.append_at)?;
+        self.append.sync_data()?;
+        self.append_at += data.len() as u64;
+        Ok(())
+    }
+
+    fn overwrite(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.overwrite_at + data.len() as u64 > self.overwrite_len {
+            self.overwrite_at = 0;
+        }
+        self.overwrite.write_all_at(data, self.overwrite_at)?;
+        self.overwrite.sync_data()?;
+        self.overwrite_at += data.len() as u64;
+        Ok(())
+    }
+}
+
+/// A database for the commit loop, with one block to write into.
+struct CommitDb {
+    store: Store,
+    page: u64,
+    wal: PathBuf,
+}
+
+impl CommitDb {
+    fn new(db: PathBuf, opts: StoreOptions) -> Result<CommitDb> {
+        let store = Store::create(Arc::new(RealVfs), &db, opts)?;
+        let mut tx = store.begin()?;
+        let page = tx.alloc(1, BlockKind::Raw)?;
+        tx.commit()?;
+        store.checkpoint()?;
+        Ok(CommitDb {
+            store,
+            page,
+            wal: wal_path(&db),
+        })
+    }
+
+    /// Commits 100 bytes in slot `i % 8` of the block; returns the log bytes.
+    fn commit(&self, i: usize, data: &[u8]) -> Result<u64> {
+        let ps = self.store.page_size() as u64;
+        let addr = self.page * ps + (HEADER_SIZE + (i % 8) * CHANGE_BYTES) as u64;
+        let mut tx = self.store.begin()?;
+        tx.write(addr, data)?;
+        Ok(tx.commit()?.log_bytes)
+    }
+
+    fn wal_len(&self) -> Result<u64> {
+        Ok(fs::metadata(&self.wal)
+            .map_err(io_err("stat", &self.wal))?
+            .len())
+    }
+}
+
+/// Runs the commit benchmark.
+pub fn commit(cfg: &CommitConfig) -> Result<CommitReport> {
+    if cfg.iters == 0 {
+        return Err(BenchError("--iters must be at least 1".into()));
+    }
+    let wd = Workdir::new(cfg.dir.as_deref())?;
+    let dir = wd.path();
+    warn_if_memory_fs(dir);
+    // The default checkpoint policy, as users get it: at 136 log bytes per
+    // commit the 64 MiB trigger fires about once per 490,000 commits, so it
+    // is counted below rather than switched off.
+    let opts = StoreOptions::default();
+    let policy = format!(
+        "default (checkpoint when the log passes {} MiB or pending changes {} MiB); \
+         auto-checkpoints are left on and counted",
+        opts.checkpoint_log_bytes >> 20,
+        opts.checkpoint_pending_bytes >> 20
+    );
+    let total = cfg.warmup + cfg.iters;
+    // A new database: its log grows with every commit.
+    let fresh = CommitDb::new(dir.join("commit.amber"), opts.clone())?;
+    // A database whose log has been used and recycled: the loop's commits
+    // overwrite the previous epoch's bytes, as in a long-lived database.
+    let recycled = CommitDb::new(dir.join("recycled.amber"), opts)?;
+    let data = [0x5au8; CHANGE_BYTES];
+    for i in 0..total + 8 {
+        recycled.commit(i, &data)?;
+    }
+    recycled.store.checkpoint()?;
+    let mut bare = Bare::new(dir, total)?;
+
+    let mut commit_us = Vec::with_capacity(cfg.iters);
+    let mut recycled_us = Vec::with_capacity(cfg.iters);
+    let mut append_us = Vec::with_capacity(cfg.iters);
+    let mut overwrite_us = Vec::with_capacity(cfg.iters);
+    let mut log_bytes = 0u64;
+    let mut start = None;
+    let mut data = [0u8; CHANGE_BYTES];
+    let generations = || fresh.store.stats().generation + recycled.store.stats().generation;
+    for i in 0..total {
+        if i == cfg.warmup {
+            let st = fresh.store.stats();
+            start = Some((
+                st.end_lsn,
+                st.log_syncs,
+                generations(),
+                fresh.wal_len()?,
+                recycled.wal_len()?,
+            ));
+        }
+        let measured = i >= cfg.warmup;
+        for (j, b) in data.iter_mut().enumerate() {
+            *b = (i * 7 + j) as u8;
+        }
+        // Rotate the order so that none of the four always follows another.
+        for k in 0..4 {
+            let t = Instant::now();
+            let into = match (i + k) % 4 {
+                0 => {
+                    let n = fresh.commit(i, &data)?;
+                    if measured {
+                        log_bytes += n;
+                    }
+                    &mut commit_us
+                }
+                1 => {
+                    recycled.commit(i, &data)?;
+                    &mut recycled_us
+                }
+                2 => {
+                    bare.append(&data)
+                        .map_err(io_err("bare append", &dir.join("bare-append")))?;
+                    &mut append_us
+                }
+                _ => {
+                    bare.overwrite(&data)
+                        .map_err(io_err("bare overwrite", &dir.join("bare-overwrite")))?;
+                    &mut overwrite_us
+                }
+            };
+            if measured {
+                into.push(micros(t));
+            }
+        }
+    }
+    let st = fresh.store.stats();
+    let (lsn0, syncs0, gen0, wal0, rwal0) = start.unwrap_or_default();
+    let auto_checkpoints = generations() - gen0;
+    let wal_len = fresh.wal_len()?;
+    let recycled_wal_file_growth = recycled.wal_len()?.saturating_sub(rwal0);
+    fresh.store.close()?;
+    recycled.store.close()?;
+    let n = cfg.iters as f64;
+    let c = summarize(&commit_us);
+    let r = summarize(&recycled_us);
+    let a = summarize(&append_us);
+    let o = summarize(&overwrite_us);
+    Ok(CommitReport {
+        bench: "commit",
+        iters: cfg.iters,
+        warmup: cfg.warmup,
+        commit_median_us: c.median,
+        bare_sync_median_us: a.median,
+        commit_vs_bare_sync: c.median / a.median,
+        commit_recycled_log_median_us: r.median,
+        bare_overwrite_sync_median_us: o.median,
+        commit_recycled_vs_bare_overwrite_sync: r.median / o.median,
+        commit_vs_bare_overwrite_sync: c.median / o.median,
+        commit_us: c,
+        commit_recycled_log_us: r,
+        bare_sync_us: a,
+        bare_overwrite_sync_us: o,
+        log_bytes_per_commit: log_bytes as f64 / n,
+        wal_lsn_bytes_per_commit: (st.end_lsn - lsn0) as f64 / n,
+        wal_file_bytes_per_commit: if auto_checkpoints == 0 {
+            wal_len.saturating_sub(wal0) as f64 / n
+        } else {
+            f64::NAN
+        },
+        recycled_wal_file_growth,
+        log_syncs_per_commit: (st.log_syncs - syncs0) as f64 / n,
+        auto_checkpoints,
+        checkpoint_policy: policy,
+        env: environment(dir),
+    })
+}
+
+impl CommitReport {
+    /// The result as a small table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "commit latency: {} iterations after {} warm-up, the four interleaved, one directory",
+            self.iters, self.warmup
+        );
+        let _ = writeln!(
+            s,
+            "  {:<50} {:>10} {:>8} {:>8}",
+            "operation", "median µs", "p10 µs", "p90 µs"
+        );
+        for (name, x) in [
+            ("commit 100 B, new database (log grows)", &self.commit_us),
+            ("bare pwrite 100 B appended + fdatasync", &self.bare_sync_us),
+            (
+                "commit 100 B, recycled log (overwrites in place)",
+                &self.commit_recycled_log_us,
+            ),
+            (
+                "bare pwrite 100 B in place + fdatasync",
+                &self.bare_overwrite_sync_us,
+            ),
+        ] {
+            let _ = writeln!(
+                s,
+                "  {name:<50} {:>10.1} {:>8.1} {:>8.1}",
+                x.median, x.p10, x.p90
+            );
+        }
+        let verdict = |r: f64| if r <= 1.3 { "met" } else { "MISSED" };
+        let _ = writeln!(
+            s,
+            "  commit / bare sync, growing files:    {:.3}  (target <= 1.3: {})",
+            self.commit_vs_bare_sync,
+            verdict(self.commit_vs_bare_sync)
+        );
+        let _ = writeln!(
+            s,
+            "  commit / bare sync, in place:         {:.3}  (target <= 1.3: {})",
+            self.commit_recycled_vs_bare_overwrite_sync,
+            verdict(self.commit_recycled_vs_bare_overwrite_sync)
+        );
+        let _ = writeln!(
+            s,
+            "  growing-log commit / in-place bare:   {:.3}",
+            self.commit_vs_bare_overwrite_sync
+        );
+        let _ = writeln!(
+            s,
+            "  log bytes per commit: {:.1} (CommitInfo), {:.1} (LSN), {:.1} (-wal file growth); \
+             recycled log grew {} bytes; {:.2} log syncs per commit; {} auto-checkpoints",
+            self.log_bytes_per_commit,
+            self.wal_lsn_bytes_per_commit,
+            self.wal_file_bytes_per_commit,
+            self.recycled_wal_file_growth,
+            self.log_syncs_per_commit,
+            self.auto_checkpoints
+        );
+        env_lines(&mut s, &self.env);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_commit_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = commit(&CommitConfig {
+            iters: 5,
+            warmup: 1,
+            dir: Some(dir.path().to_path_buf()),
+        })
+        .expect("runs");
+        assert_eq!(r.log_bytes_per_commit, 136.0);
+        assert_eq!(r.wal_lsn_bytes_per_commit, 136.0);
+        assert_eq!(r.wal_file_bytes_per_commit, 136.0);
+        assert!(r.table().contains("commit"));
+    }
+}
