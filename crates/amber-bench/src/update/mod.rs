@@ -1,0 +1,282 @@
+//! `amber bench update`: the write path — what a commit of a hot OO1 update
+//! traversal costs, split as Hosking et al. split it (`papers/000_*` §6.4,
+//! Figs. 7–10), how many bytes it logs against the minimum, and what the first
+//! store to a clean page costs.
+//!
+//! The database is OO1's (the generator of [`crate::oo1::database`], built by
+//! Amber's OO1 engine [`crate::oo1::amber_engine`] with its schema and loader),
+//! copied afresh for each backend and opened. For each update probability p
+//! the update traversal of OO1's hot phase (the same root and the same
+//! decisions as `amber bench oo1`'s `update p=… hot` rows, from the harness's
+//! decision plan) runs `warmup` times untimed, so that every page it touches
+//! is resident, then `iters` times, one commit each. Each commit reports
+//! ([`CommitStats`](amber::db::CommitStats)):
+//!
+//! - *detect*: listing the written pages (`PAGEMAP_SCAN`, which also
+//!   write-protects them again, with userfaultfd; the pages that took a write
+//!   fault with SIGSEGV) — Hosking's part of *other*;
+//! - *diff*: copying each written block out, unswizzling it and diffing it
+//!   against its clean version, coalescing by the minimal-log rule — Hosking's
+//!   *old* (there are no new objects in an update);
+//! - *write*: appending the records and the commit record and `fdatasync` —
+//!   Hosking's *write*.
+//!
+//! The traversal itself (Hosking's *running*, including the first store to
+//! each clean page) is timed apart.
+//!
+//! **Log bytes against the minimum.** `CommitStats::minimal_log_bytes` is what
+//! the minimal-log rule (`docs/design.md` §1.3) demands for the bytes the diff
+//! found changed: range headers plus changed bytes, after coalescing, *without*
+//! the 16-byte commit record that every commit writes. `log_bytes` includes
+//! it. So the comparison is records with records: `log_bytes − 16` against
+//! `minimal_log_bytes` (and, for the record, `log_bytes` against
+//! `minimal_log_bytes + 16`). Both of Amber's figures come from Amber's own
+//! diff, so the benchmark also computes the minimum independently, from what
+//! the traversal did: each changed part changed some bytes of its adjacent
+//! `x` and `y` (8 bytes), which one range record of 20 header bytes plus the
+//! span from the first to the last changed byte covers; two parts never share
+//! a record (they lie at least 120 bytes apart, and merging costs a byte per
+//! byte of gap, more than the 20-byte header saved). `log_bytes` is checked
+//! against the bytes this process passed to `write` calls during the commit
+//! (`wchar`).
+//!
+//! **First write per page.** M parts on M distinct pages, resident, clean and
+//! write-protected (a commit re-protected them): one transaction reads them
+//! (untimed, so that caches and TLB hold them), then increments a field of each
+//! in a tight loop (each store is the first to its page: with userfaultfd the
+//! kernel resolves the write-protect fault itself; with SIGSEGV the handler
+//! copies the clean page into the recovery buffer and `mprotect`s it), then
+//! does the same loop again (the pages are now writable: the loop's own cost),
+//! and commits. (first loop − second loop) / M is the first-write cost.
+//!
+//! The per-backend run of update traversals is in `run`, the first-write
+//! measurement in `first_write`, and the result and its table in `report`.
+
+mod first_write;
+mod report;
+mod run;
+
+pub use report::{FirstWrite, UpdateReport, UpdateRow};
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use amber::wal::RANGE_HEADER;
+use amber::wal::record::COMMIT_SIZE;
+
+use crate::backend::Backends;
+use crate::oo1::amber_engine::AmberFactory;
+use crate::oo1::args::DEFAULT_SEED;
+use crate::oo1::ops::{Input, Job, Op, Protocol, inputs};
+use crate::oo1::{EngineOptions, GenParams, PartId, generate};
+use crate::storage::{BenchError, Workdir, environment};
+use report::METHOD;
+use run::run_backend;
+
+/// The update probabilities measured (Hosking et al.'s Figs. 7–10).
+pub const PROBABILITIES: [f64; 4] = [0.0, 0.05, 0.2, 1.0];
+
+/// Target: the records logged are at most this multiple of the minimum.
+pub const TARGET_LOG_VS_MINIMAL: f64 = 1.1;
+
+/// Target: the first write to a clean page with userfaultfd, µs (median).
+pub const TARGET_FIRST_WRITE_UFFD_US: f64 = 2.0;
+
+/// Settings of `amber bench update`.
+#[derive(Clone, Debug)]
+pub struct UpdateConfig {
+    /// OO1 parts (N).
+    pub parts: u32,
+    /// Backends to measure.
+    pub backends: Backends,
+    /// Timed commits per (backend, p).
+    pub iters: usize,
+    /// Untimed update traversals per (backend, p) before them.
+    pub warmup: usize,
+    /// Distinct pages of the first-write measurement (M).
+    pub pages: usize,
+    /// Seed of the database and of the inputs (as `amber bench oo1 --seed`).
+    pub seed: u64,
+    /// Directory for the database (default: the working directory).
+    pub dir: Option<PathBuf>,
+}
+
+impl Default for UpdateConfig {
+    fn default() -> Self {
+        UpdateConfig {
+            parts: 20_000,
+            backends: Backends::Both,
+            iters: 15,
+            warmup: 3,
+            pages: 512,
+            seed: DEFAULT_SEED,
+            dir: None,
+        }
+    }
+}
+
+fn loadavg() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), BenchError> {
+    let err = |what: &str, p: &Path, e: std::io::Error| {
+        BenchError::new(format!("{what} {}: {e}", p.display()))
+    };
+    fs::create_dir_all(to).map_err(|e| err("creating", to, e))?;
+    for entry in fs::read_dir(from).map_err(|e| err("reading", from, e))? {
+        let entry = entry.map_err(|e| err("reading", from, e))?;
+        let dst = to.join(entry.file_name());
+        fs::copy(entry.path(), &dst).map_err(|e| err("copying to", &dst, e))?;
+        fs::File::open(&dst)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| err("syncing", &dst, e))?;
+    }
+    Ok(())
+}
+
+/// The hot update input of OO1 for probability `p`.
+fn hot_input(params: GenParams, p: f64) -> Result<(PartId, crate::oo1::UpdatePlan), BenchError> {
+    let job = Job {
+        op: Op::Update,
+        p: Some(p),
+    };
+    match inputs(params, job, Protocol::OO1).pop() {
+        Some(Input::Update { root, plan }) => Ok((root, plan)),
+        _ => Err(BenchError::new("the harness gave no update input")),
+    }
+}
+
+/// Runs `amber bench update`.
+pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
+    if cfg.iters == 0 {
+        return Err(BenchError::new("--iters must be at least 1"));
+    }
+    if cfg.pages == 0 {
+        return Err(BenchError::new("--pages must be at least 1"));
+    }
+    let params = GenParams {
+        parts: cfg.parts,
+        seed: cfg.seed,
+    };
+    params.validate().map_err(BenchError::new)?;
+    let loadavg_before = loadavg();
+    let generated = generate(params).map_err(BenchError::new)?;
+    let work = Workdir::new(cfg.dir.as_deref())?;
+    let base = work.path().join("base");
+    fs::create_dir_all(&base)
+        .map_err(|e| BenchError::new(format!("creating {}: {e}", base.display())))?;
+    let factory = AmberFactory::DEFAULT;
+    crate::oo1::EngineFactory::build(&factory, &base, &generated, &EngineOptions::default())
+        .map_err(|e| BenchError::new(format!("building the OO1 database: {e}")))?;
+    let mut rows = Vec::new();
+    let mut first_writes = Vec::new();
+    for choice in cfg.backends.choices() {
+        let dir = work.path().join(format!("run-{choice:?}"));
+        copy_dir(&base, &dir)?;
+        let run = run_backend(cfg, &generated, &dir, choice)?;
+        rows.extend(run.rows);
+        first_writes.push(run.first_write);
+        fs::remove_dir_all(&dir)
+            .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+    }
+    let mut roots = BTreeMap::new();
+    for p in PROBABILITIES {
+        roots.insert(format!("{p}"), hot_input(params, p)?.0);
+    }
+    Ok(UpdateReport {
+        benchmark: "update",
+        parts: cfg.parts,
+        seed: cfg.seed,
+        roots,
+        iters: cfg.iters,
+        warmup: cfg.warmup,
+        rows,
+        first_write: first_writes,
+        target_log_vs_minimal: TARGET_LOG_VS_MINIMAL,
+        target_first_write_uffd_us: TARGET_FIRST_WRITE_UFFD_US,
+        range_header_bytes: RANGE_HEADER,
+        commit_record_bytes: COMMIT_SIZE,
+        engine: crate::oo1::EngineFactory::info(&factory).summary,
+        loadavg_before,
+        loadavg_after: loadavg(),
+        method: METHOD,
+        environment: environment(work.path()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_run_has_the_keys_and_sane_values() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let r = update(&UpdateConfig {
+            parts: 2_000,
+            backends: Backends::Both,
+            iters: 2,
+            warmup: 1,
+            pages: 16,
+            seed: 5,
+            dir: Some(dir.path().to_path_buf()),
+        })
+        .expect("update");
+        let json = serde_json::to_value(&r).expect("json");
+        let rows = json["rows"].as_array().expect("rows");
+        assert_eq!(rows.len(), 2 * PROBABILITIES.len());
+        for row in rows {
+            for key in [
+                "backend",
+                "p",
+                "commit_ms",
+                "detect_ms",
+                "diff_ms",
+                "write_ms",
+                "log_bytes",
+                "minimal_log_bytes",
+                "blocks",
+                "first_write_us",
+                "iters",
+            ] {
+                assert!(!row[key].is_null(), "row lacks {key}: {row}");
+            }
+        }
+        for key in ["environment", "loadavg_before", "first_write"] {
+            assert!(!json[key].is_null(), "report lacks {key}");
+        }
+        for row in &r.rows {
+            let what = format!("{} p={}", row.backend, row.p);
+            assert!(row.commit_ms.is_finite() && row.commit_ms >= 0.0, "{what}");
+            assert!(
+                row.detect_ms + row.diff_ms + row.write_ms <= row.commit_ms * 1.001 + 1e-3,
+                "{what}: the parts exceed the commit"
+            );
+            assert!(row.first_write_us.is_finite(), "{what}");
+            if row.p == 0.0 {
+                assert_eq!(row.log_bytes, 0, "{what}: nothing changed, nothing logged");
+                assert_eq!(row.blocks, 0, "{what}");
+            } else {
+                assert!(row.blocks > 0 && row.changed_parts > 0, "{what}");
+                assert_eq!(
+                    row.log_bytes,
+                    row.minimal_log_bytes + COMMIT_SIZE as u64,
+                    "{what}: the log holds the minimal records and the commit record"
+                );
+                assert_eq!(
+                    row.minimal_log_bytes, row.expected_minimal_log_bytes,
+                    "{what}: Amber's minimum is the one computed from the parts changed"
+                );
+                assert!(
+                    row.wchar >= row.log_bytes,
+                    "{what}: wrote less than it logged"
+                );
+            }
+            assert!(row.log_vs_minimal <= TARGET_LOG_VS_MINIMAL, "{what}");
+        }
+        assert!(r.table().contains("first write"));
+    }
+}

@@ -1,0 +1,221 @@
+//! What `amber bench update` measured, as JSON and as a table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::oo1::PartId;
+use crate::storage::{Environment, Summary};
+
+/// One (backend, p): medians over the timed commits.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdateRow {
+    pub backend: String,
+    pub p: f64,
+    /// Timed commits.
+    pub iters: usize,
+    /// Parts whose x and y the traversal incremented (visits that
+    /// incremented; a part visited twice may be incremented twice).
+    pub increments: u64,
+    /// Distinct parts changed.
+    pub changed_parts: u64,
+    /// `Tx::commit`, wall time, ms.
+    pub commit_ms: f64,
+    /// Finding the written pages, ms.
+    pub detect_ms: f64,
+    /// Copying out, unswizzling and diffing them, ms.
+    pub diff_ms: f64,
+    /// Appending the records and syncing the log, ms.
+    pub write_ms: f64,
+    /// The commit's wall time minus the three (bookkeeping), ms (median of
+    /// the differences).
+    pub other_ms: f64,
+    /// The traversal with its stores, before the commit, ms.
+    pub traverse_ms: f64,
+    /// Log bytes written, commit record included.
+    pub log_bytes: u64,
+    /// Amber's minimal-log bytes for the changes, commit record excluded.
+    pub minimal_log_bytes: u64,
+    /// The commit record every non-empty commit adds (0 when nothing was
+    /// logged).
+    pub commit_record_bytes: u64,
+    /// `(log_bytes − commit record) / minimal_log_bytes`: records against
+    /// the minimum for them (1 when both are 0). Target ≤ 1.1.
+    pub log_vs_minimal: f64,
+    /// `log_bytes / (minimal_log_bytes + commit record)`.
+    pub log_vs_minimal_with_commit: f64,
+    /// The minimal records computed by the benchmark from the parts changed
+    /// (independently of Amber's diff), commit record excluded.
+    pub expected_minimal_log_bytes: u64,
+    /// Bytes that differ from the committed state (Amber's diff).
+    pub changed_bytes: u64,
+    /// Blocks (pages) written per commit.
+    pub blocks: u64,
+    /// `wchar` of `/proc/self/io` around the commit: bytes passed to write
+    /// calls.
+    pub wchar: u64,
+    /// The backend's first-write cost per page, µs (median).
+    pub first_write_us: f64,
+    /// Distributions, ms.
+    pub commit_ms_summary: Summary,
+    pub traverse_ms_summary: Summary,
+}
+
+/// The first-write measurement of one backend.
+#[derive(Clone, Debug, Serialize)]
+pub struct FirstWrite {
+    pub backend: String,
+    /// Distinct pages written per round (M).
+    pub pages: usize,
+    /// Timed rounds.
+    pub rounds: usize,
+    /// (first loop − second loop) / M, µs: median and distribution.
+    pub first_write_us: f64,
+    pub first_write_us_summary: Summary,
+    /// The first loop (first store to each page) per page, µs, median.
+    pub first_loop_us_per_page: f64,
+    /// The second loop (pages already writable) per page, µs, median.
+    pub second_loop_us_per_page: f64,
+    /// Target (userfaultfd only) ≤ 2 µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_us: Option<f64>,
+}
+
+/// The result of `amber bench update`.
+#[derive(Clone, Debug, Serialize)]
+pub struct UpdateReport {
+    pub benchmark: &'static str,
+    pub parts: u32,
+    pub seed: u64,
+    /// The root part of every update traversal, per p.
+    pub roots: BTreeMap<String, PartId>,
+    pub iters: usize,
+    pub warmup: usize,
+    pub rows: Vec<UpdateRow>,
+    pub first_write: Vec<FirstWrite>,
+    pub target_log_vs_minimal: f64,
+    pub target_first_write_uffd_us: f64,
+    /// Range record header (H) and commit record sizes of the log format.
+    pub range_header_bytes: usize,
+    pub commit_record_bytes: usize,
+    /// The Amber OO1 engine's summary (schema and options).
+    pub engine: &'static str,
+    /// `/proc/loadavg` before and after.
+    pub loadavg_before: String,
+    pub loadavg_after: String,
+    pub method: &'static str,
+    pub environment: Environment,
+}
+
+pub(super) const METHOD: &str = "OO1 database (N parts, 3 connections each) built by Amber's OO1 engine, copied and opened per backend; \
+per p in {0, 0.05, 0.2, 1}: OO1's hot update input (root and per-visit decisions of the harness: visit v increments x and y when u(seed, i, v) < p), \
+warm-up traversals untimed, then iters traversals with one commit each, every answer checked against the reference evaluator; \
+medians of CommitStats (detect / diff / write), Tx::commit wall time, log_bytes and minimal_log_bytes; \
+log_vs_minimal compares records with records (log_bytes - 16-byte commit record vs minimal_log_bytes, which excludes it); \
+expected_minimal_log_bytes = sum over changed parts of (20 + span of changed bytes in x,y); \
+first write: M parts on distinct pages, resident and re-protected by a commit, read (untimed), then a field of each incremented twice in two tight loops \
+in one transaction, (loop 1 - loop 2) / M, median over rounds";
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+impl UpdateReport {
+    /// The result as a table.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "update (write path): OO1, {} parts, hot update traversal (3280 visits), one commit each; medians of {} commits after {} warm-up traversals",
+            self.parts, self.iters, self.warmup
+        );
+        let _ = writeln!(
+            s,
+            "  {:<8} {:>5} {:>6} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8} {:>7} {:>7}",
+            "backend",
+            "p",
+            "parts",
+            "blocks",
+            "commit ms",
+            "detect",
+            "diff",
+            "write",
+            "other",
+            "traverse",
+            "log B",
+            "min B",
+            "indep B",
+            "log/min",
+            "wchar"
+        );
+        for r in &self.rows {
+            let _ = writeln!(
+                s,
+                "  {:<8} {:>5} {:>6} {:>6} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>8} {:>8} {:>8} {:>7.3} {:>7}",
+                r.backend,
+                r.p,
+                r.changed_parts,
+                r.blocks,
+                r.commit_ms,
+                r.detect_ms,
+                r.diff_ms,
+                r.write_ms,
+                r.other_ms,
+                r.traverse_ms,
+                r.log_bytes,
+                r.minimal_log_bytes,
+                r.expected_minimal_log_bytes,
+                r.log_vs_minimal,
+                r.wchar
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  log/min = (log B - {} B commit record) / min B: records against Amber's minimal records (min B excludes the commit record); indep B = minimal records computed from the parts changed",
+            self.commit_record_bytes
+        );
+        let worst = self
+            .rows
+            .iter()
+            .map(|r| r.log_vs_minimal)
+            .fold(0.0f64, f64::max);
+        let _ = writeln!(
+            s,
+            "  log bytes <= {:.1} x minimal at every p: worst {:.3} ({})",
+            self.target_log_vs_minimal,
+            worst,
+            verdict(worst <= self.target_log_vs_minimal)
+        );
+        let _ = writeln!(
+            s,
+            "  first write per page ({} pages resident, clean, write-protected; (loop 1 - loop 2) / pages, median of rounds):",
+            self.first_write.first().map_or(0, |f| f.pages)
+        );
+        for f in &self.first_write {
+            let target = f.target_us.map_or(String::new(), |t| {
+                format!(" (target <= {t:.0} µs: {})", verdict(f.first_write_us <= t))
+            });
+            let _ = writeln!(
+                s,
+                "    {:<8} {:.3} µs{target}; loop 1 {:.3} µs/page, loop 2 {:.3} µs/page; p10..p90 {:.3}..{:.3}",
+                f.backend,
+                f.first_write_us,
+                f.first_loop_us_per_page,
+                f.second_loop_us_per_page,
+                f.first_write_us_summary.p10,
+                f.first_write_us_summary.p90
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  kernel {}; {}; {}; load {} -> {}",
+            self.environment.kernel,
+            self.environment.machine,
+            self.environment.filesystem,
+            self.loadavg_before,
+            self.loadavg_after
+        );
+        s
+    }
+}
