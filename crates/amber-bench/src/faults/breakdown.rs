@@ -1,0 +1,135 @@
+//! The parts of a fault measured without faulting: `pread`, the store's
+//! read, the checksum and swizzling, so that what the fault itself adds can
+//! be told apart.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use amber::schema::registry::Registry;
+use amber::translate::swizzle::{AddrMap, Direction, convert_block};
+use amber::vm::{
+    BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, Installer, VmConfig,
+};
+use amber::{Db, Options};
+
+use super::report::Breakdown;
+use crate::storage::{BenchError, summarize};
+
+/// A fault service for a frame space that is never touched.
+struct NoFaults;
+
+impl FaultService for NoFaults {
+    fn missing(&self, frame: FrameNo, _inst: &mut Installer<'_>) -> Result<(), FaultError> {
+        Err(FaultError {
+            page: u64::MAX,
+            message: format!("frame {frame}: the swizzle measurement touches no frame"),
+        })
+    }
+
+    fn first_write(&self, _frame: FrameNo, _clean: &[u8]) {}
+}
+
+/// Persistent address → frame address through a frame space's table, as the
+/// pager's map does.
+struct TableMap<'a> {
+    fs: &'a FrameSpace,
+    shift: u32,
+}
+
+impl AddrMap for TableMap<'_> {
+    fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
+        let f = self
+            .fs
+            .assign(paddr >> self.shift, pages)
+            .map_err(|e| e.to_string())?;
+        Ok(self.fs.frame_addr(f) as u64 + (paddr & ((1 << self.shift) - 1)))
+    }
+
+    fn to_paddr(&self, _va: u64) -> Result<u64, String> {
+        Err("not used".into())
+    }
+}
+
+/// pread, store read and swizzle of every one-page block, `runs` times.
+pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchError> {
+    let db = Db::open(path, Options::default())?;
+    let store = db.store();
+    let ps = store.page_size();
+    let heads: Vec<u64> = store
+        .blocks()
+        .into_iter()
+        .filter(|&(_, n)| n == 1)
+        .map(|(h, _)| h)
+        .collect();
+    let n = heads.len().max(1) as f64;
+    let registry = Registry::load(ps, &store.types())?;
+    let types = registry.snapshot();
+    let fs = FrameSpace::new(
+        VmConfig {
+            backend: BackendChoice::Sigsegv,
+            frame_size: ps,
+            track_writes: false,
+            ..VmConfig::default()
+        },
+        Arc::new(NoFaults),
+    )
+    .map_err(|e| BenchError::new(format!("scratch frame space: {e}")))?;
+    for &(h, len) in &store.blocks() {
+        fs.assign(h, len)
+            .map_err(|e| BenchError::new(format!("scratch frame space: {e}")))?;
+    }
+    let map = TableMap {
+        fs: &fs,
+        shift: ps.trailing_zeros(),
+    };
+    let file = File::open(path).map_err(|e| BenchError::new(format!("{}: {e}", path.display())))?;
+    let mut buf = vec![0u8; ps];
+    let mut cluster_buf = Vec::new();
+    let (mut pread, mut fetch, mut crc, mut swizzle) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let t = Instant::now();
+        for &h in &heads {
+            file.read_exact_at(&mut buf, h * ps as u64)
+                .map_err(|e| BenchError::new(format!("{}: {e}", path.display())))?;
+            black_box(&buf);
+        }
+        pread.push(t.elapsed().as_secs_f64() * 1e6 / n);
+        let t = Instant::now();
+        for &h in &heads {
+            for b in store.read_cluster(h, 1, &mut cluster_buf) {
+                b.image?;
+            }
+        }
+        fetch.push(t.elapsed().as_secs_f64() * 1e6 / n);
+        let mut images = Vec::with_capacity(heads.len());
+        for &h in &heads {
+            images.push(store.read_block(h)?);
+        }
+        let t = Instant::now();
+        for img in &images {
+            black_box(amber::format::page::compute_checksum(img));
+        }
+        crc.push(t.elapsed().as_secs_f64() * 1e6 / n);
+        let t = Instant::now();
+        for img in &mut images {
+            convert_block(img, ps, &types, &map, Direction::Swizzle).map_err(BenchError::new)?;
+        }
+        swizzle.push(t.elapsed().as_secs_f64() * 1e6 / n);
+        black_box(&images);
+    }
+    drop(fs);
+    db.close()?;
+    let checksum_us = summarize(&crc).median;
+    Ok(Breakdown {
+        pread_us: summarize(&pread).median,
+        fetch_us: summarize(&fetch).median,
+        checksum_us,
+        checksum_gb_s: ps as f64 / checksum_us / 1e3,
+        swizzle_us: summarize(&swizzle).median,
+    })
+}
