@@ -2,8 +2,8 @@
 //! function both commit and the recovery pass use, so that what recovery
 //! rebuilds is by construction what the running store had.
 
-use super::State;
 use super::pending::Patch;
+use super::state::State;
 use crate::format::meta::RootEntry;
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::format::{PAddr, PageNo};

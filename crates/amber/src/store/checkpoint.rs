@@ -26,7 +26,8 @@
 //!    header and skips to the checkpoint LSN; no record is appended before
 //!    both copies are written.
 
-use super::{State, Store, corrupt};
+use super::state::State;
+use super::{Store, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::meta::{self, MetaKind, blob_pages};

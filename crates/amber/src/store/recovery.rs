@@ -26,8 +26,10 @@
 //! the new one, or already the new one), and a block that does not match is
 //! reported as damaged rather than trusted.
 
+use super::corrupt;
 use super::pending::Base;
-use super::{State, corrupt, read_block_raw};
+use super::read::read_block_raw;
+use super::state::State;
 use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::page;

@@ -2,7 +2,8 @@
 //! block checked, every problem named. Runs on a read-only open, so it never
 //! changes the files.
 
-use super::{Store, StoreOptions, corrupt, read_superblock_slots, wal_path};
+use super::open::read_superblock_slots;
+use super::{Store, StoreOptions, corrupt, wal_path};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::objects;
 use crate::format::page::{BlockKind, PageHeader};

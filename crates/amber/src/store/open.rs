@@ -1,0 +1,337 @@
+//! Creating and opening a database: the order of writes that makes a new
+//! database valid only once it is whole, and the open path (superblock and
+//! log header copies chosen, the checkpoint's state loaded, the recovery
+//! pass run and its work installed).
+
+use super::alloc::FreeSpace;
+use super::state::{State, load_state};
+use super::{RecoveryReport, Store, StoreOptions, checkpoint, corrupt, recovery, wal_path};
+use crate::error::{Error, FileKind, Location, Result};
+use crate::fasthash::IntMap;
+use crate::format::first_data_page;
+use crate::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
+use crate::io::{IoFile, OpenMode, Vfs};
+use crate::wal::header::{self as log_header, LogHeader, RECORDS_START};
+use crate::wal::scan::Tail;
+use crate::wal::writer::LogWriter;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A random identity for a new database (it need only differ between
+/// databases, so the standard library's randomly keyed hasher is enough).
+fn new_db_id() -> [u8; 16] {
+    use std::hash::{BuildHasher, Hasher};
+    let mut id = [0u8; 16];
+    for (i, chunk) in id.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.write_u32(std::process::id());
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    id
+}
+
+impl Store {
+    /// Creates a new, empty database at `path` (and its log at `path-wal`).
+    pub fn create(vfs: Arc<dyn Vfs>, path: &Path, opts: StoreOptions) -> Result<Store> {
+        if opts.read_only {
+            return Err(Error::invalid("cannot create a database read-only"));
+        }
+        crate::format::check_page_size(opts.page_size).map_err(Error::Invalid)?;
+        let ps = opts.page_size;
+        let wal = wal_path(path);
+        if vfs.exists(path) {
+            return Err(Error::invalid(format!(
+                "{}: already exists",
+                path.display()
+            )));
+        }
+        if vfs.exists(&wal) {
+            return Err(Error::invalid(format!(
+                "{}: a log file exists without its database; remove it first",
+                wal.display()
+            )));
+        }
+        let db_id = new_db_id();
+        // The log first, the superblock last: a database whose superblock is
+        // valid has everything else.
+        let logf = vfs
+            .open(&wal, OpenMode::CreateNew)
+            .map_err(|e| Error::io("create log", &wal, e))?;
+        let log = LogWriter::create(logf, wal.clone(), ps as u32, db_id, 1)?;
+        let file = vfs
+            .open(path, OpenMode::CreateNew)
+            .map_err(|e| Error::io("create database", path, e))?;
+        if !file
+            .try_lock_exclusive()
+            .map_err(|e| Error::io("lock database", path, e))?
+        {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        let first = first_data_page(ps);
+        let mut fsm = FreeSpace::new(first);
+        let mut st = State {
+            sb: Superblock {
+                page_size: ps as u32,
+                generation: 0,
+                checkpoint_lsn: 1,
+                fsm_page: 0,
+                roots_page: 0,
+                catalog_page: 0,
+                db_id,
+                next_txid: 1,
+            },
+            sb_slot: 1,
+            fsm: FreeSpace::new(first),
+            roots: BTreeMap::new(),
+            catalog: BTreeMap::new(),
+            next_type_id: 1,
+            pending: IntMap::default(),
+            pending_bytes: 0,
+            next_txid: 1,
+            early: HashSet::new(),
+            poisoned: None,
+            page_size: ps,
+        };
+        // Reserve pages below the first data page in the file.
+        file.set_len(first * ps as u64)
+            .map_err(|e| Error::io("size database", path, e))?;
+        let (blobs, images) = checkpoint::build_meta_blobs(&mut fsm, &st, ps, &[], 1)?;
+        checkpoint::write_blocks(&*file, path, ps, &images)?;
+        st.fsm = fsm;
+        file.sync_data()
+            .map_err(|e| Error::io("sync database", path, e))?;
+        st.sb.fsm_page = blobs[0];
+        st.sb.roots_page = blobs[1];
+        st.sb.catalog_page = blobs[2];
+        // Slot 1 holds an older copy so that both are valid from the start.
+        st.sb.generation = 1;
+        file.write_all_at(&st.sb.encode(), SLOT_OFFSETS[0])
+            .map_err(|e| Error::io("write superblock", path, e))?;
+        let mut older = st.sb;
+        older.generation = 0;
+        file.write_all_at(&older.encode(), SLOT_OFFSETS[1])
+            .map_err(|e| Error::io("write superblock", path, e))?;
+        file.sync_data()
+            .map_err(|e| Error::io("sync database", path, e))?;
+        st.sb_slot = 0;
+        Ok(Store {
+            vfs,
+            path: path.to_path_buf(),
+            wal_path: wal,
+            page_size: ps,
+            file,
+            log: Some(log),
+            opts,
+            gate: RwLock::new(()),
+            state: Mutex::new(st),
+            recovery: RecoveryReport::default(),
+            open_checkpoint: None,
+        })
+    }
+
+    /// Opens an existing database, running recovery. A writable open installs
+    /// what recovery found with a checkpoint before returning.
+    pub fn open(vfs: Arc<dyn Vfs>, path: &Path, opts: StoreOptions) -> Result<Store> {
+        let wal = wal_path(path);
+        let mode = if opts.read_only {
+            OpenMode::ReadOnly
+        } else {
+            OpenMode::ReadWrite
+        };
+        let file = vfs.open(path, mode).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::NotADatabase {
+                    path: path.to_path_buf(),
+                    what: "no such file".into(),
+                }
+            } else {
+                Error::io("open database", path, e)
+            }
+        })?;
+        if !file
+            .try_lock_exclusive()
+            .map_err(|e| Error::io("lock database", path, e))?
+        {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        let (sb, sb_slot) = read_superblock(&*file, path)?;
+        let damaged_copy = read_superblock_slots(&*file, path)?
+            .iter()
+            .any(|s| s.is_err());
+        let ps = sb.page_size as usize;
+        let logf = vfs.open(&wal, mode).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                corrupt(&wal, FileKind::Log, Location::File, "log file is missing")
+            } else {
+                Error::io("open log", &wal, e)
+            }
+        })?;
+        let (lh, log_copy_damaged) = read_log_header(&*logf, &wal, &sb)?;
+        // A clean close vouches that the epoch is empty: nothing to read, so
+        // opening costs the same whatever the log file's size.
+        let vouched_empty = lh.closed && lh.base_lsn == sb.checkpoint_lsn;
+        let log_source = recovery::LogSource {
+            file: (!vouched_empty).then_some(&*logf),
+            path: &wal,
+            base_lsn: lh.base_lsn,
+        };
+        let loaded = load_state(&*file, path, sb, sb_slot);
+        let (st, report) = recovery::recover(&sb, loaded, log_source, &*file, path)?;
+        let end_lsn = report.end_lsn;
+        let log = if opts.read_only {
+            None
+        } else {
+            // Bytes after the end of the log that a clean close did not vouch
+            // for may be a batch of this epoch cut short by a crash: records
+            // at the very LSNs new ones would get, which a later scan could
+            // take for them. They go before anything is appended.
+            if matches!(report.tail, Tail::Torn { .. }) && !lh.closed {
+                let end_off = RECORDS_START + (end_lsn - lh.base_lsn);
+                logf.set_len(end_off)
+                    .and_then(|()| logf.sync_data())
+                    .map_err(|e| Error::io("truncate log", &wal, e))?;
+            }
+            Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))
+        };
+        let mut store = Store {
+            vfs,
+            path: path.to_path_buf(),
+            wal_path: wal,
+            page_size: ps,
+            file,
+            log,
+            opts,
+            gate: RwLock::new(()),
+            state: Mutex::new(st),
+            recovery: report,
+            open_checkpoint: None,
+        };
+        // Install what recovery rebuilt, and rewrite a damaged superblock or
+        // log header copy (the checkpoint writes the copy that is not current).
+        if store.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged)
+        {
+            store.open_checkpoint = Some(store.checkpoint_forced()?);
+        }
+        Ok(store)
+    }
+}
+
+/// Reads both superblock copies and picks the newest valid one.
+pub(crate) fn read_superblock(file: &dyn IoFile, path: &Path) -> Result<(Superblock, u8)> {
+    let slots = read_superblock_slots(file, path)?;
+    let [a, b] = slots;
+    match superblock::choose(a, b) {
+        Ok(x) => Ok(x),
+        Err([Some(SlotError::BadMagic), Some(SlotError::BadMagic)]) => Err(Error::NotADatabase {
+            path: path.to_path_buf(),
+            what: "no Amber superblock (bad magic in both copies)".into(),
+        }),
+        Err([Some(SlotError::Version(v)), _]) | Err([_, Some(SlotError::Version(v))]) => {
+            Err(Error::NotADatabase {
+                path: path.to_path_buf(),
+                what: format!(
+                    "format version {v}; this build reads version {}",
+                    superblock::VERSION
+                ),
+            })
+        }
+        Err([e0, e1]) => Err(corrupt(
+            path,
+            FileKind::PageFile,
+            Location::Superblock(0),
+            format!(
+                "both superblock copies are damaged (copy 0: {}; copy 1: {})",
+                e0.map(|e| e.to_string()).unwrap_or_default(),
+                e1.map(|e| e.to_string()).unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+/// Each superblock copy, decoded or with what is wrong with it.
+pub(crate) fn read_superblock_slots(
+    file: &dyn IoFile,
+    path: &Path,
+) -> Result<[std::result::Result<Superblock, SlotError>; 2]> {
+    let mut out = [Err(SlotError::BadMagic), Err(SlotError::BadMagic)];
+    for (i, off) in SLOT_OFFSETS.iter().enumerate() {
+        let mut b = [0u8; SLOT_SIZE];
+        crate::io::read_at_most(file, &mut b, *off)
+            .map_err(|e| Error::io("read superblock", path, e))?;
+        out[i] = Superblock::decode(&b);
+    }
+    Ok(out)
+}
+
+/// Reads the log header copies and picks the newest valid one matching the
+/// database.
+/// Also says whether one copy was damaged.
+pub(crate) fn read_log_header(
+    file: &dyn IoFile,
+    path: &Path,
+    sb: &Superblock,
+) -> Result<(LogHeader, bool)> {
+    let mut best: Option<LogHeader> = None;
+    let mut problems = Vec::new();
+    for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
+        let mut b = [0u8; log_header::SLOT_SIZE];
+        crate::io::read_at_most(file, &mut b, *off)
+            .map_err(|e| Error::io("read log header", path, e))?;
+        match LogHeader::decode(&b) {
+            Ok(h) if best.is_none_or(|x| h.generation > x.generation) => best = Some(h),
+            Ok(_) => {}
+            Err(e) => problems.push(format!("copy {i}: {e}")),
+        }
+    }
+    let h = best.ok_or_else(|| {
+        corrupt(
+            path,
+            FileKind::Log,
+            Location::LogHeader(0),
+            format!("no valid log header ({})", problems.join("; ")),
+        )
+    })?;
+    if h.db_id != sb.db_id {
+        return Err(corrupt(
+            path,
+            FileKind::Log,
+            Location::LogHeader(0),
+            "this log belongs to another database",
+        ));
+    }
+    if h.page_size != sb.page_size {
+        return Err(corrupt(
+            path,
+            FileKind::Log,
+            Location::LogHeader(0),
+            format!(
+                "log page size {} differs from the database's {}",
+                h.page_size, sb.page_size
+            ),
+        ));
+    }
+    if h.base_lsn > sb.checkpoint_lsn {
+        return Err(corrupt(
+            path,
+            FileKind::Log,
+            Location::LogHeader(0),
+            format!(
+                "log starts at LSN {} after the checkpoint LSN {}: records are missing",
+                h.base_lsn, sb.checkpoint_lsn
+            ),
+        ));
+    }
+    Ok((h, !problems.is_empty()))
+}

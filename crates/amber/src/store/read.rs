@@ -1,0 +1,178 @@
+//! Reading committed blocks: the page-file image, verified, with the changes
+//! logged since the checkpoint laid over it; one block, or a fetch cluster
+//! of them with one `pread`.
+
+use super::pending::Base;
+use super::state::State;
+use super::{Store, corrupt};
+use crate::error::{Error, FileKind, Location, Result};
+use crate::format::PageNo;
+use crate::format::page;
+use crate::io::IoFile;
+use std::path::Path;
+
+/// One block of a fetch cluster read by [`Store::read_cluster`].
+#[derive(Debug)]
+pub struct ClusterBlock {
+    /// Its first page.
+    pub head: PageNo,
+    /// Its pages.
+    pub pages: u32,
+    /// Where its image starts in the cluster buffer.
+    pub at: usize,
+    /// Whether the image there is its committed image, or what is wrong.
+    pub image: Result<()>,
+}
+
+impl Store {
+    /// The committed image of the block whose first page is `head`.
+    pub fn read_block(&self, head: PageNo) -> Result<Vec<u8>> {
+        let st = self.lock();
+        let (h, len) = st
+            .fsm
+            .block_of(head)
+            .filter(|&(h, _)| h == head)
+            .ok_or_else(|| {
+                Error::invalid(format!("page {head} does not start an allocated block"))
+            })?;
+        let mut buf = vec![0u8; len as usize * self.page_size];
+        self.read_committed(&st, h, len, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// The allocated blocks `(head, pages)` that start in pages
+    /// `from..from + pages`, ascending.
+    pub fn blocks_starting_in(&self, from: PageNo, pages: u64) -> Vec<(PageNo, u32)> {
+        heads_in(&self.lock(), from, pages)
+    }
+
+    /// The committed images of the blocks that start in pages
+    /// `from..from + pages`, read from the page file with one `pread` into
+    /// `buf` (a fetch cluster; the caller keeps the buffer for the next one,
+    /// so that a fault allocates nothing). Each block says where its image
+    /// starts in `buf` and whether it is good; the images are verified and
+    /// carry the changes committed since the last checkpoint.
+    pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
+        let st = self.lock();
+        let ps = self.page_size;
+        let blocks = heads_in(&st, from, pages);
+        let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
+            return Vec::new();
+        };
+        let span = (last + u64::from(last_n) - first) as usize * ps;
+        if buf.len() < span {
+            buf.resize(span, 0);
+        }
+        let raw = &mut buf[..span];
+        let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
+        blocks
+            .into_iter()
+            .map(|(head, pages)| {
+                let at = (head - first) as usize * ps;
+                let img = &mut raw[at..at + pages as usize * ps];
+                let image = match &read {
+                    Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
+                    Ok(()) => self.committed_in_place(&st, head, pages, img),
+                };
+                ClusterBlock {
+                    head,
+                    pages,
+                    at,
+                    image,
+                }
+            })
+            .collect()
+    }
+
+    /// Turns the page-file image of block `head` in `img` into its committed
+    /// image (verified, with the changes logged since the checkpoint).
+    fn committed_in_place(&self, st: &State, head: PageNo, len: u32, img: &mut [u8]) -> Result<()> {
+        match st.pending.get(&head).map(|p| &p.base) {
+            Some(Base::Image(pending)) if pending.len() == img.len() => {
+                img.copy_from_slice(pending);
+            }
+            Some(Base::Image(_)) => {
+                return Err(Error::invalid(format!(
+                    "block {head}: its pending image is not {len} pages"
+                )));
+            }
+            _ => {
+                page::verify(img, head, len).map_err(|e| {
+                    corrupt(
+                        &self.path,
+                        FileKind::PageFile,
+                        Location::Page(head),
+                        e.to_string(),
+                    )
+                })?;
+            }
+        }
+        if let Some(p) = st.pending.get(&head) {
+            p.apply(img);
+        }
+        Ok(())
+    }
+
+    /// Reads the committed image of block `head` (of `len` pages) into `buf`.
+    fn read_committed(&self, st: &State, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
+        match st.pending.get(&head) {
+            Some(p) => {
+                match &p.base {
+                    Base::Image(img) => buf.copy_from_slice(img),
+                    Base::File => self.read_file_block(head, len, buf)?,
+                }
+                p.apply(buf);
+                Ok(())
+            }
+            None => self.read_file_block(head, len, buf),
+        }
+    }
+
+    /// Reads a block from the page file and verifies it.
+    pub(crate) fn read_file_block(&self, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
+        read_block_raw(&*self.file, &self.path, head, self.page_size, buf)?;
+        page::verify(buf, head, len).map_err(|e| {
+            corrupt(
+                &self.path,
+                FileKind::PageFile,
+                Location::Page(head),
+                e.to_string(),
+            )
+        })?;
+        Ok(())
+    }
+}
+
+/// The allocated blocks that start in pages `from..from + pages`.
+fn heads_in(st: &State, from: PageNo, pages: u64) -> Vec<(PageNo, u32)> {
+    let mut blocks = Vec::new();
+    let mut page = from;
+    while page < from.saturating_add(pages) {
+        match st.fsm.block_of(page) {
+            Some((h, n)) if h == page => {
+                blocks.push((h, n));
+                page += u64::from(n);
+            }
+            Some((h, n)) => page = h + u64::from(n),
+            None => page += 1,
+        }
+    }
+    blocks
+}
+
+/// Reads `buf.len()` bytes of block `head` from the page file without
+/// verifying them. Bytes past the end of the file read as zero (a block
+/// allocated but never installed).
+pub(crate) fn read_block_raw(
+    file: &dyn IoFile,
+    path: &Path,
+    head: PageNo,
+    page_size: usize,
+    buf: &mut [u8],
+) -> Result<()> {
+    let off = head
+        .checked_mul(page_size as u64)
+        .ok_or_else(|| Error::invalid(format!("page {head} is beyond any file")))?;
+    crate::io::read_at_most(file, buf, off).map_err(|e| Error::io("read page", path, e))?;
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! The mutable state behind the store's lock (superblock, free-space map,
+//! roots, catalog and pending changes), and how a checkpoint's state is
+//! loaded from the page file when a database is opened.
+
+use super::alloc::FreeSpace;
+use super::corrupt;
+use super::pending::Patch;
+use super::read::read_block_raw;
+use crate::error::{FileKind, Location, Result};
+use crate::fasthash::IntMap;
+use crate::format::meta::{self, FsmImage, MetaKind, RootEntry};
+use crate::format::page::{self, BlockKind, PageHeader};
+use crate::format::superblock::Superblock;
+use crate::format::{PAddr, PageNo, first_data_page};
+use crate::io::IoFile;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// Mutable state behind the store's lock.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) sb: Superblock,
+    pub(crate) sb_slot: u8,
+    pub(crate) fsm: FreeSpace,
+    pub(crate) roots: BTreeMap<String, RootEntry>,
+    pub(crate) catalog: BTreeMap<u32, Vec<u8>>,
+    pub(crate) next_type_id: u32,
+    pub(crate) pending: IntMap<PageNo, Patch>,
+    pub(crate) pending_bytes: usize,
+    pub(crate) next_txid: u64,
+    /// Active transactions that have records in the log already.
+    pub(crate) early: HashSet<u32>,
+    pub(crate) poisoned: Option<String>,
+    pub(crate) page_size: usize,
+}
+
+impl State {
+    pub(crate) fn shift(&self) -> u32 {
+        self.page_size.trailing_zeros()
+    }
+
+    pub(crate) fn drop_patch(&mut self, head: PageNo) {
+        if let Some(p) = self.pending.remove(&head) {
+            self.pending_bytes = self.pending_bytes.saturating_sub(p.bytes());
+        }
+    }
+
+    /// Whether the block at `head` is one of the store's own metadata blobs,
+    /// which transactions may not touch.
+    pub(crate) fn is_meta(&self, head: PageNo) -> bool {
+        [self.sb.fsm_page, self.sb.roots_page, self.sb.catalog_page].contains(&head)
+    }
+
+    /// The block containing persistent address `addr`, and the offset in it.
+    pub(crate) fn locate(&self, addr: PAddr) -> Option<(PageNo, u32, u32)> {
+        let page = addr >> self.shift();
+        // Fast path: the first page of a block with changes pending (most
+        // records of a busy log land on such blocks).
+        if let Some(p) = self.pending.get(&page) {
+            return Some((page, p.run_len, (addr - (page << self.shift())) as u32));
+        }
+        let (head, len) = self.fsm.block_of(page)?;
+        let off = addr - (head << self.shift());
+        Some((head, len, u32::try_from(off).ok()?))
+    }
+}
+
+/// Reads a metadata blob whose block starts at `head`.
+pub(crate) fn read_meta_blob(
+    file: &dyn IoFile,
+    path: &Path,
+    head: PageNo,
+    page_size: usize,
+    kind: MetaKind,
+) -> Result<(Vec<u8>, u32)> {
+    let at = Location::Meta(kind.name());
+    let mut first = vec![0u8; page_size];
+    read_block_raw(file, path, head, page_size, &mut first)?;
+    let h = PageHeader::read(&first)
+        .ok_or_else(|| corrupt(path, FileKind::PageFile, at.clone(), "truncated header"))?;
+    if h.run_len == 0 || h.run_len > (1 << 20) {
+        return Err(corrupt(
+            path,
+            FileKind::PageFile,
+            at,
+            format!("page {head}: impossible run length {}", h.run_len),
+        ));
+    }
+    let mut block = vec![0u8; h.run_len as usize * page_size];
+    read_block_raw(file, path, head, page_size, &mut block)?;
+    page::verify(&block, head, h.run_len).map_err(|e| {
+        corrupt(
+            path,
+            FileKind::PageFile,
+            at.clone(),
+            format!("page {head}: {e}"),
+        )
+    })?;
+    if h.kind != BlockKind::Meta as u8 {
+        return Err(corrupt(
+            path,
+            FileKind::PageFile,
+            at,
+            format!("page {head} is not a metadata block"),
+        ));
+    }
+    let payload = meta::read_blob(&block, kind)
+        .map_err(|e| corrupt(path, FileKind::PageFile, at, format!("page {head}: {e}")))?
+        .to_vec();
+    Ok((payload, h.run_len))
+}
+
+/// Builds the in-memory state as of the superblock's checkpoint.
+pub(super) fn load_state(
+    file: &dyn IoFile,
+    path: &Path,
+    sb: Superblock,
+    sb_slot: u8,
+) -> Result<State> {
+    let ps = sb.page_size as usize;
+    let first = first_data_page(ps);
+    let (fsm_bytes, _) = read_meta_blob(file, path, sb.fsm_page, ps, MetaKind::FreeSpace)?;
+    let bad = |what: String| {
+        corrupt(
+            path,
+            FileKind::PageFile,
+            Location::Meta("free-space map"),
+            what,
+        )
+    };
+    let img = FsmImage::decode(&fsm_bytes).map_err(|_| bad("truncated".into()))?;
+    let fsm = FreeSpace::from_image(&img, first).map_err(bad)?;
+    for (name, p) in [
+        ("free-space map", sb.fsm_page),
+        ("root directory", sb.roots_page),
+        ("schema catalog", sb.catalog_page),
+    ] {
+        if fsm.block_of(p).is_none_or(|(h, _)| h != p) {
+            return Err(corrupt(
+                path,
+                FileKind::PageFile,
+                Location::Meta(name),
+                format!("its block at page {p} is not allocated in the free-space map"),
+            ));
+        }
+    }
+    let (roots_bytes, _) = read_meta_blob(file, path, sb.roots_page, ps, MetaKind::Roots)?;
+    let roots = meta::decode_roots(&roots_bytes).map_err(|e| {
+        corrupt(
+            path,
+            FileKind::PageFile,
+            Location::Meta("root directory"),
+            e,
+        )
+    })?;
+    let (cat_bytes, _) = read_meta_blob(file, path, sb.catalog_page, ps, MetaKind::Catalog)?;
+    let catalog = meta::decode_catalog(&cat_bytes).map_err(|e| {
+        corrupt(
+            path,
+            FileKind::PageFile,
+            Location::Meta("schema catalog"),
+            e,
+        )
+    })?;
+    let next_type_id = catalog.iter().map(|(id, _)| *id + 1).max().unwrap_or(1);
+    Ok(State {
+        sb,
+        sb_slot,
+        fsm,
+        roots: roots.into_iter().map(|r| (r.name.clone(), r)).collect(),
+        catalog: catalog.into_iter().collect(),
+        next_type_id,
+        pending: IntMap::default(),
+        pending_bytes: 0,
+        next_txid: sb.next_txid,
+        early: HashSet::new(),
+        poisoned: None,
+        page_size: ps,
+    })
+}
