@@ -22,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+mod alloc;
 mod commit;
 mod fetch;
 mod free_slots;
