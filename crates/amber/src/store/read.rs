@@ -96,16 +96,7 @@ impl Store {
                     "block {head}: its pending image is not {len} pages"
                 )));
             }
-            _ => {
-                page::verify(img, head, len).map_err(|e| {
-                    corrupt(
-                        &self.path,
-                        FileKind::PageFile,
-                        Location::Page(head),
-                        e.to_string(),
-                    )
-                })?;
-            }
+            _ => self.verify_file_image(head, len, img)?,
         }
         if let Some(p) = st.pending.get(&head) {
             p.apply(img);
@@ -131,7 +122,13 @@ impl Store {
     /// Reads a block from the page file and verifies it.
     pub(crate) fn read_file_block(&self, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
         read_block_raw(&*self.file, &self.path, head, self.page_size, buf)?;
-        page::verify(buf, head, len).map_err(|e| {
+        self.verify_file_image(head, len, buf)
+    }
+
+    /// Checks a page-file image of block `head`: a bad one is corruption of
+    /// the page file at that page, whichever read found it.
+    fn verify_file_image(&self, head: PageNo, len: u32, img: &[u8]) -> Result<()> {
+        page::verify(img, head, len).map_err(|e| {
             corrupt(
                 &self.path,
                 FileKind::PageFile,
