@@ -69,14 +69,7 @@ impl Store {
         let file = vfs
             .open(path, OpenMode::CreateNew)
             .map_err(|e| Error::io("create database", path, e))?;
-        if !file
-            .try_lock_exclusive()
-            .map_err(|e| Error::io("lock database", path, e))?
-        {
-            return Err(Error::Locked {
-                path: path.to_path_buf(),
-            });
-        }
+        lock_database(&*file, path)?;
         let first = first_data_page(ps);
         let mut fsm = FreeSpace::new(first);
         let mut st = State {
@@ -158,14 +151,7 @@ impl Store {
                 Error::io("open database", path, e)
             }
         })?;
-        if !file
-            .try_lock_exclusive()
-            .map_err(|e| Error::io("lock database", path, e))?
-        {
-            return Err(Error::Locked {
-                path: path.to_path_buf(),
-            });
-        }
+        lock_database(&*file, path)?;
         let (sb, sb_slot) = read_superblock(&*file, path)?;
         let damaged_copy = read_superblock_slots(&*file, path)?
             .iter()
@@ -226,6 +212,20 @@ impl Store {
         }
         Ok(store)
     }
+}
+
+/// Takes the page file's exclusive lock, so that one process or handle at a
+/// time has the database open.
+fn lock_database(file: &dyn IoFile, path: &Path) -> Result<()> {
+    if !file
+        .try_lock_exclusive()
+        .map_err(|e| Error::io("lock database", path, e))?
+    {
+        return Err(Error::Locked {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 /// Reads both superblock copies and picks the newest valid one.
