@@ -10,7 +10,9 @@
 
 use amber::Persistent;
 use amber::ptr::{PBytes, PIndex, PRef, PVec, Smart};
-use amber::schema::desc::{Prim, Shape, StoredField, StoredKind, StoredType, TypeDesc};
+use amber::schema::desc::{
+    FieldKind, Nullability, Prim, Shape, StoredField, StoredKind, StoredType, TypeDesc,
+};
 use amber::schema::layout::{Layout, PtrSlot, SlotKind};
 use std::mem::{align_of, offset_of, size_of};
 
@@ -216,7 +218,14 @@ const fn field_offset(d: &TypeDesc, i: usize) -> u32 {
 const _: () = assert!(field_offset(&Shape2::DESC, 3) == 48);
 const _: () = assert!(matches!(
     Conn::DESC.fields[0].kind,
-    amber::schema::desc::FieldKind::Ref(_)
+    FieldKind::Ref {
+        nullable: false,
+        ..
+    }
+));
+const _: () = assert!(matches!(
+    Part::DESC.fields[8].kind,
+    FieldKind::Ref { nullable: true, .. }
 ));
 
 // ---- helpers -----------------------------------------------------------------
@@ -256,17 +265,39 @@ fn array(elem: StoredKind, elem_size: u32, len: u32) -> StoredKind {
     }
 }
 
+/// `PRef<target>`.
 fn pref(target: &str, target_size: u32) -> StoredKind {
     StoredKind::Ref {
         target: target.to_string(),
         target_size,
+        nullability: Nullability::NonNull,
     }
 }
 
+/// `Option<PRef<target>>`.
+fn opt_pref(target: &str, target_size: u32) -> StoredKind {
+    StoredKind::Ref {
+        target: target.to_string(),
+        target_size,
+        nullability: Nullability::Nullable,
+    }
+}
+
+/// `Smart<target>`.
 fn smart(target: &str, target_size: u32) -> StoredKind {
     StoredKind::Smart {
         target: target.to_string(),
         target_size,
+        nullability: Nullability::NonNull,
+    }
+}
+
+/// `Option<Smart<target>>`.
+fn opt_smart(target: &str, target_size: u32) -> StoredKind {
+    StoredKind::Smart {
+        target: target.to_string(),
+        target_size,
+        nullability: Nullability::Nullable,
     }
 }
 
@@ -360,7 +391,7 @@ fn part_with_pointers_and_self_reference() {
             ("build", offset_of!(Part, build), prim(Prim::I64)),
             ("out", offset_of!(Part, out), array(conn.clone(), 8, 3)),
             ("incoming", offset_of!(Part, incoming), pvec(conn, 8)),
-            ("next", offset_of!(Part, next), pref("Part", 80)),
+            ("next", offset_of!(Part, next), opt_pref("Part", 80)),
         ],
     );
     assert_eq!((size_of::<Part>(), align_of::<Part>()), (80, 8));
@@ -385,7 +416,7 @@ fn part_with_pointers_and_self_reference() {
     );
     assert_eq!(slots(&c), vec![(0, REF1), (8, REF1)]);
     // Following the pointer's target function gives Part's descriptor.
-    let amber::schema::desc::FieldKind::Ref(t) = Part::DESC.fields[8].kind else {
+    let FieldKind::Ref { target: t, .. } = Part::DESC.fields[8].kind else {
         panic!("next is a Ref")
     };
     let target = (t.0)();
@@ -428,9 +459,9 @@ fn every_pointer_kind() {
         "Ptrs",
         &[
             ("r", offset_of!(Ptrs, r), leaf.clone()),
-            ("or", offset_of!(Ptrs, or), leaf.clone()),
+            ("or", offset_of!(Ptrs, or), opt_pref("Leaf", 8)),
             ("s", offset_of!(Ptrs, s), smart("Leaf", 8)),
-            ("os", offset_of!(Ptrs, os), smart("Leaf", 8)),
+            ("os", offset_of!(Ptrs, os), opt_smart("Leaf", 8)),
             ("v", offset_of!(Ptrs, v), pvec(prim(Prim::U32), 4)),
             ("vs", offset_of!(Ptrs, vs), pvec(slot.clone(), 16)),
             ("b", offset_of!(Ptrs, b), StoredKind::Bytes),
@@ -443,13 +474,13 @@ fn every_pointer_kind() {
                 },
             ),
             ("one", offset_of!(Ptrs, one), pref("FitsOnePage", 4056)),
-            ("two", offset_of!(Ptrs, two), pref("TwoPages", 4057)),
+            ("two", offset_of!(Ptrs, two), opt_pref("TwoPages", 4057)),
             ("big", offset_of!(Ptrs, big), pref("Big", 10_000)),
             ("slots", offset_of!(Ptrs, slots), array(slot.clone(), 16, 2)),
             (
                 "refs",
                 offset_of!(Ptrs, refs),
-                array(pref("Big", 10_000), 8, 2),
+                array(opt_pref("Big", 10_000), 8, 2),
             ),
         ],
     );
@@ -478,6 +509,19 @@ fn every_pointer_kind() {
             (152, three),
             (160, three),
         ]
+    );
+    check::<Slot>(
+        "Slot",
+        &[("p", 0, pref("Leaf", 8)), ("q", 8, opt_pref("Leaf", 8))],
+    );
+    // Buffers of vectors of either form are arrays of different types.
+    assert_eq!(
+        StoredType::array_of(pref("Leaf", 8), 8).name,
+        "[PRef<Leaf>]"
+    );
+    assert_eq!(
+        StoredType::array_of(opt_pref("Leaf", 8), 8).name,
+        "[Option<PRef<Leaf>>]"
     );
     // The buffer of `vs` is an array of Slots, each with two pointers.
     let StoredKind::Vec { elem, elem_size } = pvec(slot, 16) else {
@@ -519,8 +563,8 @@ fn self_reference_through_self() {
         "List",
         &[
             ("val", 0, prim(Prim::U64)),
-            ("next", 8, pref("List", 40)),
-            ("smart_next", 16, smart("List", 40)),
+            ("next", 8, opt_pref("List", 40)),
+            ("smart_next", 16, opt_smart("List", 40)),
             ("kids", 16 + 8, pvec(pref("List", 40), 8)),
         ],
     );
@@ -583,7 +627,7 @@ fn struct_named_like_a_std_type() {
         "Grid",
         &[
             ("cells", 0, array(cell, 4, 2)),
-            ("first", 8, pref("Cell", 4)),
+            ("first", 8, opt_pref("Cell", 4)),
         ],
     );
     assert_eq!(slots(&s), vec![(8, REF1)]);

@@ -113,11 +113,24 @@ pub enum FieldKind {
     },
     /// A nested struct, by value.
     Struct(&'static TypeDesc),
-    /// `PRef<T>` or `Option<PRef<T>>`: swizzled when its page is faulted in.
-    Ref(Target),
-    /// `Smart<T>` or `Option<Smart<T>>`: kept as a persistent address and
-    /// translated at each use (Texas's fine-grained smart pointers).
-    Smart(Target),
+    /// `PRef<T>` (`nullable: false`) or `Option<PRef<T>>`: swizzled when its
+    /// page is faulted in.
+    Ref {
+        /// The target's descriptor.
+        target: Target,
+        /// Whether 0 is a value (`None`). A `PRef` is a `NonZeroU64`, so a
+        /// page holding 0 in one is refused when it is fetched.
+        nullable: bool,
+    },
+    /// `Smart<T>` (`nullable: false`) or `Option<Smart<T>>`: kept as a
+    /// persistent address and translated at each use (Texas's fine-grained
+    /// smart pointers).
+    Smart {
+        /// The target's descriptor.
+        target: Target,
+        /// Whether 0 is a value (`None`), as for `Ref`.
+        nullable: bool,
+    },
     /// `PVec<T>`: a growable array; its buffer pointer is swizzled.
     Vec {
         /// Element kind.
@@ -130,6 +143,30 @@ pub enum FieldKind {
     /// `PIndex<V>`: an ordered map from u64 to `PRef<V>`; its nodes are
     /// reached through persistent addresses translated at each use.
     Index(Target),
+}
+
+/// Whether a stored pointer field may hold null (persistent address 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nullability {
+    /// `PRef<T>`, `Smart<T>`: never null. A fetched page holding 0 in such a
+    /// field is refused as damaged.
+    NonNull,
+    /// `Option<PRef<T>>`, `Option<Smart<T>>`: 0 is `None`.
+    Nullable,
+    /// Written by a version-1 catalog entry, which did not record it: the
+    /// field may be either form, and matches either (`compare.rs`).
+    Unknown,
+}
+
+impl Nullability {
+    /// A program field's: `nullable` or not.
+    pub const fn of(nullable: bool) -> Nullability {
+        if nullable {
+            Nullability::Nullable
+        } else {
+            Nullability::NonNull
+        }
+    }
 }
 
 /// The owned, decoded form of a descriptor, read back from the catalog.
@@ -196,6 +233,8 @@ pub enum StoredKind {
         target: String,
         /// Target size in bytes.
         target_size: u32,
+        /// Whether it may hold null.
+        nullability: Nullability,
     },
     /// A smart pointer (persistent address in memory).
     Smart {
@@ -203,6 +242,8 @@ pub enum StoredKind {
         target: String,
         /// Target size in bytes.
         target_size: u32,
+        /// Whether it may hold null.
+        nullability: Nullability,
     },
     /// A growable array.
     Vec {
@@ -241,13 +282,15 @@ impl FieldKind {
                 size: d.size,
                 fields: d.stored_fields(),
             },
-            FieldKind::Ref(t) => StoredKind::Ref {
-                target: (t.0)().name.to_string(),
-                target_size: (t.0)().size,
+            FieldKind::Ref { target, nullable } => StoredKind::Ref {
+                target: (target.0)().name.to_string(),
+                target_size: (target.0)().size,
+                nullability: Nullability::of(*nullable),
             },
-            FieldKind::Smart(t) => StoredKind::Smart {
-                target: (t.0)().name.to_string(),
-                target_size: (t.0)().size,
+            FieldKind::Smart { target, nullable } => StoredKind::Smart {
+                target: (target.0)().name.to_string(),
+                target_size: (target.0)().size,
+                nullability: Nullability::of(*nullable),
             },
             FieldKind::Vec { elem, elem_size } => StoredKind::Vec {
                 elem: Box::new(elem.to_stored()),
@@ -298,14 +341,29 @@ impl StoredType {
     }
 }
 
-/// How a kind is written in messages and dumps.
+/// How a kind is written in messages and dumps, and in the names of array
+/// types (`[Option<PRef<Node>>]`). A pointer of unknown nullability (from a
+/// version-1 entry) is written as both forms.
 pub fn kind_name(k: &StoredKind) -> String {
+    let pointer = |ty: &str, target: &str, n: Nullability| match n {
+        Nullability::NonNull => format!("{ty}<{target}>"),
+        Nullability::Nullable => format!("Option<{ty}<{target}>>"),
+        Nullability::Unknown => format!("{ty}<{target}> or Option<{ty}<{target}>>"),
+    };
     match k {
         StoredKind::Prim(p) => p.name().to_string(),
         StoredKind::Array { elem, len, .. } => format!("[{}; {len}]", kind_name(elem)),
         StoredKind::Struct { name, .. } => name.clone(),
-        StoredKind::Ref { target, .. } => format!("PRef<{target}>"),
-        StoredKind::Smart { target, .. } => format!("Smart<{target}>"),
+        StoredKind::Ref {
+            target,
+            nullability,
+            ..
+        } => pointer("PRef", target, *nullability),
+        StoredKind::Smart {
+            target,
+            nullability,
+            ..
+        } => pointer("Smart", target, *nullability),
         StoredKind::Vec { elem, .. } => format!("PVec<{}>", kind_name(elem)),
         StoredKind::Bytes => "PBytes".to_string(),
         StoredKind::Index { target, .. } => format!("PIndex<{target}>"),

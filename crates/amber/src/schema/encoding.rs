@@ -3,16 +3,27 @@
 //! as a tag byte and what that tag carries. Decoding reads bytes from the
 //! page file, so it refuses anything it does not know rather than guess.
 
-use super::desc::{Prim, Shape, StoredField, StoredKind, StoredType};
+use super::desc::{Nullability, Prim, Shape, StoredField, StoredKind, StoredType};
+
+/// The format version written. Version 2 records whether each pointer field
+/// may hold null (tags 9 and 10 for the non-null forms); version 1, which
+/// gave both forms of a pointer one tag, is still read.
+const VERSION: u8 = 2;
 
 const T_PRIM: u8 = 1;
 const T_ARRAY: u8 = 2;
 const T_STRUCT: u8 = 3;
-const T_REF: u8 = 4;
-const T_SMART: u8 = 5;
+/// `Option<PRef<T>>`; in version 1, `PRef<T>` or `Option<PRef<T>>`.
+const T_OPT_REF: u8 = 4;
+/// `Option<Smart<T>>`; in version 1, `Smart<T>` or `Option<Smart<T>>`.
+const T_OPT_SMART: u8 = 5;
 const T_VEC: u8 = 6;
 const T_BYTES: u8 = 7;
 const T_INDEX: u8 = 8;
+/// `PRef<T>` (version 2).
+const T_REF: u8 = 9;
+/// `Smart<T>` (version 2).
+const T_SMART: u8 = 10;
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u16).to_le_bytes());
@@ -26,6 +37,12 @@ fn put_fields(out: &mut Vec<u8>, fields: &[StoredField]) {
         out.extend_from_slice(&f.offset.to_le_bytes());
         put_kind(out, &f.kind);
     }
+}
+
+fn put_target(out: &mut Vec<u8>, tag: u8, target: &str, target_size: u32) {
+    out.push(tag);
+    put_str(out, target);
+    out.extend_from_slice(&target_size.to_le_bytes());
 }
 
 fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
@@ -50,23 +67,26 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
         StoredKind::Ref {
             target,
             target_size,
+            nullability,
         }
         | StoredKind::Smart {
             target,
             target_size,
+            nullability,
+        } => {
+            let smart = matches!(k, StoredKind::Smart { .. });
+            let tag = match (smart, *nullability == Nullability::NonNull) {
+                (false, true) => T_REF,
+                (false, false) => T_OPT_REF,
+                (true, true) => T_SMART,
+                (true, false) => T_OPT_SMART,
+            };
+            put_target(out, tag, target, *target_size);
         }
-        | StoredKind::Index {
+        StoredKind::Index {
             target,
             target_size,
-        } => {
-            out.push(match k {
-                StoredKind::Ref { .. } => T_REF,
-                StoredKind::Smart { .. } => T_SMART,
-                _ => T_INDEX,
-            });
-            put_str(out, target);
-            out.extend_from_slice(&target_size.to_le_bytes());
-        }
+        } => put_target(out, T_INDEX, target, *target_size),
         StoredKind::Vec { elem, elem_size } => {
             out.push(T_VEC);
             out.extend_from_slice(&elem_size.to_le_bytes());
@@ -77,9 +97,12 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
 }
 
 impl StoredType {
-    /// Encodes for the schema catalog.
+    /// Encodes for the schema catalog, in the current format version. A
+    /// pointer of unknown nullability (only a version-1 entry has one, and
+    /// Amber never writes those back) is written as the `Option` form: that
+    /// it may hold null is all that is known of it.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![1u8]; // descriptor format version
+        let mut out = vec![VERSION];
         put_str(&mut out, &self.name);
         out.extend_from_slice(&self.size.to_le_bytes());
         out.extend_from_slice(&self.align.to_le_bytes());
@@ -96,12 +119,14 @@ impl StoredType {
         out
     }
 
-    /// Decodes a catalog entry.
+    /// Decodes a catalog entry of format version 1 or 2.
     pub fn decode(b: &[u8]) -> Result<StoredType, String> {
-        let mut r = Reader { b, pos: 0 };
-        if r.u8()? != 1 {
-            return Err("unknown descriptor format".into());
-        }
+        let version = match b.first() {
+            Some(&v @ (1 | VERSION)) => v,
+            Some(v) => return Err(format!("unknown descriptor format version {v}")),
+            None => return Err("empty descriptor".into()),
+        };
+        let mut r = Reader { b, pos: 1, version };
         let name = r.str()?;
         let size = r.u32()?;
         let align = r.u32()?;
@@ -125,6 +150,8 @@ impl StoredType {
 struct Reader<'a> {
     b: &'a [u8],
     pos: usize,
+    /// The entry's format version (1 or 2).
+    version: u8,
 }
 
 impl Reader<'_> {
@@ -183,22 +210,33 @@ impl Reader<'_> {
                 size: self.u32()?,
                 fields: self.fields(depth + 1)?,
             },
-            t @ (T_REF | T_SMART | T_INDEX) => {
+            T_INDEX => StoredKind::Index {
+                target: self.str()?,
+                target_size: self.u32()?,
+            },
+            t @ (T_OPT_REF | T_OPT_SMART | T_REF | T_SMART) => {
+                let nullability = match (t, self.version) {
+                    (T_REF | T_SMART, 1) => {
+                        return Err(format!("unknown field kind {t} in a version-1 descriptor"));
+                    }
+                    (T_REF | T_SMART, _) => Nullability::NonNull,
+                    (_, 1) => Nullability::Unknown,
+                    _ => Nullability::Nullable,
+                };
                 let target = self.str()?;
                 let target_size = self.u32()?;
-                match t {
-                    T_REF => StoredKind::Ref {
+                if matches!(t, T_OPT_REF | T_REF) {
+                    StoredKind::Ref {
                         target,
                         target_size,
-                    },
-                    T_SMART => StoredKind::Smart {
+                        nullability,
+                    }
+                } else {
+                    StoredKind::Smart {
                         target,
                         target_size,
-                    },
-                    _ => StoredKind::Index {
-                        target,
-                        target_size,
-                    },
+                        nullability,
+                    }
                 }
             }
             T_VEC => {
@@ -218,7 +256,7 @@ impl Reader<'_> {
 mod tests {
     use super::*;
     use crate::schema::compare::first_difference;
-    use crate::schema::desc::{FieldDesc, FieldKind, Target, TypeDesc};
+    use crate::schema::desc::{FieldDesc, FieldKind, Target, TypeDesc, kind_name};
 
     static LEAF: TypeDesc = TypeDesc {
         name: "Leaf",
@@ -231,15 +269,43 @@ mod tests {
         }],
     };
 
-    static NODE: TypeDesc = TypeDesc {
-        name: "Node",
-        size: 48,
+    /// `struct Link { next: PRef<Link>, prev: Option<PRef<Link>> }`.
+    static LINK: TypeDesc = TypeDesc {
+        name: "Link",
+        size: 16,
         align: 8,
         fields: &[
             FieldDesc {
                 name: "next",
                 offset: 0,
-                kind: &FieldKind::Ref(Target(|| &NODE)),
+                kind: &FieldKind::Ref {
+                    target: Target(|| &LINK),
+                    nullable: false,
+                },
+            },
+            FieldDesc {
+                name: "prev",
+                offset: 8,
+                kind: &FieldKind::Ref {
+                    target: Target(|| &LINK),
+                    nullable: true,
+                },
+            },
+        ],
+    };
+
+    static NODE: TypeDesc = TypeDesc {
+        name: "Node",
+        size: 72,
+        align: 8,
+        fields: &[
+            FieldDesc {
+                name: "next",
+                offset: 0,
+                kind: &FieldKind::Ref {
+                    target: Target(|| &NODE),
+                    nullable: true,
+                },
             },
             FieldDesc {
                 name: "leaves",
@@ -254,7 +320,10 @@ mod tests {
                 name: "kids",
                 offset: 24,
                 kind: &FieldKind::Vec {
-                    elem: &FieldKind::Ref(Target(|| &LEAF)),
+                    elem: &FieldKind::Ref {
+                        target: Target(|| &LEAF),
+                        nullable: false,
+                    },
                     elem_size: 8,
                 },
             },
@@ -263,27 +332,120 @@ mod tests {
                 offset: 40,
                 kind: &FieldKind::Bytes,
             },
+            FieldDesc {
+                name: "home",
+                offset: 56,
+                kind: &FieldKind::Smart {
+                    target: Target(|| &LEAF),
+                    nullable: false,
+                },
+            },
+            FieldDesc {
+                name: "away",
+                offset: 64,
+                kind: &FieldKind::Smart {
+                    target: Target(|| &LEAF),
+                    nullable: true,
+                },
+            },
         ],
     };
 
-    /// The byte-level example of `docs/design.md` §4.1.
+    /// `Link` as the design's example spells it, with `version` first and
+    /// the given tags for `next` and `prev`.
+    fn link_bytes(version: u8, next: u8, prev: u8) -> Vec<u8> {
+        let mut b = vec![version, 4, 0];
+        b.extend_from_slice(b"Link");
+        b.extend_from_slice(&[16, 0, 0, 0, 8, 0, 0, 0, 0, 2, 0, 0, 0]);
+        for (name, offset, tag) in [(b"next", 0u8, next), (b"prev", 8, prev)] {
+            b.extend_from_slice(&[4, 0]);
+            b.extend_from_slice(name);
+            b.extend_from_slice(&[offset, 0, 0, 0, tag, 4, 0]);
+            b.extend_from_slice(b"Link");
+            b.extend_from_slice(&[16, 0, 0, 0]);
+        }
+        b
+    }
+
+    /// The byte-level examples of `docs/design.md` §4.1.
     #[test]
     fn encoding_is_the_documented_one() {
-        let mut want = vec![1u8, 4, 0];
+        let mut want = vec![2u8, 4, 0];
         want.extend_from_slice(b"Leaf");
         want.extend_from_slice(&[8, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, b'v']);
         want.extend_from_slice(&[0, 0, 0, 0, 1, 7]);
         let got = LEAF.to_stored().encode();
         assert_eq!(got, want);
         assert_eq!(got.len(), 29);
+        // A non-null and a nullable pointer.
+        let got = LINK.to_stored().encode();
+        assert_eq!(got, link_bytes(2, 9, 4));
+        assert_eq!(got.len(), 62);
         // Tags and prim codes as documented.
         let tags = [
-            T_PRIM, T_ARRAY, T_STRUCT, T_REF, T_SMART, T_VEC, T_BYTES, T_INDEX,
+            T_PRIM,
+            T_ARRAY,
+            T_STRUCT,
+            T_OPT_REF,
+            T_OPT_SMART,
+            T_VEC,
+            T_BYTES,
+            T_INDEX,
+            T_REF,
+            T_SMART,
         ];
-        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
         use Prim::*;
         let prims = [U8, I8, U16, I16, U32, I32, U64, I64, F32, F64].map(|p| p as u8);
         assert_eq!(prims, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn every_pointer_form_round_trips() {
+        let s = NODE.to_stored();
+        let b = s.encode();
+        assert_eq!(StoredType::decode(&b).expect("decodes"), s);
+        let Shape::Struct(f) = &s.shape else {
+            panic!("a struct")
+        };
+        let names: Vec<String> = f.iter().map(|f| kind_name(&f.kind)).collect();
+        assert_eq!(
+            names,
+            [
+                "Option<PRef<Node>>",
+                "[Leaf; 2]",
+                "PVec<PRef<Leaf>>",
+                "PBytes",
+                "Smart<Leaf>",
+                "Option<Smart<Leaf>>"
+            ]
+        );
+    }
+
+    /// A version-1 entry (both forms of a pointer under tags 4 and 5) reads
+    /// as pointers of unknown nullability; the version-2 tags are unknown
+    /// there.
+    #[test]
+    fn version_1_entries_read_with_unknown_nullability() {
+        let v1 = StoredType::decode(&link_bytes(1, 4, 4)).expect("a version-1 entry");
+        let Shape::Struct(f) = &v1.shape else {
+            panic!("a struct")
+        };
+        for f in f {
+            let StoredKind::Ref { nullability, .. } = &f.kind else {
+                panic!("{f:?}")
+            };
+            assert_eq!(*nullability, Nullability::Unknown, "{}", f.name);
+            assert_eq!(kind_name(&f.kind), "PRef<Link> or Option<PRef<Link>>");
+        }
+        // It matches the program's layout, whichever form each field takes.
+        assert_eq!(first_difference(&LINK.to_stored(), &v1), None);
+        let e = StoredType::decode(&link_bytes(1, 9, 4)).expect_err("tag 9 in version 1");
+        assert!(e.contains("kind 9"), "{e}");
+        let e = StoredType::decode(&link_bytes(3, 9, 4)).expect_err("version 3");
+        assert!(e.contains("version 3"), "{e}");
+        // Unknown nullability is written as the nullable form.
+        assert_eq!(v1.encode(), link_bytes(2, 4, 4));
     }
 
     #[test]
@@ -301,5 +463,6 @@ mod tests {
         let a = StoredType::array_of(StoredKind::Prim(Prim::U8), 1);
         assert_eq!(StoredType::decode(&a.encode()).expect("array"), a);
         assert!(StoredType::decode(&[1, 0]).is_err());
+        assert!(StoredType::decode(&[]).is_err());
     }
 }
