@@ -349,7 +349,16 @@ fn slots(t: &StoredType) -> Vec<(u32, SlotKind)> {
         .collect()
 }
 
-const REF1: SlotKind = SlotKind::Ref { pages: 1 };
+/// A `PRef` to a one-page block: 0 refused.
+const REF1: SlotKind = SlotKind::Ref {
+    pages: 1,
+    nullable: false,
+};
+/// An `Option<PRef>` to a one-page block.
+const OPT1: SlotKind = SlotKind::Ref {
+    pages: 1,
+    nullable: true,
+};
 
 // ---- tests -------------------------------------------------------------------
 
@@ -402,7 +411,7 @@ fn part_with_pointers_and_self_reference() {
             (40, REF1),
             (48, REF1),
             (56, SlotKind::Buffer { elem_size: 8 }),
-            (72, REF1),
+            (72, OPT1),
         ]
     );
     let c = check::<Conn>(
@@ -489,25 +498,34 @@ fn every_pointer_kind() {
     assert_eq!(offset_of!(Ptrs, ix), 80);
     assert_eq!(offset_of!(Ptrs, refs), 152);
     assert_eq!(size_of::<Ptrs>(), 168);
-    let three = SlotKind::Ref { pages: 3 };
+    let ref3 = |nullable| SlotKind::Ref { pages: 3, nullable };
     assert_eq!(
         slots(&s),
         vec![
             (0, REF1),
-            (8, REF1),
-            // Smart pointers (16, 24) and the index (80) are not swizzled.
+            (8, OPT1),
+            // Smart pointers are not swizzled; a non-null one (16) is
+            // checked, a nullable one (24) needs nothing, nor does the
+            // index (80).
+            (16, SlotKind::Smart),
             (32, SlotKind::Buffer { elem_size: 4 }),
             (48, SlotKind::Buffer { elem_size: 16 }),
             (64, SlotKind::Buffer { elem_size: 1 }),
             (96, REF1),
-            (104, SlotKind::Ref { pages: 2 }),
-            (112, three),
+            (
+                104,
+                SlotKind::Ref {
+                    pages: 2,
+                    nullable: true
+                }
+            ),
+            (112, ref3(false)),
             (120, REF1),
-            (128, REF1),
+            (128, OPT1),
             (136, REF1),
-            (144, REF1),
-            (152, three),
-            (160, three),
+            (144, OPT1),
+            (152, ref3(true)),
+            (160, ref3(true)),
         ]
     );
     check::<Slot>(
@@ -533,7 +551,9 @@ fn every_pointer_kind() {
     assert!(l.array);
     assert_eq!(l.size, 16);
     let buf_slots: Vec<_> = l.slots.iter().map(|s| (s.offset, s.kind)).collect();
-    assert_eq!(buf_slots, vec![(0, REF1), (8, REF1)]);
+    // Elements of a buffer are not checked for null (its spare capacity is
+    // zero): both pointers may hold 0 there.
+    assert_eq!(buf_slots, vec![(0, OPT1), (8, OPT1)]);
 }
 
 #[test]
@@ -550,11 +570,10 @@ fn large_targets_span_pages() {
     // With 16 KiB pages the large target fits in one.
     let s = Ptrs::DESC.to_stored();
     let l = Layout::of(&s, 16384);
-    assert!(
-        l.slots
-            .iter()
-            .all(|s| s.kind == REF1 || matches!(s.kind, SlotKind::Buffer { .. }))
-    );
+    assert!(l.slots.iter().all(|s| matches!(
+        s.kind,
+        SlotKind::Ref { pages: 1, .. } | SlotKind::Buffer { .. } | SlotKind::Smart
+    )));
 }
 
 #[test]
@@ -571,7 +590,7 @@ fn self_reference_through_self() {
     assert_eq!(LIST.name, "List");
     assert_eq!(
         slots(&s),
-        vec![(8, REF1), (24, SlotKind::Buffer { elem_size: 8 })]
+        vec![(8, OPT1), (24, SlotKind::Buffer { elem_size: 8 })]
     );
 }
 
@@ -630,7 +649,7 @@ fn struct_named_like_a_std_type() {
             ("first", 8, opt_pref("Cell", 4)),
         ],
     );
-    assert_eq!(slots(&s), vec![(8, REF1)]);
+    assert_eq!(slots(&s), vec![(8, OPT1)]);
 }
 
 #[test]
