@@ -15,7 +15,7 @@ use super::desc::{Nullability, Shape, StoredField, StoredKind, StoredType};
 use crate::format::objects::OBJECT_HEADER;
 use crate::format::page::HEADER_SIZE;
 
-/// A pointer the fault handler swizzles.
+/// A pointer the fault handler swizzles or checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PtrSlot {
     /// Offset in the object (or array element).
@@ -67,7 +67,8 @@ pub struct Layout {
     pub size: u32,
     /// Whether objects of this type are arrays of `size`-byte elements.
     pub array: bool,
-    /// Swizzled pointers of one object (or one element).
+    /// Pointer slots of one object (or one element), by offset: swizzled,
+    /// or (`SlotKind::Smart`) only checked.
     pub slots: Vec<PtrSlot>,
 }
 
@@ -181,7 +182,7 @@ impl Layout {
         }
     }
 
-    /// Whether objects of this type hold swizzled pointers at all.
+    /// Whether objects of this type hold pointers to swizzle or check at all.
     pub fn has_pointers(&self) -> bool {
         !self.slots.is_empty()
     }
