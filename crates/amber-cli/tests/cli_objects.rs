@@ -156,10 +156,10 @@ fn catalog_is_decoded() {
         "4  temp: i32",
         "8  label: [u8; 12]",
         "24  ratio: f64",
-        "32  next: PRef<demo::Node>",
+        "32  next: Option<PRef<demo::Node>>",
         "40  pair: Pair",
         "56  pairs: [Pair; 2]",
-        "88  smart: Smart<Leaf>",
+        "88  smart: Option<Smart<Leaf>>",
         "96  nums: PVec<u64>",
         "112  name: PBytes",
         "128  idx: PIndex<Leaf>",
@@ -173,7 +173,7 @@ fn catalog_is_decoded() {
     // Nested struct fields, at their offsets in the outer type.
     has(
         out,
-        "40  pair: Pair\n        40    a: PRef<Leaf>\n        48    b: PRef<Leaf>\n",
+        "40  pair: Pair\n        40    a: PRef<Leaf>\n        48    b: Option<PRef<Leaf>>\n",
     );
     has(out, "\"node\": address ");
     has(out, " demo::Node\n");
@@ -215,7 +215,7 @@ fn page_and_object_dumps() {
     has(
         out,
         &format!(
-            "next (PRef<demo::Node>, offset 32): {}:{}\n",
+            "next (Option<PRef<demo::Node>>, offset 32): {}:{}\n",
             m.second.0, m.second.1
         ),
     );
@@ -223,7 +223,7 @@ fn page_and_object_dumps() {
         out,
         &format!("a (PRef<Leaf>, offset 0): {}:{}\n", m.leaf.0, m.leaf.1),
     );
-    has(out, "b (PRef<Leaf>, offset 8): null\n");
+    has(out, "b (Option<PRef<Leaf>>, offset 8): null\n");
     has(out, "pairs ([Pair; 2], offset 56):\n");
     has(
         out,

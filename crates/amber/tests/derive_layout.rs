@@ -10,7 +10,9 @@
 
 use amber::Persistent;
 use amber::ptr::{PBytes, PIndex, PRef, PVec, Smart};
-use amber::schema::desc::{Prim, Shape, StoredField, StoredKind, StoredType, TypeDesc};
+use amber::schema::desc::{
+    FieldKind, Nullability, Prim, Shape, StoredField, StoredKind, StoredType, TypeDesc,
+};
 use amber::schema::layout::{Layout, PtrSlot, SlotKind};
 use std::mem::{align_of, offset_of, size_of};
 
@@ -216,7 +218,14 @@ const fn field_offset(d: &TypeDesc, i: usize) -> u32 {
 const _: () = assert!(field_offset(&Shape2::DESC, 3) == 48);
 const _: () = assert!(matches!(
     Conn::DESC.fields[0].kind,
-    amber::schema::desc::FieldKind::Ref(_)
+    FieldKind::Ref {
+        nullable: false,
+        ..
+    }
+));
+const _: () = assert!(matches!(
+    Part::DESC.fields[8].kind,
+    FieldKind::Ref { nullable: true, .. }
 ));
 
 // ---- helpers -----------------------------------------------------------------
@@ -256,17 +265,39 @@ fn array(elem: StoredKind, elem_size: u32, len: u32) -> StoredKind {
     }
 }
 
+/// `PRef<target>`.
 fn pref(target: &str, target_size: u32) -> StoredKind {
     StoredKind::Ref {
         target: target.to_string(),
         target_size,
+        nullability: Nullability::NonNull,
     }
 }
 
+/// `Option<PRef<target>>`.
+fn opt_pref(target: &str, target_size: u32) -> StoredKind {
+    StoredKind::Ref {
+        target: target.to_string(),
+        target_size,
+        nullability: Nullability::Nullable,
+    }
+}
+
+/// `Smart<target>`.
 fn smart(target: &str, target_size: u32) -> StoredKind {
     StoredKind::Smart {
         target: target.to_string(),
         target_size,
+        nullability: Nullability::NonNull,
+    }
+}
+
+/// `Option<Smart<target>>`.
+fn opt_smart(target: &str, target_size: u32) -> StoredKind {
+    StoredKind::Smart {
+        target: target.to_string(),
+        target_size,
+        nullability: Nullability::Nullable,
     }
 }
 
@@ -318,7 +349,16 @@ fn slots(t: &StoredType) -> Vec<(u32, SlotKind)> {
         .collect()
 }
 
-const REF1: SlotKind = SlotKind::Ref { pages: 1 };
+/// A `PRef` to a one-page block: 0 refused.
+const REF1: SlotKind = SlotKind::Ref {
+    pages: 1,
+    nullable: false,
+};
+/// An `Option<PRef>` to a one-page block.
+const OPT1: SlotKind = SlotKind::Ref {
+    pages: 1,
+    nullable: true,
+};
 
 // ---- tests -------------------------------------------------------------------
 
@@ -360,7 +400,7 @@ fn part_with_pointers_and_self_reference() {
             ("build", offset_of!(Part, build), prim(Prim::I64)),
             ("out", offset_of!(Part, out), array(conn.clone(), 8, 3)),
             ("incoming", offset_of!(Part, incoming), pvec(conn, 8)),
-            ("next", offset_of!(Part, next), pref("Part", 80)),
+            ("next", offset_of!(Part, next), opt_pref("Part", 80)),
         ],
     );
     assert_eq!((size_of::<Part>(), align_of::<Part>()), (80, 8));
@@ -371,7 +411,7 @@ fn part_with_pointers_and_self_reference() {
             (40, REF1),
             (48, REF1),
             (56, SlotKind::Buffer { elem_size: 8 }),
-            (72, REF1),
+            (72, OPT1),
         ]
     );
     let c = check::<Conn>(
@@ -385,7 +425,7 @@ fn part_with_pointers_and_self_reference() {
     );
     assert_eq!(slots(&c), vec![(0, REF1), (8, REF1)]);
     // Following the pointer's target function gives Part's descriptor.
-    let amber::schema::desc::FieldKind::Ref(t) = Part::DESC.fields[8].kind else {
+    let FieldKind::Ref { target: t, .. } = Part::DESC.fields[8].kind else {
         panic!("next is a Ref")
     };
     let target = (t.0)();
@@ -428,9 +468,9 @@ fn every_pointer_kind() {
         "Ptrs",
         &[
             ("r", offset_of!(Ptrs, r), leaf.clone()),
-            ("or", offset_of!(Ptrs, or), leaf.clone()),
+            ("or", offset_of!(Ptrs, or), opt_pref("Leaf", 8)),
             ("s", offset_of!(Ptrs, s), smart("Leaf", 8)),
-            ("os", offset_of!(Ptrs, os), smart("Leaf", 8)),
+            ("os", offset_of!(Ptrs, os), opt_smart("Leaf", 8)),
             ("v", offset_of!(Ptrs, v), pvec(prim(Prim::U32), 4)),
             ("vs", offset_of!(Ptrs, vs), pvec(slot.clone(), 16)),
             ("b", offset_of!(Ptrs, b), StoredKind::Bytes),
@@ -443,13 +483,13 @@ fn every_pointer_kind() {
                 },
             ),
             ("one", offset_of!(Ptrs, one), pref("FitsOnePage", 4056)),
-            ("two", offset_of!(Ptrs, two), pref("TwoPages", 4057)),
+            ("two", offset_of!(Ptrs, two), opt_pref("TwoPages", 4057)),
             ("big", offset_of!(Ptrs, big), pref("Big", 10_000)),
             ("slots", offset_of!(Ptrs, slots), array(slot.clone(), 16, 2)),
             (
                 "refs",
                 offset_of!(Ptrs, refs),
-                array(pref("Big", 10_000), 8, 2),
+                array(opt_pref("Big", 10_000), 8, 2),
             ),
         ],
     );
@@ -458,26 +498,48 @@ fn every_pointer_kind() {
     assert_eq!(offset_of!(Ptrs, ix), 80);
     assert_eq!(offset_of!(Ptrs, refs), 152);
     assert_eq!(size_of::<Ptrs>(), 168);
-    let three = SlotKind::Ref { pages: 3 };
+    let ref3 = |nullable| SlotKind::Ref { pages: 3, nullable };
     assert_eq!(
         slots(&s),
         vec![
             (0, REF1),
-            (8, REF1),
-            // Smart pointers (16, 24) and the index (80) are not swizzled.
+            (8, OPT1),
+            // Smart pointers are not swizzled; a non-null one (16) is
+            // checked, a nullable one (24) needs nothing, nor does the
+            // index (80).
+            (16, SlotKind::Smart),
             (32, SlotKind::Buffer { elem_size: 4 }),
             (48, SlotKind::Buffer { elem_size: 16 }),
             (64, SlotKind::Buffer { elem_size: 1 }),
             (96, REF1),
-            (104, SlotKind::Ref { pages: 2 }),
-            (112, three),
+            (
+                104,
+                SlotKind::Ref {
+                    pages: 2,
+                    nullable: true
+                }
+            ),
+            (112, ref3(false)),
             (120, REF1),
-            (128, REF1),
+            (128, OPT1),
             (136, REF1),
-            (144, REF1),
-            (152, three),
-            (160, three),
+            (144, OPT1),
+            (152, ref3(true)),
+            (160, ref3(true)),
         ]
+    );
+    check::<Slot>(
+        "Slot",
+        &[("p", 0, pref("Leaf", 8)), ("q", 8, opt_pref("Leaf", 8))],
+    );
+    // Buffers of vectors of either form are arrays of different types.
+    assert_eq!(
+        StoredType::array_of(pref("Leaf", 8), 8).name,
+        "[PRef<Leaf>]"
+    );
+    assert_eq!(
+        StoredType::array_of(opt_pref("Leaf", 8), 8).name,
+        "[Option<PRef<Leaf>>]"
     );
     // The buffer of `vs` is an array of Slots, each with two pointers.
     let StoredKind::Vec { elem, elem_size } = pvec(slot, 16) else {
@@ -489,7 +551,9 @@ fn every_pointer_kind() {
     assert!(l.array);
     assert_eq!(l.size, 16);
     let buf_slots: Vec<_> = l.slots.iter().map(|s| (s.offset, s.kind)).collect();
-    assert_eq!(buf_slots, vec![(0, REF1), (8, REF1)]);
+    // Elements of a buffer are not checked for null (its spare capacity is
+    // zero): both pointers may hold 0 there.
+    assert_eq!(buf_slots, vec![(0, OPT1), (8, OPT1)]);
 }
 
 #[test]
@@ -506,11 +570,10 @@ fn large_targets_span_pages() {
     // With 16 KiB pages the large target fits in one.
     let s = Ptrs::DESC.to_stored();
     let l = Layout::of(&s, 16384);
-    assert!(
-        l.slots
-            .iter()
-            .all(|s| s.kind == REF1 || matches!(s.kind, SlotKind::Buffer { .. }))
-    );
+    assert!(l.slots.iter().all(|s| matches!(
+        s.kind,
+        SlotKind::Ref { pages: 1, .. } | SlotKind::Buffer { .. } | SlotKind::Smart
+    )));
 }
 
 #[test]
@@ -519,15 +582,15 @@ fn self_reference_through_self() {
         "List",
         &[
             ("val", 0, prim(Prim::U64)),
-            ("next", 8, pref("List", 40)),
-            ("smart_next", 16, smart("List", 40)),
+            ("next", 8, opt_pref("List", 40)),
+            ("smart_next", 16, opt_smart("List", 40)),
             ("kids", 16 + 8, pvec(pref("List", 40), 8)),
         ],
     );
     assert_eq!(LIST.name, "List");
     assert_eq!(
         slots(&s),
-        vec![(8, REF1), (24, SlotKind::Buffer { elem_size: 8 })]
+        vec![(8, OPT1), (24, SlotKind::Buffer { elem_size: 8 })]
     );
 }
 
@@ -583,10 +646,10 @@ fn struct_named_like_a_std_type() {
         "Grid",
         &[
             ("cells", 0, array(cell, 4, 2)),
-            ("first", 8, pref("Cell", 4)),
+            ("first", 8, opt_pref("Cell", 4)),
         ],
     );
-    assert_eq!(slots(&s), vec![(8, REF1)]);
+    assert_eq!(slots(&s), vec![(8, OPT1)]);
 }
 
 #[test]

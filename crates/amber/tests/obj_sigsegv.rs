@@ -89,3 +89,18 @@ fn concurrent_readers() {
 fn freed_slot_reused_once_with_cluster() {
     common::abort::freed_slot_reused_once_with_cluster(B);
 }
+
+#[test]
+fn null_in_non_null_field() {
+    common::nonnull::run(B, "null_in_non_null_field");
+}
+
+#[test]
+fn nullability_mismatch() {
+    common::nonnull::run_schema(B);
+}
+
+#[test]
+fn version_1_catalog() {
+    common::nonnull::run_version_1(B);
+}

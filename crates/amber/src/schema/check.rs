@@ -139,8 +139,8 @@ fn kind(k: &'static FieldKind, via: &str, work: &mut Vec<(Program, String)>) {
         FieldKind::Prim(_) => {}
         FieldKind::Array { elem, .. } => kind(elem, via, work),
         FieldKind::Struct(d) => work.push((Program::Struct(d), via.to_string())),
-        FieldKind::Ref(t) | FieldKind::Smart(t) => {
-            work.push((Program::Struct((t.0)()), via.to_string()));
+        FieldKind::Ref { target, .. } | FieldKind::Smart { target, .. } => {
+            work.push((Program::Struct((target.0)()), via.to_string()));
         }
         FieldKind::Index(t) => {
             // Nodes are arrays of u64 (`db/index.rs`); values are `PRef<V>`.
@@ -221,13 +221,19 @@ mod tests {
             FieldDesc {
                 name: "next",
                 offset: 0,
-                kind: &FieldKind::Ref(Target(|| &NODE)),
+                kind: &FieldKind::Ref {
+                    target: Target(|| &NODE),
+                    nullable: true,
+                },
             },
             FieldDesc {
                 name: "leaves",
                 offset: 8,
                 kind: &FieldKind::Vec {
-                    elem: &FieldKind::Ref(Target(|| &LEAF)),
+                    elem: &FieldKind::Ref {
+                        target: Target(|| &LEAF),
+                        nullable: false,
+                    },
                     elem_size: 8,
                 },
             },
@@ -243,13 +249,19 @@ mod tests {
             FieldDesc {
                 name: "next",
                 offset: 0,
-                kind: &FieldKind::Ref(Target(|| &NODE2)),
+                kind: &FieldKind::Ref {
+                    target: Target(|| &NODE2),
+                    nullable: true,
+                },
             },
             FieldDesc {
                 name: "leaves",
                 offset: 8,
                 kind: &FieldKind::Vec {
-                    elem: &FieldKind::Ref(Target(|| &LEAF_SWAPPED)),
+                    elem: &FieldKind::Ref {
+                        target: Target(|| &LEAF_SWAPPED),
+                        nullable: false,
+                    },
                     elem_size: 8,
                 },
             },

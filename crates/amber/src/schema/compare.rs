@@ -4,8 +4,16 @@
 //! Usually the two sides are the program's layout and the database's; when
 //! two types of one program claim the same stored name, they are the two
 //! program types.
+//!
+//! Nullability is compared like the rest: a pointer field is `PRef<T>` on
+//! both sides or `Option<PRef<T>>` on both (the same for `Smart`). Reading a
+//! nullable field as non-null would hand safe code a null `PRef`; reading a
+//! non-null one as `Option` is harmless, but the program could then store
+//! `None` where every other reader of the database relies on there being
+//! none, so that is refused too. A pointer of a version-1 entry, which did
+//! not record its nullability, matches either form.
 
-use super::desc::{Shape, StoredField, StoredKind, StoredType, kind_name};
+use super::desc::{Nullability, Shape, StoredField, StoredKind, StoredType, kind_name};
 
 /// How the two sides of a comparison are named in messages ("in the
 /// program", "in the database").
@@ -35,6 +43,7 @@ pub fn first_difference(program: &StoredType, stored: &StoredType) -> Option<Str
 /// How layout `a` differs from layout `b`, the sides named by `sides`.
 pub fn difference(a: &StoredType, b: &StoredType, sides: Sides<'_>) -> Option<String> {
     let Sides { a: sa, b: sb } = sides;
+    let b = &resolved(b, a);
     let mut parts = Vec::new();
     match (&a.shape, &b.shape) {
         (Shape::Struct(x), Shape::Struct(y)) => parts.extend(fields_difference(x, y, "", sides)),
@@ -127,10 +136,12 @@ fn layout_difference(a: &StoredKind, b: &StoredKind, sides: Sides<'_>) -> String
             Ref {
                 target,
                 target_size: x,
+                ..
             }
             | Smart {
                 target,
                 target_size: x,
+                ..
             }
             | Index {
                 target,
@@ -156,5 +167,158 @@ fn layout_difference(a: &StoredKind, b: &StoredKind, sides: Sides<'_>) -> String
             format!("it is {x} bytes {sa}, {y} {sb}")
         }
         _ => "the layouts differ".to_string(),
+    }
+}
+
+/// `b` with each pointer of unknown nullability given the nullability of the
+/// pointer in the same place of `a`, where the two line up: such a pointer
+/// matches either form, and any other difference is then named as if `b`
+/// had recorded `a`'s form.
+fn resolved(b: &StoredType, a: &StoredType) -> StoredType {
+    let shape = match (&b.shape, &a.shape) {
+        (Shape::Struct(x), Shape::Struct(y)) => Shape::Struct(resolved_fields(x, y)),
+        (Shape::Array(x), Shape::Array(y)) => Shape::Array(resolved_kind(x, y)),
+        (shape, _) => shape.clone(),
+    };
+    StoredType { shape, ..b.clone() }
+}
+
+fn resolved_fields(b: &[StoredField], a: &[StoredField]) -> Vec<StoredField> {
+    b.iter()
+        .enumerate()
+        .map(|(i, f)| StoredField {
+            name: f.name.clone(),
+            offset: f.offset,
+            kind: match a.get(i) {
+                Some(g) => resolved_kind(&f.kind, &g.kind),
+                None => f.kind.clone(),
+            },
+        })
+        .collect()
+}
+
+fn resolved_kind(b: &StoredKind, a: &StoredKind) -> StoredKind {
+    use StoredKind::*;
+    match (b, a) {
+        (
+            Ref {
+                target,
+                target_size,
+                nullability: Nullability::Unknown,
+            },
+            Ref { nullability, .. },
+        ) => Ref {
+            target: target.clone(),
+            target_size: *target_size,
+            nullability: *nullability,
+        },
+        (
+            Smart {
+                target,
+                target_size,
+                nullability: Nullability::Unknown,
+            },
+            Smart { nullability, .. },
+        ) => Smart {
+            target: target.clone(),
+            target_size: *target_size,
+            nullability: *nullability,
+        },
+        (
+            Array {
+                elem,
+                elem_size,
+                len,
+            },
+            Array { elem: e, .. },
+        ) => Array {
+            elem: Box::new(resolved_kind(elem, e)),
+            elem_size: *elem_size,
+            len: *len,
+        },
+        (Vec { elem, elem_size }, Vec { elem: e, .. }) => Vec {
+            elem: Box::new(resolved_kind(elem, e)),
+            elem_size: *elem_size,
+        },
+        (Struct { name, size, fields }, Struct { fields: f, .. }) => Struct {
+            name: name.clone(),
+            size: *size,
+            fields: resolved_fields(fields, f),
+        },
+        _ => b.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(kind: StoredKind) -> StoredType {
+        StoredType {
+            name: "Holder".into(),
+            size: 16,
+            align: 8,
+            shape: Shape::Struct(vec![StoredField {
+                name: "cells".into(),
+                offset: 0,
+                kind: StoredKind::Array {
+                    elem: Box::new(kind),
+                    elem_size: 8,
+                    len: 2,
+                },
+            }]),
+        }
+    }
+
+    fn pointer(smart: bool, target_size: u32, nullability: Nullability) -> StoredKind {
+        let target = "Leaf".to_string();
+        if smart {
+            StoredKind::Smart {
+                target,
+                target_size,
+                nullability,
+            }
+        } else {
+            StoredKind::Ref {
+                target,
+                target_size,
+                nullability,
+            }
+        }
+    }
+
+    #[test]
+    fn nullability_is_compared() {
+        use Nullability::*;
+        for smart in [false, true] {
+            let ty = if smart { "Smart" } else { "PRef" };
+            let p = |n| holder(pointer(smart, 8, n));
+            assert_eq!(first_difference(&p(NonNull), &p(NonNull)), None);
+            assert_eq!(first_difference(&p(Nullable), &p(Nullable)), None);
+            // Either way round, naming the field and both forms.
+            let d = first_difference(&p(NonNull), &p(Nullable)).expect("differ");
+            assert_eq!(
+                d,
+                format!(
+                    "field `cells` is `[{ty}<Leaf>; 2]` in the program, \
+                     `[Option<{ty}<Leaf>>; 2]` in the database"
+                )
+            );
+            first_difference(&p(Nullable), &p(NonNull)).expect("differ");
+            // A version-1 entry matches either form...
+            assert_eq!(first_difference(&p(NonNull), &p(Unknown)), None);
+            assert_eq!(first_difference(&p(Nullable), &p(Unknown)), None);
+            // ... and another difference is named as if it had recorded the
+            // program's form.
+            let d = first_difference(&p(Nullable), &holder(pointer(smart, 16, Unknown)))
+                .expect("the target's size differs");
+            assert_eq!(
+                d,
+                format!(
+                    "field `cells` is `[Option<{ty}<Leaf>>; 2]` in both, but its elements \
+                     differ: its target `Leaf` is 8 bytes in the program, 16 in the database"
+                )
+            );
+        }
     }
 }

@@ -1,14 +1,21 @@
 //! Pointer layouts: where the swizzled pointers of a type lie, flattened from
-//! its (stored) descriptor, and how many pages each pointer's target spans.
-//! This is all the fault handler needs to swizzle an object, and it is
-//! computed from the catalog alone, so pages of types the program has not
-//! named yet still swizzle.
+//! its (stored) descriptor, how many pages each pointer's target spans, and
+//! which pointers may not hold null. This is all the fault handler needs to
+//! swizzle and check an object, and it is computed from the catalog alone,
+//! so pages of types the program has not named yet still swizzle.
+//!
+//! Elements of a vector's buffer (an array type) are never checked for
+//! null: the buffer does not know the vector's length, and its spare
+//! capacity, from the length to the capacity, is zero until pushed into. A
+//! vector's element kind is compared by the schema check with the rest of
+//! its owner's field, so a buffer of nullable elements is not read as one of
+//! non-null elements.
 
-use super::desc::{Shape, StoredField, StoredKind, StoredType};
+use super::desc::{Nullability, Shape, StoredField, StoredKind, StoredType};
 use crate::format::objects::OBJECT_HEADER;
 use crate::format::page::HEADER_SIZE;
 
-/// A pointer the fault handler swizzles.
+/// A pointer the fault handler swizzles or checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PtrSlot {
     /// Offset in the object (or array element).
@@ -17,20 +24,40 @@ pub struct PtrSlot {
     pub kind: SlotKind,
 }
 
-/// The kinds of swizzled pointer.
+/// The kinds of pointer slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlotKind {
     /// `PRef`: its target's block spans this many pages.
     Ref {
         /// Pages of the target's block.
         pages: u32,
+        /// Whether it may hold 0: an `Option<PRef<T>>`, a field of a
+        /// version-1 entry (which does not say), or an element of a buffer.
+        nullable: bool,
     },
+    /// A `Smart<T>`: never translated, only checked not to hold 0 (an
+    /// `Option<Smart<T>>` needs no slot).
+    Smart,
     /// `PVec` / `PBytes` buffer pointer; the capacity (u32) is at offset + 12
     /// and each element has `elem_size` bytes.
     Buffer {
         /// Element size.
         elem_size: u32,
     },
+}
+
+impl SlotKind {
+    /// Whether the slot may hold 0. Only a `Ref` or `Smart` slot may not: a
+    /// `PRef` or `Smart` holding 0 would be undefined behaviour in safe code,
+    /// while a null buffer pointer is an empty vector.
+    #[inline(always)]
+    pub fn nullable(self) -> bool {
+        match self {
+            SlotKind::Ref { nullable, .. } => nullable,
+            SlotKind::Smart => false,
+            SlotKind::Buffer { .. } => true,
+        }
+    }
 }
 
 /// A type's swizzling layout.
@@ -40,7 +67,8 @@ pub struct Layout {
     pub size: u32,
     /// Whether objects of this type are arrays of `size`-byte elements.
     pub array: bool,
-    /// Swizzled pointers of one object (or one element).
+    /// Pointer slots of one object (or one element), by offset: swizzled,
+    /// or (`SlotKind::Smart`) only checked.
     pub slots: Vec<PtrSlot>,
 }
 
@@ -62,16 +90,28 @@ pub fn is_large(size: u64, page_size: usize) -> bool {
     pages_for(size, page_size) > 1
 }
 
-fn flatten(kind: &StoredKind, at: u32, page_size: usize, out: &mut Vec<PtrSlot>) {
+/// Appends the slots of a value of kind `kind` at offset `at`; `in_buffer`:
+/// the value is (in) an element of a buffer, whose pointers are not checked
+/// for null (see the module's comment).
+fn flatten(kind: &StoredKind, at: u32, page_size: usize, in_buffer: bool, out: &mut Vec<PtrSlot>) {
+    let non_null = |n: &Nullability| *n == Nullability::NonNull && !in_buffer;
     match kind {
-        StoredKind::Prim(_) | StoredKind::Smart { .. } | StoredKind::Index { .. } => {}
+        StoredKind::Prim(_) | StoredKind::Index { .. } => {}
+        StoredKind::Smart { nullability, .. } => {
+            if non_null(nullability) {
+                out.push(PtrSlot {
+                    offset: at,
+                    kind: SlotKind::Smart,
+                });
+            }
+        }
         StoredKind::Array {
             elem,
             elem_size,
             len,
         } => {
             let mut inner = Vec::new();
-            flatten(elem, 0, page_size, &mut inner);
+            flatten(elem, 0, page_size, in_buffer, &mut inner);
             if !inner.is_empty() {
                 for i in 0..*len {
                     for s in &inner {
@@ -83,11 +123,16 @@ fn flatten(kind: &StoredKind, at: u32, page_size: usize, out: &mut Vec<PtrSlot>)
                 }
             }
         }
-        StoredKind::Struct { fields, .. } => flatten_fields(fields, at, page_size, out),
-        StoredKind::Ref { target_size, .. } => out.push(PtrSlot {
+        StoredKind::Struct { fields, .. } => flatten_fields(fields, at, page_size, in_buffer, out),
+        StoredKind::Ref {
+            target_size,
+            nullability,
+            ..
+        } => out.push(PtrSlot {
             offset: at,
             kind: SlotKind::Ref {
                 pages: pages_for(u64::from(*target_size), page_size),
+                nullable: !non_null(nullability),
             },
         }),
         StoredKind::Vec { elem_size, .. } => out.push(PtrSlot {
@@ -103,9 +148,15 @@ fn flatten(kind: &StoredKind, at: u32, page_size: usize, out: &mut Vec<PtrSlot>)
     }
 }
 
-fn flatten_fields(fields: &[StoredField], at: u32, page_size: usize, out: &mut Vec<PtrSlot>) {
+fn flatten_fields(
+    fields: &[StoredField],
+    at: u32,
+    page_size: usize,
+    in_buffer: bool,
+    out: &mut Vec<PtrSlot>,
+) {
     for f in fields {
-        flatten(&f.kind, at + f.offset, page_size, out);
+        flatten(&f.kind, at + f.offset, page_size, in_buffer, out);
     }
 }
 
@@ -115,11 +166,11 @@ impl Layout {
         let mut slots = Vec::new();
         let array = match &t.shape {
             Shape::Struct(fields) => {
-                flatten_fields(fields, 0, page_size, &mut slots);
+                flatten_fields(fields, 0, page_size, false, &mut slots);
                 false
             }
             Shape::Array(elem) => {
-                flatten(elem, 0, page_size, &mut slots);
+                flatten(elem, 0, page_size, true, &mut slots);
                 true
             }
         };
@@ -131,8 +182,51 @@ impl Layout {
         }
     }
 
-    /// Whether objects of this type hold swizzled pointers at all.
+    /// Whether objects of this type hold pointers to swizzle or check at all.
     pub fn has_pointers(&self) -> bool {
         !self.slots.is_empty()
+    }
+}
+
+/// The pointer field at byte `offset` of an object of struct type `t`, as a
+/// path (`next`, `cells[2].p`) with its kind; for messages about a slot.
+pub fn pointer_at(t: &StoredType, offset: u32) -> Option<(String, &StoredKind)> {
+    let Shape::Struct(fields) = &t.shape else {
+        return None;
+    };
+    pointer_in_fields(fields, 0, u64::from(offset), "")
+}
+
+fn pointer_in_fields<'a>(
+    fields: &'a [StoredField],
+    at: u64,
+    offset: u64,
+    prefix: &str,
+) -> Option<(String, &'a StoredKind)> {
+    fields.iter().find_map(|f| {
+        let path = format!("{prefix}{}", f.name);
+        pointer_in(&f.kind, at + u64::from(f.offset), offset, path)
+    })
+}
+
+fn pointer_in(k: &StoredKind, at: u64, offset: u64, path: String) -> Option<(String, &StoredKind)> {
+    match k {
+        StoredKind::Ref { .. } | StoredKind::Smart { .. } if at == offset => Some((path, k)),
+        StoredKind::Array {
+            elem,
+            elem_size,
+            len,
+        } if offset >= at && *elem_size > 0 => {
+            let i = (offset - at) / u64::from(*elem_size);
+            if i >= u64::from(*len) {
+                return None;
+            }
+            let start = at + i * u64::from(*elem_size);
+            pointer_in(elem, start, offset, format!("{path}[{i}]"))
+        }
+        StoredKind::Struct { fields, .. } => {
+            pointer_in_fields(fields, at, offset, &format!("{path}."))
+        }
+        _ => None,
     }
 }

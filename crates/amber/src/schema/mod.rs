@@ -1,10 +1,12 @@
-//! The schema: type descriptors, their encoding in the catalog, how two
-//! layouts differ, the check of a program's types (and all they reach)
-//! against the catalog, pointer layouts for swizzling, and the registry that
-//! maps a database's type ids to them.
+//! The schema: type descriptors (`desc`), their encoding in the catalog
+//! (`encoding`), how two layouts differ (`compare`), the check of a
+//! program's types (and all they reach) against the catalog (`check`),
+//! pointer layouts for swizzling (`layout`), and the registry that maps a
+//! database's type ids to them (`registry`).
 
 pub mod check;
 pub mod compare;
 pub mod desc;
+pub mod encoding;
 pub mod layout;
 pub mod registry;

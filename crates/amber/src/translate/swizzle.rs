@@ -7,12 +7,19 @@
 //! installing it) and the commit path (which unswizzles a changed block
 //! before diffing it) share them, and tests can drive them without memory
 //! mapping.
+//!
+//! Both also refuse a 0 in a slot that may not hold null (`PRef<T>`,
+//! `Smart<T>`: a `NonZeroU64` holding 0 is undefined behaviour): a fetched
+//! page holding one is damaged or crafted, and is not installed; a block
+//! about to be logged holding one would be Amber's own error, and is not
+//! logged.
 
 use crate::format::bytes::{get_u32, get_u64, put_u64};
 use crate::format::objects::{self, ObjectEntry};
 use crate::format::page::{HEADER_SIZE, PageHeader};
-use crate::schema::layout::{PtrSlot, SlotKind, pages_for};
-use crate::schema::registry::Snapshot;
+use crate::schema::desc::kind_name;
+use crate::schema::layout::{PtrSlot, SlotKind, pages_for, pointer_at};
+use crate::schema::registry::{Snapshot, TypeEntry};
 
 /// Converts between persistent and virtual addresses.
 pub trait AddrMap {
@@ -35,7 +42,7 @@ pub enum Direction {
 /// Converts every pointer in `block` (a whole block, run included) and
 /// returns its free slots (the fault path records them for reuse).
 /// `page_size` is the database's. Reports a damaged object map, an unknown
-/// type or an impossible pointer.
+/// type, an impossible pointer or a null in a non-null field.
 pub fn convert_block(
     block: &mut [u8],
     page_size: usize,
@@ -93,7 +100,7 @@ pub fn convert_object(
             [
                 PtrSlot {
                     offset: 0,
-                    kind: SlotKind::Ref { pages },
+                    kind: SlotKind::Ref { pages, .. },
                 },
             ],
             8,
@@ -105,7 +112,8 @@ pub fn convert_object(
             convert_slots(
                 block,
                 e.body + i * l.size as usize,
-                &l.slots,
+                t,
+                e,
                 page_size,
                 map,
                 dir,
@@ -119,7 +127,7 @@ pub fn convert_object(
                 e.header, e.size, t.stored.name, l.size
             ));
         }
-        convert_slots(block, e.body, &l.slots, page_size, map, dir)
+        convert_slots(block, e.body, t, e, page_size, map, dir)
     }
 }
 
@@ -156,40 +164,69 @@ fn convert_refs(
     Ok(())
 }
 
-/// Inlined into `convert_object`: it runs once per object (an OO1 page holds
-/// about 45 objects and 230 pointers), and a call per object cost a tenth of
-/// a fault's swizzling.
+/// Converts the pointers of the object (or array element) of type `t` at
+/// `base`, part of the object `e`. Inlined into `convert_object`: it runs
+/// once per object (an OO1 page holds about 45 objects and 230 pointers),
+/// and a call per object cost a tenth of a fault's swizzling.
 #[inline(always)]
 fn convert_slots(
     block: &mut [u8],
     base: usize,
-    slots: &[PtrSlot],
+    t: &TypeEntry,
+    e: &ObjectEntry,
     page_size: usize,
     map: &impl AddrMap,
     dir: Direction,
 ) -> Result<(), String> {
-    for s in slots {
+    for s in &t.layout.slots {
         let at = base + s.offset as usize;
         let Some(v) = get_u64(block, at) else {
             return Err(format!("pointer at offset {at} outside its block"));
         };
         if v == 0 {
-            continue;
+            if s.kind.nullable() {
+                continue;
+            }
+            return Err(null_in_non_null(t, e, at, dir));
         }
-        let out = match dir {
-            Direction::Unswizzle => map.to_paddr(v)?,
-            Direction::Swizzle => {
-                let pages = match s.kind {
-                    SlotKind::Ref { pages } => pages,
-                    SlotKind::Buffer { elem_size } => {
-                        let cap = get_u32(block, at + 12).ok_or("buffer capacity truncated")?;
-                        pages_for(u64::from(cap) * u64::from(elem_size), page_size)
-                    }
-                };
-                map.to_va(v, pages)?
+        let out = match (dir, s.kind) {
+            // Checked only: a smart pointer keeps its persistent address.
+            (_, SlotKind::Smart) => continue,
+            (Direction::Unswizzle, _) => map.to_paddr(v)?,
+            (Direction::Swizzle, SlotKind::Ref { pages, .. }) => map.to_va(v, pages)?,
+            (Direction::Swizzle, SlotKind::Buffer { elem_size }) => {
+                let cap = get_u32(block, at + 12).ok_or("buffer capacity truncated")?;
+                map.to_va(
+                    v,
+                    pages_for(u64::from(cap) * u64::from(elem_size), page_size),
+                )?
             }
         };
         put_u64(block, at, out);
     }
     Ok(())
+}
+
+/// The message for a 0 at block offset `at`, in a slot of object `e` (of
+/// type `t`) that may not hold null: the field's name and kind, the
+/// object's and the pointer's offsets. Met while swizzling, the block is
+/// damaged (or crafted: its checksum was valid); while unswizzling, Amber
+/// itself put it there.
+#[cold]
+#[inline(never)]
+fn null_in_non_null(t: &TypeEntry, e: &ObjectEntry, at: usize, dir: Direction) -> String {
+    let field = u32::try_from(at - e.body)
+        .ok()
+        .and_then(|off| pointer_at(&t.stored, off))
+        .map_or_else(
+            || format!("a non-null field of `{}`", t.stored.name),
+            |(path, kind)| format!("field `{}.{path}` (`{}`)", t.stored.name, kind_name(kind)),
+        );
+    let at = format!("the object at offset {}, pointer at offset {at}", e.header);
+    match dir {
+        Direction::Swizzle => format!("null in non-null {field}: {at}"),
+        Direction::Unswizzle => {
+            format!("internal error: null in non-null {field} about to be logged: {at}")
+        }
+    }
 }

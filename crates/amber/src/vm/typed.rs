@@ -87,25 +87,39 @@ unsafe impl<F: Field, const N: usize> Field for [F; N] {
 }
 
 // SAFETY: `PRef` is a transparent non-zero u64; the descriptor declares it a
-// pointer so the fault handler only ever stores non-zero frame addresses in it.
+// non-null pointer, so the fault handler refuses a page holding 0 in it and
+// only ever stores non-zero frame addresses in it.
 unsafe impl<T: Persistent> Field for PRef<T> {
-    const KIND: FieldKind = FieldKind::Ref(Target(|| &T::DESC));
+    const KIND: FieldKind = FieldKind::Ref {
+        target: Target(|| &T::DESC),
+        nullable: false,
+    };
 }
 
 // SAFETY: `Option<PRef<T>>` is a u64 (null pointer optimisation); 0 is `None`.
 unsafe impl<T: Persistent> Field for Option<PRef<T>> {
-    const KIND: FieldKind = FieldKind::Ref(Target(|| &T::DESC));
+    const KIND: FieldKind = FieldKind::Ref {
+        target: Target(|| &T::DESC),
+        nullable: true,
+    };
 }
 
-// SAFETY: a transparent non-zero u64 holding a persistent address; never
-// swizzled, and persistent addresses of objects are never 0.
+// SAFETY: a transparent non-zero u64 holding a persistent address, never
+// swizzled; the descriptor declares it non-null, so the fault handler refuses
+// a page holding 0 in it.
 unsafe impl<T: Persistent> Field for Smart<T> {
-    const KIND: FieldKind = FieldKind::Smart(Target(|| &T::DESC));
+    const KIND: FieldKind = FieldKind::Smart {
+        target: Target(|| &T::DESC),
+        nullable: false,
+    };
 }
 
 // SAFETY: as above; 0 is `None`.
 unsafe impl<T: Persistent> Field for Option<Smart<T>> {
-    const KIND: FieldKind = FieldKind::Smart(Target(|| &T::DESC));
+    const KIND: FieldKind = FieldKind::Smart {
+        target: Target(|| &T::DESC),
+        nullable: true,
+    };
 }
 
 // SAFETY: `repr(C)` u64, u32, u32 plus a zero-sized marker: 16 bytes, no

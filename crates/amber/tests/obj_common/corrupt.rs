@@ -120,9 +120,9 @@ fn flip(path: &Path, off: u64) {
     f.sync_all().expect("sync");
 }
 
-/// Checks that `r` reports damage at page `page`.
+/// Checks that `r` reports damage at page `page`; returns the message.
 #[track_caller]
-fn names_page<T>(r: Result<T, Error>, page: u64) {
+pub fn names_page<T>(r: Result<T, Error>, page: u64) -> String {
     match r {
         Ok(_) => panic!("read from damaged page {page} succeeded"),
         Err(e) => {
@@ -132,6 +132,7 @@ fn names_page<T>(r: Result<T, Error>, page: u64) {
                 "expected damage at page {page}: {e:?}"
             );
             assert!(msg.contains(&format!("page {page}")), "{msg}");
+            msg
         }
     }
 }

@@ -15,6 +15,8 @@
 //! - `corrupt`: a damaged page met by `try_get` (an error naming it) and by
 //!   `get` (the process dies naming it);
 //! - `schema`: layout mismatches at open, named by type and field;
+//! - `nonnull`: null in a non-null pointer field of a crafted page (refused
+//!   at fetch), nullability mismatches, and version-1 catalogs;
 //! - `high`: persistent addresses beyond 2^32 pages;
 //! - `prop` (with `graph`): the write path as a property test against a model,
 //!   also with a one-page recovery buffer;
@@ -39,6 +41,7 @@ pub mod high;
 pub mod kill;
 #[path = "../killer/mod.rs"]
 pub mod killer;
+pub mod nonnull;
 pub mod prop;
 pub mod rbuf;
 pub mod roundtrip;

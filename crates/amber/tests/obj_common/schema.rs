@@ -272,7 +272,7 @@ struct Other {
 /// Checks that `r` is a schema mismatch for `ty` whose message names every
 /// one of `names`.
 #[track_caller]
-fn mismatch<T: std::fmt::Debug>(r: Result<T, Error>, ty: &str, names: &[&str]) -> String {
+pub fn mismatch<T: std::fmt::Debug>(r: Result<T, Error>, ty: &str, names: &[&str]) -> String {
     match r {
         Err(e @ Error::SchemaMismatch { .. }) => {
             let Error::SchemaMismatch { type_name, what } = &e else {

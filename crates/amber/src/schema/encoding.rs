@@ -1,0 +1,468 @@
+//! The catalog encoding of descriptors (`docs/design.md` §4.1): a format
+//! version byte, the type's name, size, alignment and shape, then each kind
+//! as a tag byte and what that tag carries. Decoding reads bytes from the
+//! page file, so it refuses anything it does not know rather than guess.
+
+use super::desc::{Nullability, Prim, Shape, StoredField, StoredKind, StoredType};
+
+/// The format version written. Version 2 records whether each pointer field
+/// may hold null (tags 9 and 10 for the non-null forms); version 1, which
+/// gave both forms of a pointer one tag, is still read.
+const VERSION: u8 = 2;
+
+const T_PRIM: u8 = 1;
+const T_ARRAY: u8 = 2;
+const T_STRUCT: u8 = 3;
+/// `Option<PRef<T>>`; in version 1, `PRef<T>` or `Option<PRef<T>>`.
+const T_OPT_REF: u8 = 4;
+/// `Option<Smart<T>>`; in version 1, `Smart<T>` or `Option<Smart<T>>`.
+const T_OPT_SMART: u8 = 5;
+const T_VEC: u8 = 6;
+const T_BYTES: u8 = 7;
+const T_INDEX: u8 = 8;
+/// `PRef<T>` (version 2).
+const T_REF: u8 = 9;
+/// `Smart<T>` (version 2).
+const T_SMART: u8 = 10;
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_fields(out: &mut Vec<u8>, fields: &[StoredField]) {
+    out.extend_from_slice(&(fields.len() as u32).to_le_bytes());
+    for f in fields {
+        put_str(out, &f.name);
+        out.extend_from_slice(&f.offset.to_le_bytes());
+        put_kind(out, &f.kind);
+    }
+}
+
+fn put_target(out: &mut Vec<u8>, tag: u8, target: &str, target_size: u32) {
+    out.push(tag);
+    put_str(out, target);
+    out.extend_from_slice(&target_size.to_le_bytes());
+}
+
+fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
+    match k {
+        StoredKind::Prim(p) => out.extend_from_slice(&[T_PRIM, *p as u8]),
+        StoredKind::Array {
+            elem,
+            elem_size,
+            len,
+        } => {
+            out.push(T_ARRAY);
+            out.extend_from_slice(&elem_size.to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
+            put_kind(out, elem);
+        }
+        StoredKind::Struct { name, size, fields } => {
+            out.push(T_STRUCT);
+            put_str(out, name);
+            out.extend_from_slice(&size.to_le_bytes());
+            put_fields(out, fields);
+        }
+        StoredKind::Ref {
+            target,
+            target_size,
+            nullability,
+        }
+        | StoredKind::Smart {
+            target,
+            target_size,
+            nullability,
+        } => {
+            let smart = matches!(k, StoredKind::Smart { .. });
+            let tag = match (smart, *nullability == Nullability::NonNull) {
+                (false, true) => T_REF,
+                (false, false) => T_OPT_REF,
+                (true, true) => T_SMART,
+                (true, false) => T_OPT_SMART,
+            };
+            put_target(out, tag, target, *target_size);
+        }
+        StoredKind::Index {
+            target,
+            target_size,
+        } => put_target(out, T_INDEX, target, *target_size),
+        StoredKind::Vec { elem, elem_size } => {
+            out.push(T_VEC);
+            out.extend_from_slice(&elem_size.to_le_bytes());
+            put_kind(out, elem);
+        }
+        StoredKind::Bytes => out.push(T_BYTES),
+    }
+}
+
+impl StoredType {
+    /// Encodes for the schema catalog, in the current format version. A
+    /// pointer of unknown nullability (only a version-1 entry has one, and
+    /// Amber never writes those back) is written as the `Option` form: that
+    /// it may hold null is all that is known of it.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![VERSION];
+        put_str(&mut out, &self.name);
+        out.extend_from_slice(&self.size.to_le_bytes());
+        out.extend_from_slice(&self.align.to_le_bytes());
+        match &self.shape {
+            Shape::Struct(fields) => {
+                out.push(0);
+                put_fields(&mut out, fields);
+            }
+            Shape::Array(k) => {
+                out.push(1);
+                put_kind(&mut out, k);
+            }
+        }
+        out
+    }
+
+    /// Decodes a catalog entry of format version 1 or 2.
+    pub fn decode(b: &[u8]) -> Result<StoredType, String> {
+        let version = match b.first() {
+            Some(&v @ (1 | VERSION)) => v,
+            Some(v) => return Err(format!("unknown descriptor format version {v}")),
+            None => return Err("empty descriptor".into()),
+        };
+        let mut r = Reader { b, pos: 1, version };
+        let name = r.str()?;
+        let size = r.u32()?;
+        let align = r.u32()?;
+        let shape = match r.u8()? {
+            0 => Shape::Struct(r.fields(0)?),
+            1 => Shape::Array(r.kind(0)?),
+            x => return Err(format!("unknown descriptor shape {x}")),
+        };
+        if r.pos != b.len() {
+            return Err("trailing bytes in descriptor".into());
+        }
+        Ok(StoredType {
+            name,
+            size,
+            align,
+            shape,
+        })
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    pos: usize,
+    /// The entry's format version (1 or 2).
+    version: u8,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        let s = self
+            .b
+            .get(self.pos..self.pos + n)
+            .ok_or("descriptor truncated")?;
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, String> {
+        let s = self.take(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn str(&mut self) -> Result<String, String> {
+        let s = self.take(2)?;
+        let n = u16::from_le_bytes([s[0], s[1]]) as usize;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| "descriptor name not UTF-8".into())
+    }
+    fn fields(&mut self, depth: u32) -> Result<Vec<StoredField>, String> {
+        let n = self.u32()?;
+        if n as usize > self.b.len() {
+            return Err("descriptor field count impossible".into());
+        }
+        (0..n)
+            .map(|_| {
+                Ok(StoredField {
+                    name: self.str()?,
+                    offset: self.u32()?,
+                    kind: self.kind(depth)?,
+                })
+            })
+            .collect()
+    }
+    fn kind(&mut self, depth: u32) -> Result<StoredKind, String> {
+        if depth > 64 {
+            return Err("descriptor nested too deeply".into());
+        }
+        Ok(match self.u8()? {
+            T_PRIM => StoredKind::Prim(Prim::from_u8(self.u8()?).ok_or("unknown primitive")?),
+            T_ARRAY => {
+                let elem_size = self.u32()?;
+                let len = self.u32()?;
+                StoredKind::Array {
+                    elem: Box::new(self.kind(depth + 1)?),
+                    elem_size,
+                    len,
+                }
+            }
+            T_STRUCT => StoredKind::Struct {
+                name: self.str()?,
+                size: self.u32()?,
+                fields: self.fields(depth + 1)?,
+            },
+            T_INDEX => StoredKind::Index {
+                target: self.str()?,
+                target_size: self.u32()?,
+            },
+            t @ (T_OPT_REF | T_OPT_SMART | T_REF | T_SMART) => {
+                let nullability = match (t, self.version) {
+                    (T_REF | T_SMART, 1) => {
+                        return Err(format!("unknown field kind {t} in a version-1 descriptor"));
+                    }
+                    (T_REF | T_SMART, _) => Nullability::NonNull,
+                    (_, 1) => Nullability::Unknown,
+                    _ => Nullability::Nullable,
+                };
+                let target = self.str()?;
+                let target_size = self.u32()?;
+                if matches!(t, T_OPT_REF | T_REF) {
+                    StoredKind::Ref {
+                        target,
+                        target_size,
+                        nullability,
+                    }
+                } else {
+                    StoredKind::Smart {
+                        target,
+                        target_size,
+                        nullability,
+                    }
+                }
+            }
+            T_VEC => {
+                let elem_size = self.u32()?;
+                StoredKind::Vec {
+                    elem: Box::new(self.kind(depth + 1)?),
+                    elem_size,
+                }
+            }
+            T_BYTES => StoredKind::Bytes,
+            x => return Err(format!("unknown field kind {x}")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::compare::first_difference;
+    use crate::schema::desc::{FieldDesc, FieldKind, Target, TypeDesc, kind_name};
+
+    static LEAF: TypeDesc = TypeDesc {
+        name: "Leaf",
+        size: 8,
+        align: 8,
+        fields: &[FieldDesc {
+            name: "v",
+            offset: 0,
+            kind: &FieldKind::Prim(Prim::U64),
+        }],
+    };
+
+    /// `struct Link { next: PRef<Link>, prev: Option<PRef<Link>> }`.
+    static LINK: TypeDesc = TypeDesc {
+        name: "Link",
+        size: 16,
+        align: 8,
+        fields: &[
+            FieldDesc {
+                name: "next",
+                offset: 0,
+                kind: &FieldKind::Ref {
+                    target: Target(|| &LINK),
+                    nullable: false,
+                },
+            },
+            FieldDesc {
+                name: "prev",
+                offset: 8,
+                kind: &FieldKind::Ref {
+                    target: Target(|| &LINK),
+                    nullable: true,
+                },
+            },
+        ],
+    };
+
+    static NODE: TypeDesc = TypeDesc {
+        name: "Node",
+        size: 72,
+        align: 8,
+        fields: &[
+            FieldDesc {
+                name: "next",
+                offset: 0,
+                kind: &FieldKind::Ref {
+                    target: Target(|| &NODE),
+                    nullable: true,
+                },
+            },
+            FieldDesc {
+                name: "leaves",
+                offset: 8,
+                kind: &FieldKind::Array {
+                    elem: &FieldKind::Struct(&LEAF),
+                    elem_size: 8,
+                    len: 2,
+                },
+            },
+            FieldDesc {
+                name: "kids",
+                offset: 24,
+                kind: &FieldKind::Vec {
+                    elem: &FieldKind::Ref {
+                        target: Target(|| &LEAF),
+                        nullable: false,
+                    },
+                    elem_size: 8,
+                },
+            },
+            FieldDesc {
+                name: "name",
+                offset: 40,
+                kind: &FieldKind::Bytes,
+            },
+            FieldDesc {
+                name: "home",
+                offset: 56,
+                kind: &FieldKind::Smart {
+                    target: Target(|| &LEAF),
+                    nullable: false,
+                },
+            },
+            FieldDesc {
+                name: "away",
+                offset: 64,
+                kind: &FieldKind::Smart {
+                    target: Target(|| &LEAF),
+                    nullable: true,
+                },
+            },
+        ],
+    };
+
+    /// `Link` as the design's example spells it, with `version` first and
+    /// the given tags for `next` and `prev`.
+    fn link_bytes(version: u8, next: u8, prev: u8) -> Vec<u8> {
+        let mut b = vec![version, 4, 0];
+        b.extend_from_slice(b"Link");
+        b.extend_from_slice(&[16, 0, 0, 0, 8, 0, 0, 0, 0, 2, 0, 0, 0]);
+        for (name, offset, tag) in [(b"next", 0u8, next), (b"prev", 8, prev)] {
+            b.extend_from_slice(&[4, 0]);
+            b.extend_from_slice(name);
+            b.extend_from_slice(&[offset, 0, 0, 0, tag, 4, 0]);
+            b.extend_from_slice(b"Link");
+            b.extend_from_slice(&[16, 0, 0, 0]);
+        }
+        b
+    }
+
+    /// The byte-level examples of `docs/design.md` §4.1.
+    #[test]
+    fn encoding_is_the_documented_one() {
+        let mut want = vec![2u8, 4, 0];
+        want.extend_from_slice(b"Leaf");
+        want.extend_from_slice(&[8, 0, 0, 0, 8, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, b'v']);
+        want.extend_from_slice(&[0, 0, 0, 0, 1, 7]);
+        let got = LEAF.to_stored().encode();
+        assert_eq!(got, want);
+        assert_eq!(got.len(), 29);
+        // A non-null and a nullable pointer.
+        let got = LINK.to_stored().encode();
+        assert_eq!(got, link_bytes(2, 9, 4));
+        assert_eq!(got.len(), 62);
+        // Tags and prim codes as documented.
+        let tags = [
+            T_PRIM,
+            T_ARRAY,
+            T_STRUCT,
+            T_OPT_REF,
+            T_OPT_SMART,
+            T_VEC,
+            T_BYTES,
+            T_INDEX,
+            T_REF,
+            T_SMART,
+        ];
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        use Prim::*;
+        let prims = [U8, I8, U16, I16, U32, I32, U64, I64, F32, F64].map(|p| p as u8);
+        assert_eq!(prims, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    }
+
+    #[test]
+    fn every_pointer_form_round_trips() {
+        let s = NODE.to_stored();
+        let b = s.encode();
+        assert_eq!(StoredType::decode(&b).expect("decodes"), s);
+        let Shape::Struct(f) = &s.shape else {
+            panic!("a struct")
+        };
+        let names: Vec<String> = f.iter().map(|f| kind_name(&f.kind)).collect();
+        assert_eq!(
+            names,
+            [
+                "Option<PRef<Node>>",
+                "[Leaf; 2]",
+                "PVec<PRef<Leaf>>",
+                "PBytes",
+                "Smart<Leaf>",
+                "Option<Smart<Leaf>>"
+            ]
+        );
+    }
+
+    /// A version-1 entry (both forms of a pointer under tags 4 and 5) reads
+    /// as pointers of unknown nullability; the version-2 tags are unknown
+    /// there.
+    #[test]
+    fn version_1_entries_read_with_unknown_nullability() {
+        let v1 = StoredType::decode(&link_bytes(1, 4, 4)).expect("a version-1 entry");
+        let Shape::Struct(f) = &v1.shape else {
+            panic!("a struct")
+        };
+        for f in f {
+            let StoredKind::Ref { nullability, .. } = &f.kind else {
+                panic!("{f:?}")
+            };
+            assert_eq!(*nullability, Nullability::Unknown, "{}", f.name);
+            assert_eq!(kind_name(&f.kind), "PRef<Link> or Option<PRef<Link>>");
+        }
+        // It matches the program's layout, whichever form each field takes.
+        assert_eq!(first_difference(&LINK.to_stored(), &v1), None);
+        let e = StoredType::decode(&link_bytes(1, 9, 4)).expect_err("tag 9 in version 1");
+        assert!(e.contains("kind 9"), "{e}");
+        let e = StoredType::decode(&link_bytes(3, 9, 4)).expect_err("version 3");
+        assert!(e.contains("version 3"), "{e}");
+        // Unknown nullability is written as the nullable form.
+        assert_eq!(v1.encode(), link_bytes(2, 4, 4));
+    }
+
+    #[test]
+    fn encode_decode_and_compare() {
+        let s = NODE.to_stored();
+        let back = StoredType::decode(&s.encode()).expect("decodes");
+        assert_eq!(back, s);
+        assert_eq!(first_difference(&s, &back), None);
+        let mut changed = s.clone();
+        if let Shape::Struct(f) = &mut changed.shape {
+            f[1].offset = 16;
+        }
+        let d = first_difference(&changed, &s).expect("differs");
+        assert!(d.contains("leaves"), "{d}");
+        let a = StoredType::array_of(StoredKind::Prim(Prim::U8), 1);
+        assert_eq!(StoredType::decode(&a.encode()).expect("array"), a);
+        assert!(StoredType::decode(&[1, 0]).is_err());
+        assert!(StoredType::decode(&[]).is_err());
+    }
+}
