@@ -6,40 +6,10 @@ use amber::io::real::RealVfs;
 use amber::store::{Store, StoreOptions, wal_path};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn amber(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args(args)
-        .output()
-        .expect("run amber");
-    Run {
-        code: o.status.code().expect("exit status, not a signal"),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-/// Exit status 2 and exactly one line on stderr, `amber: …`, containing `has`.
-#[track_caller]
-fn assert_error(r: &Run, has: &str) {
-    assert_eq!(r.code, 2, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "one line: {:?}", r.stderr);
-    assert!(r.stderr.starts_with("amber: "), "{:?}", r.stderr);
-    assert!(r.stderr.contains(has), "{:?} lacks {has:?}", r.stderr);
-    assert!(!r.stderr.contains("panicked"), "{:?}", r.stderr);
-}
+mod common;
+use common::{amber, assert_error, s, serial};
 
 fn no_close() -> StoreOptions {
     StoreOptions {
@@ -87,6 +57,7 @@ fn db_in(dir: &tempfile::TempDir) -> PathBuf {
 
 #[test]
 fn create_inspect_verify_checkpoint_recover() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     let r = amber(&["create", s(&db)]);
@@ -166,6 +137,7 @@ fn create_inspect_verify_checkpoint_recover() {
 
 #[test]
 fn verify_names_a_damaged_page() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     assert_eq!(amber(&["create", s(&db)]).code, 0);
@@ -186,6 +158,7 @@ fn verify_names_a_damaged_page() {
 
 #[test]
 fn verify_names_a_damaged_log_record() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     assert_eq!(amber(&["create", s(&db)]).code, 0);
@@ -209,6 +182,7 @@ fn verify_names_a_damaged_log_record() {
 
 #[test]
 fn verify_reports_a_torn_tail() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     assert_eq!(amber(&["create", s(&db)]).code, 0);
@@ -237,6 +211,7 @@ fn verify_reports_a_torn_tail() {
 
 #[test]
 fn foreign_missing_and_locked_files_are_one_line_errors() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let txt = dir.path().join("notes.txt");
     std::fs::write(&txt, "this is not a database\n").expect("write");
@@ -274,6 +249,7 @@ fn foreign_missing_and_locked_files_are_one_line_errors() {
 
 #[test]
 fn bad_arguments_are_one_line_errors() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     assert_error(
@@ -319,6 +295,7 @@ fn bad_arguments_are_one_line_errors() {
 
 #[test]
 fn benches_run_and_write_json() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let json = dir.path().join("commit.json");
     let r = amber(&[

@@ -4,7 +4,9 @@
 use amber::{Db, Options, PBytes, PIndex, PRef, PVec, Persistent, Smart};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+mod common;
+use common::{amber, assert_error, s, serial};
 
 #[derive(Persistent)]
 #[repr(C)]
@@ -37,40 +39,9 @@ struct Node {
     idx: PIndex<Leaf>,
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn amber(args: &[&str]) -> Run {
-    let o = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args(args)
-        .output()
-        .expect("run amber");
-    Run {
-        code: o.status.code().expect("exit status, not a signal"),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
 #[track_caller]
 fn has(out: &str, want: &str) {
     assert!(out.contains(want), "output lacks {want:?}:\n{out}");
-}
-
-/// Exit status 2 and one line on stderr containing `what`.
-#[track_caller]
-fn one_line_error(r: &Run, what: &str) {
-    assert_eq!(r.code, 2, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
-    assert_eq!(r.stderr.lines().count(), 1, "{:?}", r.stderr);
-    assert!(r.stderr.starts_with("amber: "), "{:?}", r.stderr);
-    assert!(r.stderr.contains(what), "{:?} lacks {what:?}", r.stderr);
 }
 
 /// Persistent addresses of what the test looks for.
@@ -143,6 +114,7 @@ fn db_in(dir: &tempfile::TempDir) -> PathBuf {
 
 #[test]
 fn catalog_is_decoded() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     make(&db, true);
@@ -181,6 +153,7 @@ fn catalog_is_decoded() {
 
 #[test]
 fn page_and_object_dumps() {
+    let _serial = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let db = db_in(&dir);
     // Not closed: the dump shows the committed state from the log too.
@@ -266,6 +239,7 @@ fn page_and_object_dumps() {
 
 #[test]
 fn free_slots_large_objects_and_damage() {
+    let _serial = serial();
     #[derive(Persistent)]
     #[repr(C)]
     struct Big {
@@ -321,23 +295,23 @@ fn free_slots_large_objects_and_damage() {
     has(&r.stdout, "flags 0x01 (free)");
     has(&r.stdout, "a free slot");
     // Errors are one line.
-    one_line_error(
+    assert_error(
         &amber(&["inspect", s(&db), "--page", "999999"]),
         "page 999999 is not allocated",
     );
-    one_line_error(
+    assert_error(
         &amber(&["inspect", s(&db), "--object", "nonsense"]),
         "PAGE:OFFSET",
     );
-    one_line_error(
+    assert_error(
         &amber(&["inspect", s(&db), "--object", "2:5000"]),
         "not inside a page",
     );
-    one_line_error(
+    assert_error(
         &amber(&["inspect", s(&db), "--object", &format!("{leaf_page}:4000")]),
         "no object at",
     );
-    one_line_error(
+    assert_error(
         &amber(&["inspect", s(&db), "--page", "1", "--object", "1:1"]),
         "cannot be used with",
     );
