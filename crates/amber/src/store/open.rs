@@ -17,6 +17,7 @@ use crate::wal::writer::LogWriter;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// A random identity for a new database (it need only differ between
 /// databases, so the standard library's randomly keyed hasher is enough).
@@ -214,16 +215,32 @@ impl Store {
     }
 }
 
+/// How long opening waits for a lock that someone else holds before it
+/// refuses with [`Error::Locked`].
+///
+/// The lock is a `flock`, which belongs to the open file: a child process
+/// that any thread is spawning holds a copy of every descriptor from `fork`
+/// until its `exec` closes them (`O_CLOEXEC`), so a database closed by this
+/// process can stay locked for that moment — milliseconds on a loaded
+/// machine. Waiting a little tells that apart from a real second user.
+const LOCK_PATIENCE: Duration = Duration::from_millis(200);
+
 /// Takes the page file's exclusive lock, so that one process or handle at a
 /// time has the database open.
 fn lock_database(file: &dyn IoFile, path: &Path) -> Result<()> {
-    if !file
+    let start = Instant::now();
+    let mut pause = Duration::from_micros(100);
+    while !file
         .try_lock_exclusive()
         .map_err(|e| Error::io("lock database", path, e))?
     {
-        return Err(Error::Locked {
-            path: path.to_path_buf(),
-        });
+        if start.elapsed() >= LOCK_PATIENCE {
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+            });
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
     }
     Ok(())
 }
