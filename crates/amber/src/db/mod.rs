@@ -28,6 +28,7 @@ mod free_slots;
 mod index;
 pub mod options;
 pub(crate) mod pager;
+mod readahead;
 mod recovery_buffer;
 mod spill;
 pub mod tx;
@@ -131,7 +132,7 @@ impl Db {
         let pager = Arc::new(Pager::new(
             store.clone(),
             registry.clone(),
-            opts.fetch_cluster,
+            readahead::Readahead::new(opts.fetch_cluster, opts.fetch_adaptive),
             opts.cache_bytes,
         ));
         let cfg = VmConfig {

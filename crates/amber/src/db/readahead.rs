@@ -1,0 +1,173 @@
+//! How many pages a fault fetches: a window that grows while the faults
+//! show locality and shrinks when they stop, as an operating system's
+//! readahead does for files.
+//!
+//! A fetched neighbour pays when the program goes on to touch about a third
+//! of such neighbours (docs/design.md, 4.3). A program walking a
+//! neighbourhood of the page file (a traversal), or covering a database
+//! small enough that its random accesses keep landing near each other,
+//! touches most of them; random accesses to a database much larger than
+//! what they touch, or the first steps of a lookup through an index, touch
+//! almost none. No fixed window suits both, so the window follows the
+//! faults:
+//!
+//! - The page file is cut into neighbourhoods of the largest window
+//!   (`Options::fetch_cluster`). The neighbourhoods of the last [`RECENT`]
+//!   faults are remembered.
+//! - A fault is *near* when it lands in or next to the neighbourhood of one
+//!   of those faults other than the latest one: the program has come back to
+//!   a neighbourhood it was in, after faulting elsewhere. A step from the
+//!   latest fault to a neighbour alone is not evidence: an index entry and
+//!   the object it leads to are often allocated together, so every lookup
+//!   would take two faults in a row close to each other while touching
+//!   nothing else around them.
+//! - A near fault multiplies the window by [`STEP`] (up to the largest), a
+//!   far one divides it (down to one page). The first fault of a session
+//!   fetches one page.
+//!
+//! The state is a few atomics per database, read and written without
+//! locks: concurrent faults (SIGSEGV, several threads) may interleave their
+//! updates, which perturbs the estimate and nothing else. A fault allocates
+//! nothing here. Under a cache budget the pager caps the window at the room
+//! left (prefetching never evicts, see `Pager::fetch_window`).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Faults remembered: with neighbourhoods of 64 pages, the last 8 faults
+/// reach 24 of them, most of a 1,000-page database and a seventh of a
+/// 10,000-page one.
+pub(crate) const RECENT: usize = 8;
+
+/// The factor a near fault grows the window by, and a far one shrinks it
+/// by: 1, 4, 16, 64 pages, so that a walk reaches the largest window of the
+/// default in three near faults.
+pub(crate) const STEP: u32 = 4;
+
+/// The fetch-window policy of one open database.
+#[derive(Debug)]
+pub(crate) struct Readahead {
+    /// The largest window (`Options::fetch_cluster`), at least 1.
+    max: u32,
+    /// Whether the window adapts; else every fault fetches `max`.
+    adaptive: bool,
+    /// log2 of the current window.
+    level: AtomicU32,
+    /// The neighbourhoods (page / `max`, plus one; 0: none yet) of the last
+    /// faults, a ring indexed by `seen`.
+    recent: [AtomicU64; RECENT],
+    /// Faults seen.
+    seen: AtomicU64,
+}
+
+impl Readahead {
+    pub(crate) fn new(max: u32, adaptive: bool) -> Readahead {
+        Readahead {
+            max: max.max(1),
+            adaptive,
+            level: AtomicU32::new(0),
+            recent: Default::default(),
+            seen: AtomicU64::new(0),
+        }
+    }
+
+    /// The largest window.
+    pub(crate) fn max(&self) -> u32 {
+        self.max
+    }
+
+    /// The current window, in pages.
+    pub(crate) fn current(&self) -> u32 {
+        if !self.adaptive {
+            return self.max;
+        }
+        self.window(self.level.load(Ordering::Relaxed))
+    }
+
+    fn window(&self, level: u32) -> u32 {
+        1u32.checked_shl(level).unwrap_or(u32::MAX).min(self.max)
+    }
+
+    /// The level of the largest window.
+    fn top(&self) -> u32 {
+        self.max.next_power_of_two().trailing_zeros()
+    }
+
+    /// Records a fault at `page` and returns the window it fetches.
+    pub(crate) fn on_fault(&self, page: u64) -> u32 {
+        if !self.adaptive || self.max == 1 {
+            return self.max;
+        }
+        let hood = page / u64::from(self.max) + 1;
+        let n = self.seen.fetch_add(1, Ordering::Relaxed);
+        let slot = (n % RECENT as u64) as usize;
+        let latest = (slot + RECENT - 1) % RECENT;
+        let near = self.recent.iter().enumerate().any(|(i, h)| {
+            let h = h.load(Ordering::Relaxed);
+            i != latest && h != 0 && h.abs_diff(hood) <= 1
+        });
+        self.recent[slot].store(hood, Ordering::Relaxed);
+        let step = STEP.trailing_zeros();
+        let old = self.level.load(Ordering::Relaxed);
+        let level = if near {
+            (old + step).min(self.top())
+        } else {
+            old.saturating_sub(step)
+        };
+        self.level.store(level, Ordering::Relaxed);
+        self.window(level)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_windows_do_not_adapt() {
+        let r = Readahead::new(64, false);
+        assert_eq!(r.on_fault(5), 64);
+        assert_eq!(r.on_fault(1 << 40), 64);
+        assert_eq!(r.current(), 64);
+        let one = Readahead::new(0, true);
+        assert_eq!(one.on_fault(3), 1);
+    }
+
+    #[test]
+    fn a_walk_grows_the_window_and_a_jump_shrinks_it() {
+        let r = Readahead::new(64, true);
+        // The first faults of a session: far from anything.
+        assert_eq!(r.on_fault(10), 1);
+        assert_eq!(r.on_fault(5_000), 1);
+        // Back near page 10, after a fault elsewhere: near.
+        assert_eq!(r.on_fault(70), 4);
+        assert_eq!(r.on_fault(20), 16);
+        assert_eq!(r.on_fault(130), 64);
+        assert_eq!(r.on_fault(40), 64);
+        assert_eq!(r.current(), 64);
+        // Far away: shrinks.
+        assert_eq!(r.on_fault(90_000), 16);
+        assert_eq!(r.on_fault(190_000), 4);
+        assert_eq!(r.on_fault(290_000), 1);
+        assert_eq!(r.on_fault(390_000), 1);
+    }
+
+    #[test]
+    fn a_step_to_the_latest_neighbourhood_alone_is_not_near() {
+        // Lookups: an index chunk, then the part next to it; then elsewhere.
+        let r = Readahead::new(64, true);
+        for i in 0..100u64 {
+            let chunk = (i * 7_919) % 10_000 * 64;
+            assert_eq!(r.on_fault(chunk), 1, "lookup {i}");
+            assert_eq!(r.on_fault(chunk + 3), 1, "lookup {i}");
+        }
+    }
+
+    #[test]
+    fn windows_never_exceed_a_largest_that_is_not_a_power_of_two() {
+        let r = Readahead::new(3, true);
+        for p in [0, 100, 1, 2, 4, 5] {
+            assert!(r.on_fault(p) <= 3);
+        }
+        assert_eq!(r.current(), 3);
+    }
+}
