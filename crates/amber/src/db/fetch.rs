@@ -51,6 +51,10 @@ pub(super) fn translations() -> Translations {
 pub(crate) struct FrameMap<'a> {
     fs: &'a FrameSpace,
     shift: u32,
+    /// Pages below this are in the identity region: their frame's address
+    /// is `base` plus the persistent address.
+    direct: u64,
+    base: u64,
     /// On the fault path: pages without a frame get one with the rest of
     /// their fetch window. `None`: one block at a time.
     spans: Option<&'a Pager>,
@@ -68,6 +72,8 @@ impl<'a> FrameMap<'a> {
         FrameMap {
             fs,
             shift: fs.frame_size().trailing_zeros(),
+            direct: u64::from(fs.direct_frames()),
+            base: fs.base() as u64,
             spans: None,
             cache: Box::default(),
         }
@@ -121,10 +127,15 @@ impl FrameMap<'_> {
 }
 
 impl AddrMap for FrameMap<'_> {
-    /// Inlined into the swizzling loop: most pointers hit the cache.
+    /// Inlined into the swizzling loop: a pointer to a one-page block in
+    /// the identity region is one add, most others hit the cache. (A block
+    /// of several pages takes the long way, which records its run.)
     #[inline(always)]
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
         let page = paddr >> self.shift;
+        if page < self.direct && pages == 1 {
+            return Ok(self.base + paddr);
+        }
         if let Some(slot) = self.slot(page) {
             let (cached, addr) = slot.get();
             if cached == page && pages == 1 {
@@ -406,8 +417,13 @@ impl FaultService for Pager {
             });
         }
         // Neighbours nothing points to yet get frames now, laid out as their
-        // pages (best effort, as in `assign_window`).
-        if blocks.iter().any(|b| fs.lookup(b.head).is_none()) {
+        // pages (best effort, as in `assign_window`), and the runs of blocks
+        // of several pages in the identity region are recorded.
+        let unmapped = |b: &ClusterBlock| match fs.lookup(b.head) {
+            None => true,
+            Some(f) => b.pages > 1 && fs.page_of(f) != Some((b.head, 0, b.pages)),
+        };
+        if blocks.iter().any(unmapped) {
             let heads: Vec<(PageNo, u32)> = blocks.iter().map(|b| (b.head, b.pages)).collect();
             let _ = fs.assign_span(lo, &heads);
         }

@@ -140,6 +140,7 @@ impl Db {
             frame_size: ps,
             reserve_bytes: opts.reserve_bytes,
             track_writes: true,
+            direct_pages: store.page_count(),
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, pager.clone())
