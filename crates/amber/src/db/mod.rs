@@ -132,7 +132,7 @@ impl Db {
         let pager = Arc::new(Pager::new(
             store.clone(),
             registry.clone(),
-            readahead::Readahead::new(opts.fetch_cluster, opts.fetch_adaptive),
+            readahead::Readahead::new(opts.fetch_cluster, opts.fetch_adaptive, store.page_count()),
             opts.cache_bytes,
         ));
         let cfg = VmConfig {
