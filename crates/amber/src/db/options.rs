@@ -35,13 +35,15 @@ pub struct Options {
     pub fetch_cluster: u32,
     /// Whether the fetch window adapts to the access pattern, as an
     /// operating system's readahead does: the first fault of a session
-    /// fetches one page; a fault that comes back near where recent faults
-    /// were (a traversal walking a neighbourhood, random accesses covering
-    /// a small database) grows the window fourfold up to `fetch_cluster`; a
-    /// fault far from them (random accesses to a database much larger than
-    /// what they touch, the first steps of a lookup through an index)
-    /// shrinks it fourfold (docs/design.md, 4.3). Default `true`; `false`:
-    /// every fault fetches `fetch_cluster` pages.
+    /// fetches one page; a fault that comes back where recent faults were
+    /// (a traversal walking a neighbourhood) grows the window fourfold up
+    /// to `fetch_cluster`; a fault far from them (random accesses to a
+    /// database much larger than what they touch, the first steps of a
+    /// lookup through an index) shrinks it fourfold. A small file (at most
+    /// 32 × `fetch_cluster` pages when opened) is read with the largest
+    /// window from the first fault, as an operating system reads a small
+    /// file whole (docs/design.md, 4.3). Default `true`; `false`: every
+    /// fault fetches `fetch_cluster` pages.
     pub fetch_adaptive: bool,
     /// Address space reserved for frames. A session can touch at most this
     /// much of the database.
