@@ -46,7 +46,11 @@ pub struct Options {
     /// fault fetches `fetch_cluster` pages.
     pub fetch_adaptive: bool,
     /// Address space reserved for frames. A session can touch at most this
-    /// much of the database.
+    /// much of the database. The pages the file has when it is opened take
+    /// the frames of their own numbers (the identity region, up to half the
+    /// reservation: docs/design.md, 4.3); pages beyond them share the rest,
+    /// so a session on a database larger than half the reservation can
+    /// touch at most half of it beyond that.
     pub reserve_bytes: u64,
     /// Pages of QuickStore's recovery buffer (SIGSEGV backend): clean copies
     /// taken at first write; beyond it, pages are logged early.
