@@ -94,6 +94,7 @@ fn touch_run(
         Options {
             backend,
             fetch_cluster: cluster,
+            fetch_adaptive: false,
             ..Options::default()
         },
     )?;

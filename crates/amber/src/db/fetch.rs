@@ -1,9 +1,9 @@
 //! The fault path: fetch the cluster around a faulting block, check and
 //! swizzle it, and install it.
 //!
-//! A fault reads the blocks that start in the aligned window of
-//! `Options::fetch_cluster` pages holding the faulting block (Texas's
-//! data-fetching granularity) with one `pread` into a buffer kept between
+//! A fault reads the blocks that start in the aligned window holding the
+//! faulting block (Texas's data-fetching granularity; its size follows the
+//! faults, see `readahead.rs`) with one `pread` into a buffer kept between
 //! faults, verifies each block's checksum and lays the changes committed
 //! since the last checkpoint over it, swizzles it in place (every pointer
 //! looked up in the frame table, frames reserved for the pages it reaches:
@@ -51,6 +51,10 @@ pub(super) fn translations() -> Translations {
 pub(crate) struct FrameMap<'a> {
     fs: &'a FrameSpace,
     shift: u32,
+    /// Pages below this are in the identity region: their frame's address
+    /// is `base` plus the persistent address.
+    direct: u64,
+    base: u64,
     /// On the fault path: pages without a frame get one with the rest of
     /// their fetch window. `None`: one block at a time.
     spans: Option<&'a Pager>,
@@ -68,6 +72,8 @@ impl<'a> FrameMap<'a> {
         FrameMap {
             fs,
             shift: fs.frame_size().trailing_zeros(),
+            direct: u64::from(fs.direct_frames()),
+            base: fs.base() as u64,
             spans: None,
             cache: Box::default(),
         }
@@ -121,10 +127,15 @@ impl FrameMap<'_> {
 }
 
 impl AddrMap for FrameMap<'_> {
-    /// Inlined into the swizzling loop: most pointers hit the cache.
+    /// Inlined into the swizzling loop: a pointer to a one-page block in
+    /// the identity region is one add, most others hit the cache. (A block
+    /// of several pages takes the long way, which records its run.)
     #[inline(always)]
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
         let page = paddr >> self.shift;
+        if page < self.direct && pages == 1 {
+            return Ok(self.base + paddr);
+        }
         if let Some(slot) = self.slot(page) {
             let (cached, addr) = slot.get();
             if cached == page && pages == 1 {
@@ -158,27 +169,34 @@ struct Ready {
 }
 
 impl Pager {
-    /// Assigns frames to the blocks of the fetch window holding `page`, laid
-    /// out as in the page file. Best effort: when it cannot (the reservation
-    /// is full), frames are assigned a block at a time, which reports why.
+    /// Assigns frames to the blocks of the current fetch window holding
+    /// `page`, laid out as in the page file. Best effort: when it cannot (the
+    /// reservation is full), frames are assigned a block at a time, which
+    /// reports why. The window is the one faults fetch now: while they fetch
+    /// a page each (random lookups in a large database), reserving the
+    /// frames of a pointer's whole neighbourhood would cost more than the
+    /// fetches (swizzling the index of OO1's 200,000 parts reaches 150
+    /// neighbourhoods of 64 pages: 1.2 ms of frame-table inserts).
     pub(super) fn assign_window(&self, fs: &FrameSpace, page: PageNo) {
-        if self.window <= 1 {
+        let window = u64::from(self.readahead.current());
+        if window <= 1 {
             return;
         }
-        let lo = page - page % u64::from(self.window);
-        let blocks = self.store.blocks_starting_in(lo, u64::from(self.window));
+        let lo = page - page % window;
+        let blocks = self.store.blocks_starting_in(lo, window);
         let _ = fs.assign_span(lo, &blocks);
     }
 
-    /// Pages the next fault fetches: the fetch cluster, or under a cache
-    /// budget no more than the room left (a power of two, so that the window
-    /// lies inside the cluster's). Prefetching never evicts: a neighbour
-    /// fetched on speculation is worth less than a block the program has
-    /// touched, and with a full cache every cluster would push out as many
-    /// blocks as it brings (random OO1 lookups under a 1 MiB budget took
-    /// 14 times longer with 64 pages per fault than with one).
-    fn fetch_window(&self) -> u64 {
-        let window = u64::from(self.window);
+    /// Pages a fault at `page` fetches: the window of the readahead policy,
+    /// or under a cache budget no more than the room left (a power of two,
+    /// so that the window lies inside the policy's). Prefetching never
+    /// evicts: a neighbour fetched on speculation is worth less than a block
+    /// the program has touched, and with a full cache every cluster would
+    /// push out as many blocks as it brings (random OO1 lookups under a
+    /// 1 MiB budget took 14 times longer with 64 pages per fault than with
+    /// one).
+    fn fetch_window(&self, page: PageNo) -> u64 {
+        let window = u64::from(self.readahead.on_fault(page));
         let Some(budget) = self.budget() else {
             return window;
         };
@@ -378,7 +396,7 @@ impl FaultService for Pager {
         if self.spills().contains_key(&head) {
             return self.fetch_spilled(inst, head, frame, run);
         }
-        let window = self.fetch_window();
+        let window = self.fetch_window(head);
         let lo = head - head % window;
         let mut spare = Scratch::default();
         let mut kept = match self.scratch.try_lock() {
@@ -399,8 +417,13 @@ impl FaultService for Pager {
             });
         }
         // Neighbours nothing points to yet get frames now, laid out as their
-        // pages (best effort, as in `assign_window`).
-        if blocks.iter().any(|b| fs.lookup(b.head).is_none()) {
+        // pages (best effort, as in `assign_window`), and the runs of blocks
+        // of several pages in the identity region are recorded.
+        let unmapped = |b: &ClusterBlock| match fs.lookup(b.head) {
+            None => true,
+            Some(f) => b.pages > 1 && fs.page_of(f) != Some((b.head, 0, b.pages)),
+        };
+        if blocks.iter().any(unmapped) {
             let heads: Vec<(PageNo, u32)> = blocks.iter().map(|b| (b.head, b.pages)).collect();
             let _ = fs.assign_span(lo, &heads);
         }
@@ -410,7 +433,7 @@ impl FaultService for Pager {
         let done = self.install_ready(inst, &scratch.buf, &ready?, head);
         // A block far larger than a cluster (a long vector) is not worth
         // keeping the memory for.
-        if scratch.buf.len() > 4 * window as usize * self.page_size {
+        if scratch.buf.len() > 4 * self.readahead.max() as usize * self.page_size {
             scratch.buf = Vec::new();
         }
         done

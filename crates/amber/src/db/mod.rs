@@ -29,6 +29,7 @@ mod free_slots;
 mod index;
 pub mod options;
 pub(crate) mod pager;
+mod readahead;
 mod recovery_buffer;
 mod spill;
 pub mod tx;
@@ -132,7 +133,7 @@ impl Db {
         let pager = Arc::new(Pager::new(
             store.clone(),
             registry.clone(),
-            opts.fetch_cluster,
+            readahead::Readahead::new(opts.fetch_cluster, opts.fetch_adaptive, store.page_count()),
             opts.cache_bytes,
         ));
         let cfg = VmConfig {
@@ -140,6 +141,7 @@ impl Db {
             frame_size: ps,
             reserve_bytes: opts.reserve_bytes,
             track_writes: true,
+            direct_pages: store.page_count(),
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, pager.clone())

@@ -15,25 +15,42 @@ pub struct Options {
     /// Cache budget in bytes: resident pages beyond it are evicted (clean
     /// ones; they fault back in on the next touch). `None`: no limit.
     pub cache_bytes: Option<u64>,
-    /// Pages fetched per fault: the blocks that start in the aligned window
-    /// of this many pages holding the faulting block (Texas's data-fetching
-    /// granularity). Under a cache budget a fault fetches no more than the
-    /// room left: prefetching never evicts. Frames are laid out a window at a
-    /// time, so a cluster is installed with one call.
+    /// The largest fetch window, in pages: a fault fetches the blocks that
+    /// start in an aligned window of at most this many pages holding the
+    /// faulting block (Texas's data-fetching granularity). Frames are laid
+    /// out a window at a time, so a window is installed with one call.
+    /// Under a cache budget a fault fetches no more than the room left:
+    /// prefetching never evicts.
+    ///
+    /// With [`fetch_adaptive`](Self::fetch_adaptive) (the default) the
+    /// window adapts to the faults, between 1 page and this; without it,
+    /// every fault fetches this many pages (the fixed windows of Texas's
+    /// experiments: set `fetch_adaptive: false` to measure a granularity).
     ///
     /// Default 64 (256 KiB). A fault costs its mechanism (7–8 µs here, a
     /// signal or a thread round trip) plus about 3 µs per block read,
     /// checked, swizzled and installed, so fetching a neighbour pays as soon
-    /// as the program goes on to touch a third of them. OO1's operations on
-    /// its 20,000-part database touch 40–70% of its 1,034 pages: a cold
-    /// traversal takes a third less time with 64 pages per fault than with
-    /// one, a cold batch of lookups three fifths less (docs/design.md, 4.3).
-    /// Programs that touch a few scattered objects of a database much larger
-    /// than that (random lookups on OO1's 200,000 parts touch a tenth of it,
-    /// an insert a few dozen pages) are faster with 1.
+    /// as the program goes on to touch a third of them (docs/design.md,
+    /// 4.3). `1` fetches one block per fault, whatever the policy.
     pub fetch_cluster: u32,
+    /// Whether the fetch window adapts to the access pattern, as an
+    /// operating system's readahead does: the first fault of a session
+    /// fetches one page; a fault that comes back where recent faults were
+    /// (a traversal walking a neighbourhood) grows the window fourfold up
+    /// to `fetch_cluster`; a fault far from them (random accesses to a
+    /// database much larger than what they touch, the first steps of a
+    /// lookup through an index) shrinks it fourfold. A small file (at most
+    /// 32 × `fetch_cluster` pages when opened) is read with the largest
+    /// window from the first fault, as an operating system reads a small
+    /// file whole (docs/design.md, 4.3). Default `true`; `false`: every
+    /// fault fetches `fetch_cluster` pages.
+    pub fetch_adaptive: bool,
     /// Address space reserved for frames. A session can touch at most this
-    /// much of the database.
+    /// much of the database. The pages the file has when it is opened take
+    /// the frames of their own numbers (the identity region, up to half the
+    /// reservation: docs/design.md, 4.3); pages beyond them share the rest,
+    /// so a session on a database larger than half the reservation can
+    /// touch at most half of it beyond that.
     pub reserve_bytes: u64,
     /// Pages of QuickStore's recovery buffer (SIGSEGV backend): clean copies
     /// taken at first write; beyond it, pages are logged early.
@@ -49,6 +66,7 @@ impl Default for Options {
             backend: BackendChoice::Auto,
             cache_bytes: None,
             fetch_cluster: 64,
+            fetch_adaptive: true,
             reserve_bytes: 64 << 30,
             recovery_buffer_pages: 1024,
             store: StoreOptions::default(),

@@ -22,6 +22,7 @@
 //! interrupts can never be holding them.
 
 use super::free_slots::FreeSlots;
+use super::readahead::Readahead;
 use super::recovery_buffer::RecoveryBuffer;
 use crate::fasthash::IntSet;
 use crate::format::PageNo;
@@ -55,11 +56,11 @@ pub(crate) struct Pager {
     pub(crate) registry: Arc<Registry>,
     pub(super) page_size: usize,
     pub(super) shift: u32,
-    /// The fetch cluster: a fault fetches the blocks that start in the
+    /// The fetch window: a fault fetches the blocks that start in the
     /// aligned window of this many pages around the faulting one (less under
     /// a full cache budget, see `fetch_window`), and frames are assigned to
     /// such a window at a time (1: one block).
-    pub(crate) window: u32,
+    pub(crate) readahead: Readahead,
     /// What the fault path keeps between faults.
     pub(crate) scratch: Mutex<Scratch>,
     /// Cache budget in frames; `None`: unlimited.
@@ -141,7 +142,7 @@ impl Pager {
     pub(crate) fn new(
         store: Arc<Store>,
         registry: Arc<Registry>,
-        cluster: u32,
+        readahead: Readahead,
         budget_bytes: Option<u64>,
     ) -> Pager {
         let page_size = store.page_size();
@@ -151,7 +152,7 @@ impl Pager {
             registry,
             page_size,
             shift: page_size.trailing_zeros(),
-            window: cluster.max(1),
+            readahead,
             scratch: Mutex::new(Scratch {
                 buf: Vec::new(),
                 cache: super::fetch::translations(),

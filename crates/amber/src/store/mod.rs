@@ -197,6 +197,11 @@ impl Store {
         }
     }
 
+    /// One past the highest page of the file.
+    pub fn page_count(&self) -> PageNo {
+        self.lock().fsm.page_count()
+    }
+
     /// Free extents `(start, len)`.
     pub fn free_extents(&self) -> Vec<(PageNo, u64)> {
         self.lock().fsm.free_extents().collect()

@@ -19,6 +19,24 @@
 //!
 //! Frames are handed out by a bump pointer and never reused for another page
 //! while the FrameSpace lives, so a swizzled pointer never changes meaning.
+//!
+//! **The identity region.** The first `direct` frames (set at creation: the
+//! pages a database had when it was opened, at most half the reservation)
+//! are page `f`'s frame for every page `f < direct`, without an entry in
+//! the hash table: translating a pointer to such a page is one add
+//! (DESIGN.md, decision 2: "when a whole database fits, one relocation add
+//! is a valid fast path"), and nothing is reserved when a pointer to it is
+//! first swizzled. Their metadata starts all zero, which there means a
+//! one-page block, not resident; the run of a block of several pages is
+//! recorded when a pointer to it is swizzled or its window is fetched (an
+//! object's body lies in its block's first page, so the other pages are
+//! reached only through its head). A block that starts below `direct` but
+//! ends above it (one allocated at the end of a file that shrank) gets its
+//! frames from the bump pointer like pages beyond `direct`, and its head's
+//! identity frame is marked [`FORWARDED`] so that lookups go to the hash
+//! table. Pages beyond `direct` (a database that grew, or page numbers
+//! above the reservation: Texas's huge address spaces) get frames lazily
+//! from the bump pointer, which starts at `direct`.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -37,6 +55,9 @@ pub(crate) const CLEAN: u32 = 2;
 pub(crate) const WRITE_PENDING: u32 = 3;
 /// Resident and writable (sigsegv: in the written set if tracking).
 pub(crate) const DIRTY: u32 = 4;
+/// An identity frame whose page's block has frames elsewhere (a block
+/// crossing the end of the identity region): never resident.
+pub(crate) const FORWARDED: u32 = 5;
 
 pub(crate) fn is_resident_state(s: u32) -> bool {
     s >= CLEAN
@@ -83,6 +104,8 @@ struct Mutable {
 pub(crate) struct FrameTable {
     meta: Mapping,
     nframes: u32,
+    /// Frames `0..direct` are the identity region (see the module docs).
+    direct: u32,
     /// Frames handed out so far (the bump pointer).
     next_free: AtomicU32,
     /// Start of the current hash-table mapping.
@@ -129,7 +152,10 @@ unsafe fn slots<'a>(t: *const u8) -> &'a [Slot] {
 }
 
 impl FrameTable {
-    pub(crate) fn new(nframes: u32) -> Result<FrameTable, VmError> {
+    /// A table of `nframes` frames whose first `direct` (at most half of
+    /// them) are the identity region.
+    pub(crate) fn new(nframes: u32, direct: u64) -> Result<FrameTable, VmError> {
+        let direct = direct.min(u64::from(nframes / 2)) as u32;
         let meta_bytes = (nframes as usize).max(1) * std::mem::size_of::<FrameMeta>();
         let meta = Mapping::anon(meta_bytes, libc::PROT_READ | libc::PROT_WRITE).map_err(|e| {
             VmError::Os {
@@ -144,7 +170,8 @@ impl FrameTable {
         Ok(FrameTable {
             meta,
             nframes,
-            next_free: AtomicU32::new(0),
+            direct,
+            next_free: AtomicU32::new(direct),
             current,
             mutable: UnsafeCell::new(Mutable {
                 pages: 0,
@@ -172,22 +199,48 @@ impl FrameTable {
         Some(unsafe { &*self.meta.ptr().cast::<FrameMeta>().add(f as usize) })
     }
 
+    /// Frames `0..direct()` are the identity region.
+    pub(crate) fn direct(&self) -> u32 {
+        self.direct
+    }
+
     pub(crate) fn state(&self, f: FrameNo) -> u32 {
-        self.meta(f)
-            .map_or(UNASSIGNED, |m| m.state.load(Ordering::Acquire))
+        match self.meta(f).map(|m| m.state.load(Ordering::Acquire)) {
+            Some(UNASSIGNED) if f < self.direct => NOT_RESIDENT,
+            Some(FORWARDED) | None => UNASSIGNED,
+            Some(s) => s,
+        }
     }
 
     pub(crate) fn page_of(&self, f: FrameNo) -> Option<(u64, u32, u32)> {
         let m = self.meta(f)?;
         let head = m.head_plus_one.load(Ordering::Acquire);
         if head == 0 {
-            return None;
+            return (f < self.direct && m.state.load(Ordering::Acquire) != FORWARDED).then_some((
+                u64::from(f),
+                0,
+                1,
+            ));
         }
         let run = m.run.load(Ordering::Relaxed);
         Some((head - 1, (run >> 32) as u32, run as u32))
     }
 
+    /// Whether `page..page + run_len` lies in the identity region.
+    pub(crate) fn is_direct(&self, page: u64, run_len: u32) -> bool {
+        page.checked_add(u64::from(run_len))
+            .is_some_and(|end| end <= u64::from(self.direct))
+    }
+
     pub(crate) fn lookup(&self, page: u64) -> Option<FrameNo> {
+        if page < u64::from(self.direct) {
+            let forwarded = self
+                .meta(page as FrameNo)
+                .is_some_and(|m| m.state.load(Ordering::Acquire) == FORWARDED);
+            if !forwarded {
+                return Some(page as FrameNo);
+            }
+        }
         let key = page.checked_add(1)?;
         // SAFETY: `current` always points at a live table: tables are only
         // unmapped when the FrameTable is dropped.
@@ -221,6 +274,12 @@ impl FrameTable {
         if page.checked_add(u64::from(run_len)).is_none() {
             return Err(VmError::BadPage { page });
         }
+        if self.is_direct(page, run_len) {
+            return self.assign_direct(page, run_len);
+        }
+        if page < u64::from(self.direct) {
+            self.forward(page, run_len)?;
+        }
         if let Some(f) = self.lookup(page) {
             if run_len > 1 {
                 match self.page_of(f) {
@@ -231,7 +290,7 @@ impl FrameTable {
             return Ok(f);
         }
         for i in 1..u64::from(run_len) {
-            if self.lookup(page + i).is_some() {
+            if self.lazy_lookup(page + i).is_some() {
                 return Err(VmError::RunConflict { page, run_len });
             }
         }
@@ -242,6 +301,64 @@ impl FrameTable {
         self.place(mutable, page, run_len, first)?;
         self.next_free.store(first + run_len, Ordering::Release);
         Ok(first)
+    }
+
+    /// The frame of a page that is not the head of its block, past the
+    /// identity region: the identity pages of a block crossing its end are
+    /// that block's own.
+    fn lazy_lookup(&self, page: u64) -> Option<FrameNo> {
+        if page < u64::from(self.direct) {
+            return None;
+        }
+        self.lookup(page)
+    }
+
+    /// `assign` in the identity region: the frame is the page; the run of a
+    /// block of several pages is recorded, unless one of its pages is known
+    /// as something else (a resident block, another run).
+    fn assign_direct(&self, page: u64, run_len: u32) -> Result<FrameNo, VmError> {
+        let f = page as FrameNo;
+        if run_len == 1 {
+            return Ok(f);
+        }
+        if self.page_of(f) == Some((page, 0, run_len)) {
+            return Ok(f);
+        }
+        for i in 0..run_len {
+            let m = self.meta(f + i).ok_or(VmError::BadFrame { frame: f + i })?;
+            if m.head_plus_one.load(Ordering::Acquire) != 0
+                || m.state.load(Ordering::Acquire) != UNASSIGNED
+            {
+                return Err(VmError::RunConflict { page, run_len });
+            }
+        }
+        for i in 0..run_len {
+            if let Some(m) = self.meta(f + i) {
+                m.run
+                    .store(u64::from(i) << 32 | u64::from(run_len), Ordering::Relaxed);
+                m.head_plus_one.store(page + 1, Ordering::Release);
+            }
+        }
+        Ok(f)
+    }
+
+    /// Marks the identity frame of `page` (a block of `run_len` pages
+    /// crossing the end of the identity region) as forwarded to the hash
+    /// table, unless it is already.
+    fn forward(&self, page: u64, run_len: u32) -> Result<(), VmError> {
+        let m = self.meta(page as FrameNo).ok_or(VmError::BadFrame {
+            frame: page as FrameNo,
+        })?;
+        if m.head_plus_one.load(Ordering::Acquire) != 0 {
+            return Err(VmError::RunConflict { page, run_len });
+        }
+        match m
+            .state
+            .compare_exchange(UNASSIGNED, FORWARDED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) | Err(FORWARDED) => Ok(()),
+            Err(_) => Err(VmError::RunConflict { page, run_len }),
+        }
     }
 
     /// Assigns frames to the blocks `blocks` (`(head, run_len)`, ascending and
@@ -269,7 +386,17 @@ impl FrameTable {
             end = head
                 .checked_add(u64::from(run_len))
                 .ok_or(VmError::BadPage { page: head })?;
-            if (0..u64::from(run_len)).all(|i| self.lookup(head + i).is_none()) {
+            if self.is_direct(head, run_len) {
+                // Best effort, as for blocks that have frames.
+                let _ = self.assign_direct(head, run_len);
+                continue;
+            }
+            if head < u64::from(self.direct) && self.forward(head, run_len).is_err() {
+                continue;
+            }
+            if self.lookup(head).is_none()
+                && (1..u64::from(run_len)).all(|i| self.lazy_lookup(head + i).is_none())
+            {
                 new.push((head, run_len));
             }
         }
@@ -379,7 +506,7 @@ mod tests {
     #[test]
     fn assigns_lazily_and_contiguously() {
         let lock = OwnerLock::new();
-        let t = FrameTable::new(100_000).expect("table");
+        let t = FrameTable::new(100_000, 0).expect("table");
         let g = lock.lock();
         assert_eq!(t.lookup(5), None);
         let a = t.assign(&g, 5, 1).expect("assign");
@@ -416,7 +543,7 @@ mod tests {
     #[test]
     fn spans_follow_the_page_layout() {
         let lock = OwnerLock::new();
-        let t = FrameTable::new(1000).expect("table");
+        let t = FrameTable::new(1000, 0).expect("table");
         let g = lock.lock();
         let before = t.assign(&g, 12, 1).expect("assign");
         // Pages 10, 12 (assigned already), 13..16 (a run), 17; 11 is free.
@@ -441,9 +568,46 @@ mod tests {
     }
 
     #[test]
+    fn identity_region() {
+        let lock = OwnerLock::new();
+        let t = FrameTable::new(100, 20).expect("table");
+        let g = lock.lock();
+        assert_eq!((t.direct(), t.assigned()), (20, 20));
+        // Pages below 20 are their own frames: one-page blocks, not resident.
+        assert_eq!(t.lookup(7), Some(7));
+        assert_eq!(t.state(7), NOT_RESIDENT);
+        assert_eq!(t.page_of(7), Some((7, 0, 1)));
+        assert_eq!(t.assign(&g, 7, 1).expect("one"), 7);
+        // A run is recorded, and then known.
+        assert_eq!(t.assign(&g, 10, 3).expect("run"), 10);
+        assert_eq!(t.page_of(11), Some((10, 1, 3)));
+        assert_eq!(t.assign(&g, 10, 3).expect("again"), 10);
+        assert!(matches!(
+            t.assign(&g, 11, 2),
+            Err(VmError::RunConflict { .. })
+        ));
+        // Pages beyond come from the bump pointer, which starts at 20.
+        assert_eq!(t.assign(&g, 500, 1).expect("lazy"), 20);
+        assert_eq!(t.page_of(20), Some((500, 0, 1)));
+        // A block crossing the end of the region is forwarded to the table.
+        assert_eq!(t.assign(&g, 18, 4).expect("crossing"), 21);
+        assert_eq!(t.lookup(18), Some(21));
+        assert_eq!(t.state(18), UNASSIGNED);
+        assert_eq!(t.page_of(18), None);
+        assert_eq!(t.page_of(22), Some((18, 1, 4)));
+        assert_eq!(t.assign(&g, 18, 4).expect("crossing again"), 21);
+        // Spans record the runs of identity blocks and take no frames.
+        t.assign_span(&g, 0, &[(2, 1), (4, 2)]).expect("span");
+        assert_eq!(t.page_of(5), Some((4, 1, 2)));
+        assert_eq!(t.assigned(), 25);
+        // At most half the frames.
+        assert_eq!(FrameTable::new(10, 1000).expect("table").direct(), 5);
+    }
+
+    #[test]
     fn exhaustion_is_an_error() {
         let lock = OwnerLock::new();
-        let t = FrameTable::new(4).expect("table");
+        let t = FrameTable::new(4, 0).expect("table");
         let g = lock.lock();
         t.assign(&g, 0, 3).expect("fits");
         assert!(matches!(

@@ -191,7 +191,7 @@ impl FrameSpace {
         let len = nframes as usize * fs;
         let env = std::env::var("AMBER_FAULT_BACKEND").ok();
         let (choice, mut reason) = choose(cfg.backend, env.as_deref())?;
-        let table = FrameTable::new(nframes)?;
+        let table = FrameTable::new(nframes, cfg.direct_pages)?;
 
         let (imp, main, backend) = match choice {
             BackendChoice::Sigsegv => {
@@ -281,7 +281,14 @@ impl FrameSpace {
         self.table.nframes()
     }
 
-    /// Frames assigned so far (frames `0..n`).
+    /// Frames `0..n` are the identity region: frame `f` is page `f`'s (see
+    /// [`VmConfig::direct_pages`](super::VmConfig::direct_pages)).
+    pub fn direct_frames(&self) -> u32 {
+        self.table.direct()
+    }
+
+    /// Frames assigned so far (frames `0..n`, the identity region's
+    /// included).
     pub fn assigned_frames(&self) -> u32 {
         self.table.assigned()
     }
@@ -313,6 +320,12 @@ impl FrameSpace {
     pub fn assign(&self, page: u64, run_len: u32) -> Result<FrameNo, VmError> {
         if let Some(f) = self.table.lookup(page).filter(|_| run_len == 1) {
             return Ok(f);
+        }
+        // A run in the identity region, recorded already.
+        if self.table.is_direct(page, run_len)
+            && self.table.page_of(page as FrameNo) == Some((page, 0, run_len))
+        {
+            return Ok(page as FrameNo);
         }
         prepare_thread();
         let g = self.lock.lock();

@@ -53,6 +53,11 @@ pub struct VmConfig {
     /// userfaultfd only: how long the handler thread keeps polling the
     /// descriptor after serving a fault before it blocks (see `uffd.rs`).
     pub uffd_spin: Duration,
+    /// Pages `0..direct_pages` have frames `0..direct_pages`, one to one,
+    /// without being assigned (the identity region, at most half the
+    /// reservation; see `frame_table.rs`). A database passes the pages its
+    /// file has when it is opened. 0: every page gets its frame lazily.
+    pub direct_pages: u64,
 }
 
 impl Default for VmConfig {
@@ -63,6 +68,7 @@ impl Default for VmConfig {
             reserve_bytes: 64 << 30,
             track_writes: true,
             uffd_spin: Duration::from_micros(200),
+            direct_pages: 0,
         }
     }
 }

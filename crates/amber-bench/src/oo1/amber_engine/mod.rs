@@ -13,8 +13,9 @@
 //!
 //! **(choice)** Schema: no connection objects; see [`schema`] for why.
 //!
-//! **(choice)** Options: Amber's defaults — 4 KiB pages, a fetch cluster of
-//! 64 pages per fault; the cache budget is `--cache-mib` when given (applied at
+//! **(choice)** Options: Amber's defaults — 4 KiB pages, a fetch window that
+//! adapts to the faults up to 64 pages (64 from the first fault on the
+//! 20,000-part database, a small file); the cache budget is `--cache-mib` when given (applied at
 //! `open`; `build` runs without one, since a transaction's new pages stay
 //! resident until it commits). The build adds parts in id order and commits
 //! every [`BUILD_BATCH`] parts.
