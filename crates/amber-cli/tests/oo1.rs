@@ -22,7 +22,10 @@ fn small_run_writes_the_json_contract_and_the_plot() {
     let json_path = dir.path().join("oo1.json");
     let svg_path = dir.path().join("oo1.svg");
     let output = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args(["bench", "oo1", "--parts", "1000", "--seed", "3", "--dir"])
+        .args([
+            "bench", "oo1", "--parts", "1000", "--seed", "3", "--rounds", "2",
+        ])
+        .arg("--dir")
         .arg(dir.path().join("dbs"))
         .arg("--json")
         .arg(&json_path)
@@ -49,6 +52,7 @@ fn small_run_writes_the_json_contract_and_the_plot() {
     assert_eq!(json["benchmark"], "oo1");
     assert_eq!(json["parts"], 1000);
     assert_eq!(json["seed"], 3);
+    assert_eq!(json["rounds"], 2);
     assert_eq!(json["cold_cache"], "os-cached");
     assert_eq!(json["answers_match"], true, "{}", json["problems"]);
     assert!(
@@ -69,6 +73,19 @@ fn small_run_writes_the_json_contract_and_the_plot() {
         assert!(["lookup", "traversal", "reverse", "insert", "update", "open"].contains(&op));
         assert!(["cold", "warm", "hot"].contains(&row["phase"].as_str().expect("phase")));
         assert!(row["ms"].as_f64().is_some_and(|ms| ms >= 0.0));
+        // Each cell is the median of its rounds (of two: their mean).
+        let rounds: Vec<f64> = row["ms_rounds"]
+            .as_array()
+            .expect("ms_rounds")
+            .iter()
+            .map(|v| v.as_f64().expect("a time"))
+            .collect();
+        assert_eq!(rounds.len(), 2, "{row}");
+        let ms = row["ms"].as_f64().expect("ms");
+        assert!(
+            (ms - (rounds[0] + rounds[1]) / 2.0).abs() <= 1e-9 * ms.max(1.0),
+            "{row}"
+        );
         assert!(row["count"].as_u64().is_some());
         assert_eq!(row.get("p").is_some(), op == "update", "{row}");
         if op == "insert" || op == "update" {

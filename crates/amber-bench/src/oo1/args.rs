@@ -13,6 +13,12 @@ pub const DEFAULT_PARTS: u32 = 20_000;
 /// **(choice)** Default `--seed`: the year of Cattell & Skeen's paper.
 pub const DEFAULT_SEED: u64 = 1992;
 
+/// **(choice)** Default `--rounds`: three, so that one stretch of noise from
+/// outside (another tenant of the machine's cores, the kernel's writeback)
+/// cannot decide a cell: each cell is the median of three runs spaced an
+/// engine-sweep apart.
+pub const DEFAULT_ROUNDS: u32 = 3;
+
 /// The usage text of `amber bench oo1`.
 pub const USAGE: &str = "\
 usage: amber bench oo1 [options]
@@ -28,6 +34,7 @@ options:
   --json FILE      write the results as JSON
   --plot FILE      write an SVG bar chart (log scale) of cold/warm/hot per operation and engine
   --seed S         seed of the database and of every random input (default 1992)
+  --rounds R       run every engine's jobs R times, round-robin; each cell is the median over rounds (default 3)
   --drop-caches    drop the OS page cache before every cold iteration, where permitted
   -h, --help       print this text
 ";
@@ -53,6 +60,8 @@ pub struct Oo1Args {
     pub seed: u64,
     /// `--drop-caches`.
     pub drop_caches: bool,
+    /// `--rounds R`: sweeps over every engine and job.
+    pub rounds: u32,
     /// Iterations per job; OO1's protocol unless a test asks for fewer.
     pub protocol: Protocol,
     /// The arguments that make `std::env::current_exe()` call
@@ -74,6 +83,7 @@ impl Default for Oo1Args {
             plot: None,
             seed: DEFAULT_SEED,
             drop_caches: false,
+            rounds: DEFAULT_ROUNDS,
             protocol: Protocol::OO1,
             child_args: vec![CHILD_SUBCOMMAND.to_string()],
         }
@@ -103,6 +113,7 @@ impl Oo1Args {
                 "-h" | "--help" => return Err(BenchError::Help(USAGE.to_string())),
                 "--parts" => out.parts = number(flag, &value(flag)?)?,
                 "--seed" => out.seed = number(flag, &value(flag)?)?,
+                "--rounds" => out.rounds = number(flag, &value(flag)?)?,
                 "--cache-mib" => out.cache_mib = Some(number(flag, &value(flag)?)?),
                 "--dir" => out.dir = Some(PathBuf::from(value(flag)?)),
                 "--json" => out.json = Some(PathBuf::from(value(flag)?)),
@@ -131,6 +142,11 @@ impl Oo1Args {
         if out.engines.as_ref().is_some_and(|e| e.is_empty()) {
             return Err(BenchError::Usage(
                 "--engines needs at least one engine".into(),
+            ));
+        }
+        if out.rounds == 0 {
+            return Err(BenchError::Usage(
+                "--rounds needs at least one round".into(),
             ));
         }
         if out.ops.is_empty() {
@@ -194,6 +210,8 @@ mod tests {
             "--seed",
             "7",
             "--drop-caches",
+            "--rounds",
+            "5",
         ])
         .expect("valid arguments");
         assert_eq!(a.parts, 200_000);
@@ -208,6 +226,7 @@ mod tests {
         assert_eq!(a.plot, Some(PathBuf::from("r.svg")));
         assert_eq!(a.seed, 7);
         assert!(a.drop_caches);
+        assert_eq!(a.rounds, 5);
     }
 
     #[test]
@@ -223,6 +242,9 @@ mod tests {
         );
         assert!(
             matches!(parse(&["--ops", "scan"]), Err(BenchError::Usage(m)) if m.contains("unknown operation"))
+        );
+        assert!(
+            matches!(parse(&["--rounds", "0"]), Err(BenchError::Usage(m)) if m.contains("at least one round"))
         );
         assert!(matches!(parse(&["--help"]), Err(BenchError::Help(_))));
     }

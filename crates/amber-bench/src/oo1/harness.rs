@@ -129,20 +129,20 @@ pub fn run_oo1(
         cache_mib: args.cache_mib,
     };
 
+    // Every engine's database is built once; the rounds then sweep over the
+    // engines and jobs in turn, each job on a fresh copy in a new process.
     let mut builds = Vec::new();
-    let mut results = Vec::new();
+    let mut built = Vec::new();
     let mut problems = Vec::new();
     for factory in &selected {
         let name = factory.info().name;
-        let engine_dir = workspace.root().join(name);
-        let base = engine_dir.join("base");
-        let run = engine_dir.join("run");
+        let base = workspace.root().join(name).join("base");
         reset_dir(&base)?;
         let start = Instant::now();
-        let built = with_progress(&format!("{name}: building the database"), || {
+        let outcome = with_progress(&format!("{name}: building the database"), || {
             factory.build(&base, &db, &options)
         });
-        if let Err(e) = built {
+        if let Err(e) = outcome {
             problems.push(BenchError::engine(name, "building the database", e).to_string());
             continue;
         }
@@ -153,44 +153,58 @@ pub fn run_oo1(
             build_ms,
             db_bytes: tree_size(&base)?,
         });
-        for (job, want) in jobs.iter().zip(&expected) {
-            reset_dir(&run)?;
-            copy_tree(&base, &run)?;
-            if cold_cache == ColdCache::Dropped {
-                procfs::drop_caches().map_err(|e| {
-                    BenchError::io("dropping caches via", "/proc/sys/vm/drop_caches", e)
-                })?;
-            }
-            let request = ChildRequest {
-                engine: name.to_string(),
-                dir: run.clone(),
-                params,
-                job: *job,
-                protocol: args.protocol,
-                options: options.clone(),
-            };
-            match spawn_child(&args.child_args, &request) {
-                Ok(result) => {
-                    let differences = compare_answers(&result, want, args.protocol);
-                    eprintln!(
-                        "oo1: {name:<9} {:<16} {}",
-                        job.label(),
-                        if differences.is_empty() {
+        built.push((name, base));
+    }
+
+    let mut results = Vec::new();
+    for round in 1..=args.rounds {
+        for (name, base) in &built {
+            let run = workspace.root().join(name).join("run");
+            // Writeback the kernel still owes for earlier work (the build
+            // before the run, the previous engine's copies) would otherwise
+            // land on whichever engine runs when it comes due.
+            rustix::fs::sync();
+            for (job, want) in jobs.iter().zip(&expected) {
+                reset_dir(&run)?;
+                copy_tree(base, &run)?;
+                if cold_cache == ColdCache::Dropped {
+                    procfs::drop_caches().map_err(|e| {
+                        BenchError::io("dropping caches via", "/proc/sys/vm/drop_caches", e)
+                    })?;
+                }
+                let request = ChildRequest {
+                    engine: name.to_string(),
+                    dir: run.clone(),
+                    params,
+                    job: *job,
+                    protocol: args.protocol,
+                    options: options.clone(),
+                };
+                let label = format!(
+                    "round {round}/{}: {name:<9} {:<16}",
+                    args.rounds,
+                    job.label()
+                );
+                match spawn_child(&args.child_args, &request) {
+                    Ok(result) => {
+                        let differences = compare_answers(&result, want, args.protocol);
+                        let verdict = if differences.is_empty() {
                             "ok"
                         } else {
                             "WRONG ANSWERS"
-                        }
-                    );
-                    problems.extend(differences);
-                    results.push(result);
-                }
-                Err(e) => {
-                    eprintln!("oo1: {name:<9} {:<16} FAILED", job.label());
-                    problems.push(e.to_string());
+                        };
+                        eprintln!("oo1: {label} {verdict}");
+                        problems.extend(differences);
+                        results.push(result);
+                    }
+                    Err(e) => {
+                        eprintln!("oo1: {label} FAILED");
+                        problems.push(e.to_string());
+                    }
                 }
             }
+            remove_dir(&run)?;
         }
-        remove_dir(&run)?;
     }
 
     let report = Oo1Report::new(&args, &db, cold_cache, &builds, &jobs, &results, &problems);

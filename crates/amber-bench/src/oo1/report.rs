@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::amber_engine::schema::CHUNK;
 use super::args::Oo1Args;
 use super::child::JobResult;
 use super::database::{BUILD_SPAN, BUILD_START, GeneratedDb, LOCAL_PROBABILITY};
@@ -94,11 +95,15 @@ pub struct Row {
     /// For `op: "open"`: `open`, `open+lookup` or `open+traversal`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<&'static str>,
-    /// The median over the phase's iterations (cold: the single value).
+    /// The median over the phase's iterations (cold: the single value); with
+    /// several rounds, the median of the rounds' values.
     pub ms: f64,
-    /// OO1's figure: cold, the tenth (last warm) iteration, the mean of the hot ones.
+    /// OO1's figure: cold, the tenth (last warm) iteration, the mean of the hot
+    /// ones; with several rounds, the median of the rounds' figures.
     pub ms_reported: f64,
-    /// Every iteration of the phase, in order.
+    /// `ms` of each round, in order.
+    pub ms_rounds: Vec<f64>,
+    /// Every iteration of the phase, in order, round after round.
     pub ms_all: Vec<f64>,
     /// Parts visited or inserted, in the iteration `ms_reported` refers to
     /// (hot: every hot iteration has the same input).
@@ -138,6 +143,8 @@ pub struct Oo1Report {
     pub protocol: ProtocolJson,
     pub cache_mib: Option<u64>,
     pub engines: Vec<EngineJson>,
+    /// Sweeps over every engine and job (`--rounds`); each row merges them.
+    pub rounds: u32,
     pub results: Vec<Row>,
     pub answers_match: bool,
     pub problems: Vec<String>,
@@ -174,6 +181,7 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
         detail,
         ms,
         ms_reported: ms,
+        ms_rounds: vec![ms],
         ms_all,
         count,
         changed: None,
@@ -228,6 +236,7 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
             detail: None,
             ms: median(&ms_all),
             ms_reported,
+            ms_rounds: vec![median(&ms_all)],
             ms_all,
             count: answer.count,
             changed: (job.op.commits()).then_some(answer.changed),
@@ -262,6 +271,48 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
     rows
 }
 
+/// Merges the rows of the same cell from several rounds (in the order the
+/// cells first appear): times and byte counts become medians over the rounds,
+/// peak RSS the largest. Counts agree across rounds (every round's answers
+/// are checked against the reference).
+fn merge_rounds(rows: Vec<Row>) -> Vec<Row> {
+    let mut cells: Vec<Vec<Row>> = Vec::new();
+    for row in rows {
+        let same = |r: &Row| {
+            r.engine == row.engine
+                && r.op == row.op
+                && r.phase == row.phase
+                && r.p == row.p
+                && r.detail == row.detail
+        };
+        match cells.iter_mut().find(|c| same(&c[0])) {
+            Some(cell) => cell.push(row),
+            None => cells.push(vec![row]),
+        }
+    }
+    cells
+        .into_iter()
+        .map(|cell| {
+            let bytes = |f: fn(&Row) -> Option<u64>| {
+                median_u64(&cell.iter().filter_map(f).collect::<Vec<_>>())
+            };
+            let ms_rounds: Vec<f64> = cell.iter().map(|r| r.ms).collect();
+            Row {
+                ms: median(&ms_rounds),
+                ms_reported: median(&cell.iter().map(|r| r.ms_reported).collect::<Vec<_>>()),
+                ms_all: cell.iter().flat_map(|r| r.ms_all.iter().copied()).collect(),
+                bytes_written: bytes(|r| r.bytes_written),
+                wchar: bytes(|r| r.wchar),
+                device_bytes: bytes(|r| r.device_bytes),
+                log_bytes: bytes(|r| r.log_bytes),
+                peak_rss_kib: cell.iter().filter_map(|r| r.peak_rss_kib).max(),
+                ms_rounds,
+                ..cell[0].clone()
+            }
+        })
+        .collect()
+}
+
 /// Every (choice) the results depend on, as recorded in the JSON.
 fn choices(protocol: Protocol) -> Vec<Choice> {
     let c = |what, choice: String| Choice { what, choice };
@@ -280,7 +331,8 @@ fn choices(protocol: Protocol) -> Vec<Choice> {
         c("hot", format!("{} repetitions of the last warm iteration's input", protocol.hot)),
         c("bytes per commit", "read before and after each committing iteration (the timed operation, which ends with the commit), median over the phase: bytes_written = write_bytes and wchar = wchar of /proc/self/io, device_bytes = sectors written × 512 of the database's block device (machine-wide). On kernels with large page-cache folios (ext4, Linux 6.x) write_bytes counts every folio a write dirties, up to 2 MiB for a 4 KiB write into a cached file, so it overstates in-place writers; wchar and device_bytes do not; log_bytes is the engine's own count of what its commit appended to its log (Amber only)".into()),
         c("open", "open: EngineFactory::open alone; open+lookup: open plus a lookup of one part; open+traversal: open plus the cold traversal (same process)".into()),
-        c("amber schema", "Amber's engines store OO1 in the shape of the memory engine's arena: a part object holds its 3 outgoing connections inline (a nested persistent struct: target PRef<Part>, kind, length) and incoming: PVec<PRef<Part>> of the parts connecting to it (one element per connection, (from, slot) order); no connection objects, so a traversal step is one dependent load as in memory; the id index is the root's PVec<PRef<Part>> (part id = element id - 1)".into()),
+        c("amber schema", format!("Amber's engines store OO1 in the shape of the memory engine's arena: a part object holds its 3 outgoing connections inline (a nested persistent struct: target PRef<Part>, kind, length) and incoming: PVec<PRef<Part>> of the parts connecting to it (one element per connection, (from, slot) order); no connection objects, so a traversal step is one dependent load as in memory; the id index has two levels: the root's PVec<PRef<Chunk>>, each chunk an array of {CHUNK} Option<PRef<Part>> (part id i is chunks[(i-1)/{CHUNK}].parts[(i-1)%{CHUNK}]), so that opening and a first lookup fault in the same few pages whatever N is")),
+        c("rounds", "the engines' databases are built once; each round then runs every engine's jobs in turn (engine by engine, in column order), and each cell is the median over the rounds, so that a stretch of outside noise lasting a few seconds moves at most one round of a cell".into()),
         c("answers", "every iteration's (count, changed, checksum) and untimed reads after inserts and updates are compared with a reference evaluator; any difference fails the run".into()),
     ]
 }
@@ -337,16 +389,19 @@ impl Oo1Report {
                 cold: 1,
                 warm: args.protocol.warm,
                 hot: args.protocol.hot,
-                ms: "median over the phase's iterations (cold: the single value)",
-                ms_reported: "cold: iteration 1; warm: the last warm iteration (the tenth); hot: the mean of the hot iterations",
+                ms: "median over the phase's iterations (cold: the single value); then the median over the rounds (ms_rounds)",
+                ms_reported: "cold: iteration 1; warm: the last warm iteration (the tenth); hot: the mean of the hot iterations; then the median over the rounds",
                 update_p: UPDATE_PROBABILITIES.to_vec(),
             },
             cache_mib: args.cache_mib,
             engines,
-            results: results
-                .iter()
-                .flat_map(|r| rows_of(r, args.protocol))
-                .collect(),
+            rounds: args.rounds,
+            results: merge_rounds(
+                results
+                    .iter()
+                    .flat_map(|r| rows_of(r, args.protocol))
+                    .collect(),
+            ),
             answers_match: problems.is_empty(),
             problems: problems.to_vec(),
             jobs: jobs.to_vec(),

@@ -24,7 +24,8 @@ impl Oo1Report {
         );
         let _ = writeln!(
             s,
-            "ms per operation: cold = iteration 1 in a new process; warm = iteration {}; hot = mean of {} repeats",
+            "ms per operation, median of {} round(s): cold = iteration 1 in a new process; warm = iteration {}; hot = mean of {} repeats",
+            self.rounds,
             1 + self.protocol.warm,
             self.protocol.hot
         );
