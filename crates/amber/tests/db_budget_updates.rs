@@ -119,3 +119,60 @@ fn uffd_eviction_does_not_lose_committed_updates() {
         assert!(problems.is_empty(), "attempt {attempt}: {problems:#?}");
     }
 }
+
+/// Blocks with committed changes waiting for a checkpoint after each of
+/// `rounds` commits that change every node of a 10,000-node list (667
+/// pages).
+fn pending_after_commits(cache_bytes: Option<u64>, rounds: u64) -> Vec<u64> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let mut db = Db::create(&path, Options::default()).expect("create");
+    let mut tx = db.begin().expect("begin");
+    let mut next = None;
+    for i in (0..10_000).rev() {
+        next = Some(
+            tx.alloc(Node {
+                value: i,
+                next,
+                pad: [0; 30],
+            })
+            .expect("alloc"),
+        );
+    }
+    tx.set_root("head", next.expect("nodes")).expect("root");
+    tx.commit().expect("commit");
+    db.close().expect("close");
+    let opts = Options {
+        cache_bytes,
+        ..Options::default()
+    };
+    let mut db = Db::open(&path, opts).expect("open");
+    let head: PRef<Node> = db.root("head").expect("root").expect("root");
+    let mut pending = Vec::new();
+    for round in 1..=rounds {
+        let mut tx = db.begin().expect("begin");
+        let mut cur = Some(head);
+        while let Some(p) = cur {
+            let n = tx.get_mut(p);
+            n.value += 1;
+            cur = n.next;
+        }
+        tx.commit().expect("commit");
+        pending.push(db.stats().store.pending_blocks);
+        assert_eq!(wrong(|p| (db.get(p).value, db.get(p).next), head, round), 0);
+    }
+    pending
+}
+
+/// Each block changed since the checkpoint keeps a block-sized image of its
+/// changes in memory, so under a cache budget the pending changes are held
+/// to half of it (at least 1 MiB, about 220 blocks): a commit that leaves
+/// more checkpoints. Without a budget they stay pending (the log is far
+/// below its own trigger).
+#[test]
+fn pending_changes_are_held_within_the_cache_budget() {
+    let unbounded = pending_after_commits(None, 3);
+    assert!(unbounded.iter().all(|&n| n >= 667), "{unbounded:?}");
+    let bounded = pending_after_commits(Some(1 << 20), 3);
+    assert!(bounded.iter().all(|&n| n <= 230), "{bounded:?}");
+}

@@ -114,7 +114,7 @@ impl Db {
     /// Creates a database on a given file system (crash model, fault
     /// injection).
     pub fn create_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
-        let mut so = opts.store.clone();
+        let mut so = opts.store_options();
         so.page_size = opts.page_size;
         let store = Store::create(vfs, path, so)?;
         Self::start(store, &opts)
@@ -122,7 +122,7 @@ impl Db {
 
     /// Opens a database on a given file system.
     pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
-        let store = Store::open(vfs, path, opts.store.clone())?;
+        let store = Store::open(vfs, path, opts.store_options())?;
         Self::start(store, &opts)
     }
 
