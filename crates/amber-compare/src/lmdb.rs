@@ -214,7 +214,7 @@ fn visit(dbs: &Dbs, txn: &RoTxn<'_>, id: PartId, tally: &mut Tally) -> Result<()
         .parts
         .get(txn, &id)
         .ctx("reading a part")?
-        .ok_or(EngineError::MissingPart { id })?;
+        .ok_or_else(|| EngineError::MissingPart { id })?;
     let p = PartRef::new(id, bytes)?;
     tally.visit(id, p.x(), p.y(), p.kind());
     Ok(())
@@ -262,7 +262,7 @@ fn walk_update(
         .parts
         .get(wtxn, &id)
         .ctx("reading a part")?
-        .ok_or(EngineError::MissingPart { id })?;
+        .ok_or_else(|| EngineError::MissingPart { id })?;
     let p = PartRef::new(id, bytes)?;
     tally.visit(id, p.x(), p.y(), p.kind());
     if plan.increment_at(*visit) {

@@ -143,7 +143,7 @@ fn visit(
     let guard = parts
         .get(id)
         .ctx("reading a part")?
-        .ok_or(EngineError::MissingPart { id })?;
+        .ok_or_else(|| EngineError::MissingPart { id })?;
     let p = PartRef::from_array(guard.value());
     tally.visit(id, p.x(), p.y(), p.kind());
     Ok(())
@@ -197,7 +197,7 @@ fn walk_update(
     let record: [u8; PART_LEN] = *parts
         .get(id)
         .ctx("reading a part")?
-        .ok_or(EngineError::MissingPart { id })?
+        .ok_or_else(|| EngineError::MissingPart { id })?
         .value();
     let p = PartRef::from_array(&record);
     tally.visit(id, p.x(), p.y(), p.kind());

@@ -163,7 +163,7 @@ fn read_part(stmt: &mut Statement<'_>, id: PartId) -> Result<(i32, i32, Kind), E
     stmt.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()
         .ctx("reading a part")?
-        .ok_or(EngineError::MissingPart { id })
+        .ok_or_else(|| EngineError::MissingPart { id })
 }
 
 struct UpdateStatements<'a> {

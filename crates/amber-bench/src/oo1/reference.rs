@@ -28,7 +28,10 @@ impl Reference {
     }
 
     fn visit(&self, id: PartId, tally: &mut Tally) -> Result<(), EngineError> {
-        let p = self.db.part(id).ok_or(EngineError::MissingPart { id })?;
+        let p = self
+            .db
+            .part(id)
+            .ok_or_else(|| EngineError::MissingPart { id })?;
         tally.visit(id, p.x, p.y, &p.kind);
         Ok(())
     }
@@ -48,7 +51,7 @@ impl Reference {
             let from = self
                 .incoming
                 .get((id as usize).wrapping_sub(1))
-                .ok_or(EngineError::MissingPart { id })?;
+                .ok_or_else(|| EngineError::MissingPart { id })?;
             for &f in from {
                 self.walk(f, depth + 1, reverse, tally)?;
             }
@@ -73,7 +76,7 @@ impl Reference {
             .db
             .parts
             .get_mut(index)
-            .ok_or(EngineError::MissingPart { id })?;
+            .ok_or_else(|| EngineError::MissingPart { id })?;
         tally.visit(id, part.x, part.y, &part.kind);
         if plan.increment_at(*visit) {
             part.x += 1;
@@ -133,7 +136,7 @@ impl Engine for Reference {
             for c in &np.connections {
                 self.incoming
                     .get_mut((c.to as usize).wrapping_sub(1))
-                    .ok_or(EngineError::MissingPart { id: c.to })?
+                    .ok_or_else(|| EngineError::MissingPart { id: c.to })?
                     .push(c.from);
             }
         }

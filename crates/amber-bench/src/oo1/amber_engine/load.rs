@@ -134,5 +134,5 @@ fn part_ref(tx: &Tx<'_>, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, Eng
     tx.slice(&r.chunks)
         .get(i / CHUNK)
         .and_then(|&c| tx.get(c).parts[i % CHUNK])
-        .ok_or(EngineError::MissingPart { id })
+        .ok_or_else(|| EngineError::MissingPart { id })
 }

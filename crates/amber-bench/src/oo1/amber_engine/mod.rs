@@ -258,7 +258,7 @@ impl<'a> Index<'a> {
         self.chunks
             .get(i / CHUNK)
             .and_then(|&c| self.db.get(c).parts[i % CHUNK])
-            .ok_or(EngineError::MissingPart { id })
+            .ok_or_else(|| EngineError::MissingPart { id })
     }
 }
 
