@@ -71,20 +71,16 @@ fn expand(input: &DeriveInput) -> Result<TokenStream, Vec<Error>> {
 
     Ok(quote! {
         const _: () = {
-            // SAFETY: the constant below checks, at compile time, that the
-            // struct has no padding, no drop glue and alignment at most 8; the
-            // derive checked that it is `#[repr(C)]` and not generic; every
-            // field's type implements `Field` (the bound in `kind`); and the
-            // descriptor lists every field with its `offset_of!`.
-            #[automatically_derived]
-            unsafe impl ::amber::Persistent for #ident {
-                const DESC: ::amber::schema::desc::TypeDesc = ::amber::schema::desc::TypeDesc {
-                    name: #name,
-                    size: ::core::mem::size_of::<#ident>() as u32,
-                    align: ::core::mem::align_of::<#ident>() as u32,
-                    fields: &[#(#field_descs),*],
-                };
-            }
+            const __AMBER_DESC: ::amber::schema::desc::TypeDesc = ::amber::schema::desc::TypeDesc {
+                name: #name,
+                size: ::core::mem::size_of::<#ident>() as u32,
+                align: ::core::mem::align_of::<#ident>() as u32,
+                fields: &[#(#field_descs),*],
+            };
+            // The trait implementation and its safety argument live in
+            // Amber's virtual-memory module; `#checks` below holds up its
+            // compile-time half.
+            ::amber::__impl_persistent!(#ident, __AMBER_DESC);
             #checks
         };
     })

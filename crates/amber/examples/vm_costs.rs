@@ -2,17 +2,18 @@
 //!
 //! Run: `cargo run --release -p amber --example vm_costs [pages]`
 //!
-//! Faults are triggered by plain loads and stores through raw pointers, as a
-//! program would, hence the unsafe code. Not a test: numbers on a shared
-//! machine drift, and the ratios between backends are what matter.
-#![allow(unsafe_code)]
+//! Faults are triggered by plain loads and stores, as a program would, made
+//! through the frame space's `Access` (one bounds check each). Not a test:
+//! numbers on a shared machine drift, and the ratios between backends are
+//! what matter.
 
 use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use amber::vm::{
-    BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer, VmConfig,
+    Access, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
+    VmConfig,
 };
 
 /// Fills a page with one memcpy from a prepared image; on first write copies
@@ -44,14 +45,15 @@ impl FaultService for Bench {
     }
 }
 
-fn load(addr: usize) -> u8 {
-    // SAFETY: `addr` is inside a live FrameSpace's reservation, in an assigned frame.
-    unsafe { std::ptr::read_volatile(addr as *const u8) }
+/// A load of the byte at `addr`, which faults if its frame is not resident.
+fn load(acc: &Access, addr: usize) -> u8 {
+    *black_box(acc.obj::<u8>(addr as u64))
 }
 
-fn store(addr: usize, v: u8) {
-    // SAFETY: as in load; the benchmark owns the content.
-    unsafe { std::ptr::write_volatile(addr as *mut u8, v) }
+/// A store to the byte at `addr`, which faults if its frame is not resident
+/// or write-protected.
+fn store(acc: &mut Access, addr: usize, v: u8) {
+    *black_box(acc.obj_mut::<u8>(addr as u64)) = v;
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -91,6 +93,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
             return None;
         }
     };
+    let mut acc = Access::take(&s).expect("a new frame space's access");
     let frames: Vec<FrameNo> = (0..u64::from(pages))
         .map(|p| s.assign(p * 2 + 1, 1).expect("assign"))
         .collect();
@@ -100,7 +103,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
     for &f in &frames {
         let a = s.frame_addr(f);
         let t0 = Instant::now();
-        black_box(load(a));
+        black_box(load(&acc, a));
         t.push(t0.elapsed());
     }
     let cold_burst = median(t);
@@ -111,7 +114,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
     for &f in &frames {
         let a = s.frame_addr(f) + 8;
         let t0 = Instant::now();
-        store(a, 1);
+        store(&mut acc, a, 1);
         t.push(t0.elapsed());
     }
     let first_write = median(t);
@@ -120,7 +123,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
     let mut t = Vec::new();
     for round in 0..21 {
         for &f in frames.iter().skip(round % 10).step_by(10) {
-            store(s.frame_addr(f), 2);
+            store(&mut acc, s.frame_addr(f), 2);
         }
         let t0 = Instant::now();
         let w = s.take_written().expect("take");
@@ -135,7 +138,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
         let a = s.frame_addr(f);
         let t0 = Instant::now();
         s.evict(f, 1).expect("evict");
-        black_box(load(a));
+        black_box(load(&acc, a));
         t.push(t0.elapsed());
     }
     let evict_refault = median(t);
@@ -147,7 +150,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
         std::thread::sleep(Duration::from_millis(1));
         let a = s.frame_addr(f);
         let t0 = Instant::now();
-        black_box(load(a));
+        black_box(load(&acc, a));
         t.push(t0.elapsed());
     }
     let cold_isolated = median(t);

@@ -147,12 +147,13 @@ impl FrameSpace {
     fn first_write(&self, f: FrameNo) {
         let Imp::Sigsegv(s) = &self.imp else { return };
         let off = self.frame_addr(f) - self.base();
+        // The frame is read-only in the program's view and WRITE_PENDING, so
+        // only `copy_in` (the layer above, which coordinates with itself)
+        // could change it while the slice lives.
+        let (start, len) = (s.staging.ptr().wrapping_add(off), self.frame_size);
         // SAFETY: the staging view covers the reservation and `off..off +
-        // frame_size` is inside it. The frame is read-only in the program's view
-        // and WRITE_PENDING, so only `copy_in` (the layer above, which
-        // coordinates with itself) could change it while the slice lives.
-        let clean =
-            unsafe { std::slice::from_raw_parts(s.staging.ptr().add(off), self.frame_size) };
+        // frame_size` is inside it; nothing else writes it (above).
+        let clean = unsafe { std::slice::from_raw_parts(start, len) };
         FIRST_WRITE_OF.with(|c| c.set(self.frame_addr(f)));
         self.service.first_write(f, clean);
         FIRST_WRITE_OF.with(|c| c.set(0));

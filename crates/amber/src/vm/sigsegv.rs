@@ -105,12 +105,13 @@ pub(crate) fn unregister(slot: usize) {
 fn fault_is_write(ctx: *mut libc::c_void) -> Option<bool> {
     #[cfg(target_arch = "x86_64")]
     {
+        // On x86-64 REG_ERR holds the page fault error code, whose bit 1 is
+        // set for writes.
+        let uc = ctx.cast::<libc::ucontext_t>();
         // SAFETY: for an SA_SIGINFO handler the third argument is the
-        // ucontext_t of the interrupted thread; on x86-64 REG_ERR holds the page
-        // fault error code, whose bit 1 is set for writes.
-        let err =
-            unsafe { (*ctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs[libc::REG_ERR as usize] };
-        Some(err & 2 != 0)
+        // ucontext_t of the interrupted thread, valid during the handler.
+        let gregs = unsafe { &(*uc).uc_mcontext.gregs };
+        Some(gregs[libc::REG_ERR as usize] & 2 != 0)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

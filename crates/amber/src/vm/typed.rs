@@ -58,6 +58,28 @@ pub unsafe trait Persistent: Field {
     const DESC: TypeDesc;
 }
 
+/// The `unsafe impl` of [`Persistent`] that `#[derive(Persistent)]` expands
+/// to, kept here so that the workspace's one unsafe trait implementation for
+/// user types sits in the virtual-memory module, beside the trait whose
+/// contract it discharges. Not for direct use: only the derive has checked
+/// the promises below.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __impl_persistent {
+    ($ty:ty, $desc:expr) => {
+        // SAFETY: the derive calls this beside a constant that checks, at
+        // compile time, that the struct has no padding, no drop glue and
+        // alignment at most 8; it checked that the struct is `#[repr(C)]` and
+        // not generic; every field's type implements `Field` (the bound in
+        // each field's kind); and `$desc` lists every field with its
+        // `offset_of!`.
+        #[automatically_derived]
+        unsafe impl $crate::Persistent for $ty {
+            const DESC: $crate::schema::desc::TypeDesc = $desc;
+        }
+    };
+}
+
 // SAFETY: a struct whose `Persistent` impl holds its promises is a valid field
 // by value; its kind is its descriptor.
 unsafe impl<T: Persistent> Field for T {
@@ -173,8 +195,9 @@ pub struct Access {
 pub(crate) struct AccessTaken(AtomicBool);
 
 impl Access {
-    /// Takes the frame space's only `Access`; `None` if it was taken before.
-    pub(crate) fn take(fs: &Arc<FrameSpace>) -> Option<Access> {
+    /// Takes the frame space's only `Access`; `None` if it was taken before
+    /// (a database's frame space has given its own to the database).
+    pub fn take(fs: &Arc<FrameSpace>) -> Option<Access> {
         if fs.access_taken.0.swap(true, Ordering::AcqRel) {
             return None;
         }
@@ -218,14 +241,14 @@ impl Access {
     #[inline(always)]
     pub fn obj<T: Field>(&self, addr: u64) -> &T {
         self.check::<T>(addr, 1);
-        // SAFETY: `addr` is aligned and `[addr, addr + size)` lies in the
-        // reservation, which stays mapped while `self.fs` lives (frames are
-        // never unmapped; a non-resident frame is filled on touch, atomically,
-        // and an evicted frame comes back with the same bytes). Every bit
-        // pattern is a valid `T` (`Field`'s contract; the fault handler only
-        // stores frame addresses in pointer fields). No `&mut` to these bytes
-        // exists: those are only made from `&mut Access`, which this `&self`
-        // excludes.
+        // The reservation stays mapped while `self.fs` lives: frames are never
+        // unmapped, a non-resident frame is filled on touch, atomically, and
+        // an evicted frame comes back with the same bytes. Every bit pattern
+        // is a valid `T` (`Field`'s contract; the fault handler only stores
+        // frame addresses in pointer fields).
+        // SAFETY: `check` proved `addr` aligned and `[addr, addr + size)` in
+        // the mapped reservation (above); no `&mut` to these bytes exists, as
+        // those are only made from `&mut Access`, which `&self` excludes.
         unsafe { &*(addr as *const T) }
     }
 
