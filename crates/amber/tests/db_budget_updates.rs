@@ -33,27 +33,41 @@ fn wrong(
     bad
 }
 
+/// Creates the database at `path` holding a list of `nodes` nodes with
+/// values 0, 1, … from the head, rooted at "head".
+fn create_list(path: &std::path::Path, nodes: u64) {
+    let mut db = Db::create(path, Options::default()).expect("create");
+    let mut tx = db.begin().expect("begin");
+    let mut next = None;
+    for i in (0..nodes).rev() {
+        let n = Node {
+            value: i,
+            next,
+            pad: [0; 30],
+        };
+        next = Some(tx.alloc(n).expect("alloc"));
+    }
+    tx.set_root("head", next.expect("nodes")).expect("root");
+    tx.commit().expect("commit");
+    db.close().expect("close");
+}
+
+/// Increments every node of the list from `head`, one page after another.
+fn increment_all(tx: &mut amber::Tx<'_>, head: PRef<Node>) {
+    let mut cur = Some(head);
+    while let Some(p) = cur {
+        let n = tx.get_mut(p);
+        n.value += 1;
+        cur = n.next;
+    }
+}
+
 /// Problems found with `nodes` nodes, a budget of 1 MiB (256 frames) and a
 /// recovery buffer of `rbuf` pages (SIGSEGV only).
 fn run(backend: BackendChoice, nodes: u64, rbuf: usize, rounds: u64) -> Vec<String> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
-    {
-        let mut db = Db::create(&path, Options::default()).expect("create");
-        let mut tx = db.begin().expect("begin");
-        let mut next = None;
-        for i in (0..nodes).rev() {
-            let n = Node {
-                value: i,
-                next,
-                pad: [0; 30],
-            };
-            next = Some(tx.alloc(n).expect("alloc"));
-        }
-        tx.set_root("head", next.expect("nodes")).expect("root");
-        tx.commit().expect("commit");
-        db.close().expect("close");
-    }
+    create_list(&path, nodes);
     let opts = Options {
         backend,
         cache_bytes: Some(1 << 20),
@@ -69,12 +83,7 @@ fn run(backend: BackendChoice, nodes: u64, rbuf: usize, rounds: u64) -> Vec<Stri
     }
     for round in 1..=rounds {
         let mut tx = db.begin().expect("begin");
-        let mut cur = Some(head);
-        while let Some(p) = cur {
-            let n = tx.get_mut(p);
-            n.value += 1;
-            cur = n.next;
-        }
+        increment_all(&mut tx, head);
         let bad = wrong(|p| (tx.get(p).value, tx.get(p).next), head, round);
         if bad > 0 {
             problems.push(format!(
@@ -126,22 +135,7 @@ fn uffd_eviction_does_not_lose_committed_updates() {
 fn pending_after_commits(cache_bytes: Option<u64>, rounds: u64) -> Vec<u64> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
-    let mut db = Db::create(&path, Options::default()).expect("create");
-    let mut tx = db.begin().expect("begin");
-    let mut next = None;
-    for i in (0..10_000).rev() {
-        next = Some(
-            tx.alloc(Node {
-                value: i,
-                next,
-                pad: [0; 30],
-            })
-            .expect("alloc"),
-        );
-    }
-    tx.set_root("head", next.expect("nodes")).expect("root");
-    tx.commit().expect("commit");
-    db.close().expect("close");
+    create_list(&path, 10_000);
     let opts = Options {
         cache_bytes,
         ..Options::default()
@@ -151,12 +145,7 @@ fn pending_after_commits(cache_bytes: Option<u64>, rounds: u64) -> Vec<u64> {
     let mut pending = Vec::new();
     for round in 1..=rounds {
         let mut tx = db.begin().expect("begin");
-        let mut cur = Some(head);
-        while let Some(p) = cur {
-            let n = tx.get_mut(p);
-            n.value += 1;
-            cur = n.next;
-        }
+        increment_all(&mut tx, head);
         tx.commit().expect("commit");
         pending.push(db.stats().store.pending_blocks);
         assert_eq!(wrong(|p| (db.get(p).value, db.get(p).next), head, round), 0);
