@@ -160,10 +160,6 @@ pub fn run_oo1(
     for round in 1..=args.rounds {
         for (name, base) in &built {
             let run = workspace.root().join(name).join("run");
-            // Writeback the kernel still owes for earlier work (the build
-            // before the run, the previous engine's copies) would otherwise
-            // land on whichever engine runs when it comes due.
-            rustix::fs::sync();
             for (job, want) in jobs.iter().zip(&expected) {
                 reset_dir(&run)?;
                 copy_tree(base, &run)?;

@@ -101,7 +101,7 @@ pub struct Row {
     /// OO1's figure: cold, the tenth (last warm) iteration, the mean of the hot
     /// ones; with several rounds, the median of the rounds' figures.
     pub ms_reported: f64,
-    /// `ms` of each round, in order.
+    /// `ms` of each round, in order (filled in by `merge_rounds`).
     pub ms_rounds: Vec<f64>,
     /// Every iteration of the phase, in order, round after round.
     pub ms_all: Vec<f64>,
@@ -181,7 +181,7 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
         detail,
         ms,
         ms_reported: ms,
-        ms_rounds: vec![ms],
+        ms_rounds: Vec::new(),
         ms_all,
         count,
         changed: None,
@@ -236,7 +236,7 @@ fn rows_of(result: &JobResult, protocol: Protocol) -> Vec<Row> {
             detail: None,
             ms: median(&ms_all),
             ms_reported,
-            ms_rounds: vec![median(&ms_all)],
+            ms_rounds: Vec::new(),
             ms_all,
             count: answer.count,
             changed: (job.op.commits()).then_some(answer.changed),
