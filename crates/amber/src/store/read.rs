@@ -49,7 +49,7 @@ impl Store {
     /// The committed images of the blocks that start in pages
     /// `from..from + pages`, read from the page file with one `pread` into
     /// `buf` (a fetch cluster; the caller keeps the buffer for the next one,
-    /// so that a fault allocates nothing). Each block says where its image
+    /// so that a fault does not allocate it again). Each block says where its image
     /// starts in `buf` and whether it is good; the images are verified and
     /// carry the changes committed since the last checkpoint.
     pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
@@ -106,17 +106,11 @@ impl Store {
 
     /// Reads the committed image of block `head` (of `len` pages) into `buf`.
     fn read_committed(&self, st: &State, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
-        match st.pending.get(&head) {
-            Some(p) => {
-                match &p.base {
-                    Base::Image(img) => buf.copy_from_slice(img),
-                    Base::File => self.read_file_block(head, len, buf)?,
-                }
-                p.apply(buf);
-                Ok(())
-            }
-            None => self.read_file_block(head, len, buf),
+        let base = st.pending.get(&head).map(|p| &p.base);
+        if !matches!(base, Some(Base::Image(_))) {
+            read_block_raw(&*self.file, &self.path, head, self.page_size, buf)?;
         }
+        self.committed_in_place(st, head, len, buf)
     }
 
     /// Reads a block from the page file and verifies it.
