@@ -318,14 +318,12 @@ impl FrameSpace {
     /// The frame of `page`, assigning fresh frames if it has none: `run_len`
     /// contiguous ones for `page..page+run_len` (a large object).
     pub fn assign(&self, page: u64, run_len: u32) -> Result<FrameNo, VmError> {
-        if let Some(f) = self.table.lookup(page).filter(|_| run_len == 1) {
-            return Ok(f);
-        }
-        // A run in the identity region, recorded already.
-        if self.table.is_direct(page, run_len)
-            && self.table.page_of(page as FrameNo) == Some((page, 0, run_len))
+        // Already assigned, as this run (what the locked path would answer):
+        // no lock on the swizzling path.
+        if let Some(f) = self.table.lookup(page)
+            && (run_len == 1 || self.table.page_of(f) == Some((page, 0, run_len)))
         {
-            return Ok(page as FrameNo);
+            return Ok(f);
         }
         prepare_thread();
         let g = self.lock.lock();
