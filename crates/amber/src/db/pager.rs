@@ -84,9 +84,10 @@ pub(crate) struct Pager {
     pub(crate) pressure: AtomicBool,
 }
 
-/// The fault path's working memory, kept between faults so that a fault
-/// allocates nothing: the buffer a cluster is read into and the translation
-/// cache of `FrameMap`. A fault that finds it in use (another thread's, with
+/// The fault path's large working memory, kept between faults so that a
+/// fault does not allocate it again: the buffer a cluster is read into and
+/// the translation cache of `FrameMap` (the small per-block lists a fault
+/// builds are still allocated). A fault that finds it in use (another thread's, with
 /// SIGSEGV) works with an empty one.
 #[derive(Default)]
 pub(crate) struct Scratch {

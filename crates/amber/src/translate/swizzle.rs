@@ -100,7 +100,11 @@ pub fn convert_object(
             [
                 PtrSlot {
                     offset: 0,
-                    kind: SlotKind::Ref { pages, .. },
+                    kind:
+                        SlotKind::Ref {
+                            pages,
+                            nullable: true,
+                        },
                 },
             ],
             8,
@@ -131,10 +135,10 @@ pub fn convert_object(
     }
 }
 
-/// The `n` pointers of an array of `PRef`s (vectors of references, the
-/// commonest pointer arrays: OO1's incoming lists and id index), each to a
-/// block of `pages` pages: one loop over the words, without the per-slot
-/// dispatch of `convert_slots`.
+/// The `n` nullable pointers of an array of `PRef`s (vectors of references,
+/// the commonest pointer arrays: OO1's incoming lists and id index), each to
+/// a block of `pages` pages: one loop over the words, without the per-slot
+/// dispatch of `convert_slots` (which also refuses a 0 in a non-null slot).
 #[inline(always)]
 fn convert_refs(
     block: &mut [u8],
