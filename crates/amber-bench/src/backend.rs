@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 
 /// The fault backends a benchmark measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

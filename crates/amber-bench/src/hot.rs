@@ -32,7 +32,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use amber::vm::{Backend, BackendChoice};
+use amber::internals::vm::{Backend, BackendChoice};
 use amber::{Db, Options, PRef, Persistent};
 use serde::Serialize;
 

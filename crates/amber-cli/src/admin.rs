@@ -2,12 +2,12 @@
 
 use crate::error::CliError;
 use amber::Error;
-use amber::format::superblock::{MAGIC, SLOT_OFFSETS};
-use amber::io::real::RealVfs;
-use amber::store::checkpoint::CheckpointReport;
-use amber::store::{RecoveryReport, Store, StoreOptions, verify, wal_path};
-use amber::wal::header::{self as log_header, LogHeader};
-use amber::wal::scan::Tail;
+use amber::internals::format::superblock::{MAGIC, SLOT_OFFSETS};
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::checkpoint::CheckpointReport;
+use amber::internals::store::{RecoveryReport, Store, StoreOptions, verify, wal_path};
+use amber::internals::wal::header::{self as log_header, LogHeader};
+use amber::internals::wal::scan::Tail;
 use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::fs::FileExt;

@@ -12,14 +12,14 @@
 use crate::admin::{closed_cleanly, precheck, tail_line};
 use crate::error::CliError;
 use crate::objects;
-use amber::format::PageNo;
-use amber::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
-use amber::io::real::RealVfs;
-use amber::io::{OpenMode, Vfs};
-use amber::store::{Store, StoreOptions, wal_path};
-use amber::wal::Record;
-use amber::wal::header::{self as log_header, LogHeader};
-use amber::wal::scan;
+use amber::internals::format::PageNo;
+use amber::internals::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
+use amber::internals::io::real::RealVfs;
+use amber::internals::io::{OpenMode, Vfs};
+use amber::internals::store::{Store, StoreOptions, wal_path};
+use amber::internals::wal::Record;
+use amber::internals::wal::header::{self as log_header, LogHeader};
+use amber::internals::wal::scan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::ops::ControlFlow;
@@ -125,7 +125,7 @@ fn superblocks(
     let mut slots: Vec<Result<Superblock, SlotError>> = Vec::new();
     for off in SLOT_OFFSETS {
         let mut b = [0u8; SLOT_SIZE];
-        amber::io::read_at_most(&*f, &mut b, off)
+        amber::internals::io::read_at_most(&*f, &mut b, off)
             .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
         slots.push(Superblock::decode(&b));
     }
@@ -309,7 +309,7 @@ fn list<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
 fn pages(s: &Store, out: &mut String) {
     let st = s.stats();
     let sb = s.superblock();
-    let first = amber::format::first_data_page(st.page_size);
+    let first = amber::internals::format::first_data_page(st.page_size);
     let _ = writeln!(out, "pages (page size {})", st.page_size);
     let _ = writeln!(
         out,
@@ -359,7 +359,7 @@ fn catalog(s: &Store, out: &mut String) {
     for (id, desc) in &types {
         // Descriptors the object layer wrote decode; anything else (a
         // storage-level user's bytes, damage) is shown in hex.
-        if let Ok(t) = amber::schema::desc::StoredType::decode(desc) {
+        if let Ok(t) = amber::internals::schema::desc::StoredType::decode(desc) {
             objects::describe_type(*id, &t, out);
             continue;
         }

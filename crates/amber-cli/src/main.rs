@@ -36,7 +36,7 @@ enum Command {
         /// The database file to create.
         path: PathBuf,
         /// Page size in bytes: a power of two from 4096 to 32768.
-        #[arg(long, value_name = "N", default_value_t = amber::format::DEFAULT_PAGE_SIZE)]
+        #[arg(long, value_name = "N", default_value_t = amber::internals::format::DEFAULT_PAGE_SIZE)]
         page_size: usize,
     },
     /// Describe a database without changing it: superblocks, free space,

@@ -6,11 +6,13 @@
 //! every read is bounds-checked, and what cannot be decoded is said so.
 
 use crate::error::CliError;
-use amber::format::PageNo;
-use amber::format::objects::{FLAG_FREE, FLAG_MARK, ObjectEntry, walk};
-use amber::format::page::{BlockKind, HEADER_SIZE, PageHeader, USED_OFFSET, compute_checksum};
-use amber::schema::desc::{Prim, Shape, StoredField, StoredKind, StoredType, kind_name};
-use amber::store::Store;
+use amber::internals::format::PageNo;
+use amber::internals::format::objects::{FLAG_FREE, FLAG_MARK, ObjectEntry, walk};
+use amber::internals::format::page::{
+    BlockKind, HEADER_SIZE, PageHeader, USED_OFFSET, compute_checksum,
+};
+use amber::internals::schema::desc::{Prim, Shape, StoredField, StoredKind, StoredType, kind_name};
+use amber::internals::store::Store;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::os::unix::fs::FileExt;

@@ -1,9 +1,9 @@
 //! The `amber` binary end to end: the round trip of every command, damage
 //! found by `verify`, and one-line errors for bad input.
 
-use amber::format::page::BlockKind;
-use amber::io::real::RealVfs;
-use amber::store::{Store, StoreOptions, wal_path};
+use amber::internals::format::page::BlockKind;
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::{Store, StoreOptions, wal_path};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -60,7 +60,7 @@ fn expand(input: &DeriveInput) -> Result<TokenStream, Vec<Error>> {
         // The `Field` bound is checked here; point its error at the type.
         let kind = quote_spanned! {ty.span()=> <#ty as ::amber::Field>::KIND };
         quote! {
-            ::amber::schema::desc::FieldDesc {
+            ::amber::desc::FieldDesc {
                 name: #name,
                 offset: ::core::mem::offset_of!(#ident, #member) as u32,
                 kind: &#kind,
@@ -71,7 +71,7 @@ fn expand(input: &DeriveInput) -> Result<TokenStream, Vec<Error>> {
 
     Ok(quote! {
         const _: () = {
-            const __AMBER_DESC: ::amber::schema::desc::TypeDesc = ::amber::schema::desc::TypeDesc {
+            const __AMBER_DESC: ::amber::desc::TypeDesc = ::amber::desc::TypeDesc {
                 name: #name,
                 size: ::core::mem::size_of::<#ident>() as u32,
                 align: ::core::mem::align_of::<#ident>() as u32,
@@ -270,7 +270,7 @@ fn layout_checks(ident: &Ident, fields: &[Field]) -> TokenStream {
         if ::core::mem::size_of::<#ident>() > u32::MAX as usize {
             ::core::panic!("{}", #size_msg);
         }
-        ::amber::vm::check_layout::<#ident>(#(#sizes)+*);
+        ::amber::__private::check_layout::<#ident>(#(#sizes)+*);
     };
     quote! {
         const _: () = {

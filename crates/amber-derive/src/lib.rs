@@ -15,12 +15,12 @@
 //!
 //! ```rust,ignore
 //! const _: () = {
-//!     const __AMBER_DESC: ::amber::schema::desc::TypeDesc = ::amber::schema::desc::TypeDesc {
+//!     const __AMBER_DESC: ::amber::desc::TypeDesc = ::amber::desc::TypeDesc {
 //!         name: "Node",
 //!         size: ::core::mem::size_of::<Node>() as u32,
 //!         align: ::core::mem::align_of::<Node>() as u32,
 //!         fields: &[
-//!             ::amber::schema::desc::FieldDesc {
+//!             ::amber::desc::FieldDesc {
 //!                 name: "id",
 //!                 offset: ::core::mem::offset_of!(Node, id) as u32,
 //!                 kind: &<u32 as ::amber::Field>::KIND,
@@ -48,7 +48,7 @@
 //!         // … then none after the last field (TRAILING); no drop glue,
 //!         // alignment at most 8 and size at most 4 GiB, each with a message
 //!         // naming `Node`; and the library's own check of the same rules:
-//!         ::amber::vm::check_layout::<Node>(
+//!         ::amber::__private::check_layout::<Node>(
 //!             ::core::mem::size_of::<u32>()
 //!                 + ::core::mem::size_of::<[u8; 4]>()
 //!                 + ::core::mem::size_of::<Option<PRef<Node>>>(),

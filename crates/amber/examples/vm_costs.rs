@@ -11,9 +11,9 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use amber::vm::{
-    Access, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
-    VmConfig,
+use amber::internals::vm::{
+    Access, BackendChoice, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs,
+    Installer, VmConfig,
 };
 
 /// Fills a page with one memcpy from a prepared image; on first write copies
@@ -25,17 +25,15 @@ struct Bench {
 
 impl FaultService for Bench {
     fn missing(&self, frame: FrameNo, inst: &mut Installer<'_>) -> Result<(), FaultError> {
-        let (head, idx, len) = inst.space().page_of(frame).ok_or(FaultError {
-            page: 0,
-            message: "unassigned".into(),
-        })?;
+        let (head, idx, len) = inst.space().page_of(frame).ok_or(FaultError::new(
+            0,
+            FaultKind::Internal,
+            "unassigned",
+        ))?;
         let n = inst.space().frame_size() * len as usize;
         inst.install(frame - idx, &self.image[..n], InstallAs::Clean)
             .map(|_| ())
-            .map_err(|e| FaultError {
-                page: head,
-                message: e.to_string(),
-            })
+            .map_err(|e| FaultError::new(head, FaultKind::Internal, e.to_string()))
     }
 
     fn first_write(&self, _frame: FrameNo, clean: &[u8]) {

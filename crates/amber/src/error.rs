@@ -98,9 +98,32 @@ pub enum Error {
         /// The failure that poisoned the store.
         cause: String,
     },
-    /// The caller asked for something that is not valid in the current state
-    /// (a bad argument, a page that is not allocated, a name too long).
+    /// Misuse: the caller asked for something that is not valid in the
+    /// current state (a bad argument, a name too long, a pointer from
+    /// another open database, a finished transaction).
     Invalid(String),
+    /// A pointer that no longer leads to a live object: the object was
+    /// freed, was allocated by a transaction that aborted (or failed to
+    /// commit), or the pointer comes from a closed session of a database.
+    /// Nothing on disk is damaged; the program followed a stale pointer.
+    Dangling {
+        /// What the pointer is and why it dangles.
+        what: String,
+    },
+    /// The operating system refused a virtual-memory operation Amber needs
+    /// (reserving address space, `mprotect`, userfaultfd), or a limit of
+    /// the machine was reached (`vm.max_map_count`, the reservation's
+    /// size). The message says which, and the remedy where there is one.
+    Vm {
+        /// What failed, and what to do about it.
+        what: String,
+        /// The operating system's error, when there is one.
+        source: Option<io::Error>,
+    },
+    /// A broken internal invariant: a bug in Amber, not the program's or
+    /// the disk's fault. The operation failed without changing committed
+    /// data; please report it.
+    Internal(String),
     /// The program's persistent types do not match the database's stored
     /// schema.
     SchemaMismatch {
@@ -122,6 +145,19 @@ impl Error {
 
     pub(crate) fn invalid(what: impl Into<String>) -> Self {
         Error::Invalid(what.into())
+    }
+
+    pub(crate) fn internal(what: impl Into<String>) -> Self {
+        Error::Internal(what.into())
+    }
+
+    pub(crate) fn dangling(what: impl Into<String>) -> Self {
+        Error::Dangling { what: what.into() }
+    }
+
+    /// True when this error reports a stale pointer (see [`Error::Dangling`]).
+    pub fn is_dangling(&self) -> bool {
+        matches!(self, Error::Dangling { .. })
     }
 
     /// True when this error reports damaged bytes on disk.
@@ -155,6 +191,16 @@ impl fmt::Display for Error {
                 "store refuses changes after an earlier I/O failure ({cause}); reopen to recover"
             ),
             Error::Invalid(what) => f.write_str(what),
+            Error::Dangling { what } => write!(f, "dangling pointer: {what}"),
+            Error::Vm {
+                what,
+                source: Some(e),
+            } => write!(f, "virtual memory: {what}: {e}"),
+            Error::Vm { what, source: None } => write!(f, "virtual memory: {what}"),
+            Error::Internal(what) => write!(
+                f,
+                "internal error (a bug in Amber; committed data is unchanged): {what}"
+            ),
             Error::SchemaMismatch { type_name, what } => {
                 write!(f, "schema mismatch for type `{type_name}`: {what}")
             }
@@ -166,6 +212,10 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source),
+            Error::Vm {
+                source: Some(source),
+                ..
+            } => Some(source),
             _ => None,
         }
     }

@@ -2,7 +2,7 @@
 //! spilled (their changes logged early and kept in persistent form) and come
 //! back on the next touch; commit, abort and recovery stay exact.
 
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
 
 #[derive(Persistent)]

@@ -5,7 +5,7 @@
 //! transactions increment every node (one page after another), read the list
 //! back inside the transaction, commit, read it back again.
 
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
 
 /// 256 bytes: 15 nodes per page.

@@ -5,11 +5,11 @@
 //! slice out of bounds (a panic) or an endless scan. Each must be
 //! `Error::Corrupt` naming the node's page.
 
-use amber::error::Location;
-use amber::format::objects::walk;
-use amber::format::page::USED_OFFSET;
-use amber::io::real::RealVfs;
-use amber::store::{Store, StoreOptions};
+use amber::Location;
+use amber::internals::format::objects::walk;
+use amber::internals::format::page::USED_OFFSET;
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::{Store, StoreOptions};
 use amber::{Db, Error, Options, PIndex, PRef, Persistent};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! predicts the same choice without a database. Its own binary: the logger
 //! is process-wide.
 
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options};
 use std::sync::Mutex;
 

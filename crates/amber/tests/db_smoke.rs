@@ -2,8 +2,8 @@
 //! (the derive has its own tests).
 #![allow(unsafe_code)]
 
-use amber::schema::desc::{FieldDesc, FieldKind, TypeDesc};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::schema::desc::{FieldDesc, FieldKind, TypeDesc};
 use amber::{Db, Field, Options, PRef, PVec, Persistent};
 
 #[repr(C)]
@@ -144,7 +144,7 @@ fn index_matches_btreemap() {
     let p = dir.path().join("db");
     let mut db = Db::create(&p, Options::default()).unwrap();
     let mut model = std::collections::BTreeMap::new();
-    let mut rng = amber::io::crash::SplitMix::new(9);
+    let mut rng = amber::internals::io::crash::SplitMix::new(9);
     let mut tx = db.begin().unwrap();
     let h = tx
         .alloc(Holder {

@@ -9,11 +9,11 @@
 #![deny(warnings)]
 
 use amber::Persistent;
-use amber::ptr::{PBytes, PIndex, PRef, PVec, Smart};
-use amber::schema::desc::{
+use amber::internals::schema::desc::{
     FieldKind, Nullability, Prim, Shape, StoredField, StoredKind, StoredType, TypeDesc,
 };
-use amber::schema::layout::{Layout, PtrSlot, SlotKind};
+use amber::internals::schema::layout::{Layout, PtrSlot, SlotKind};
+use amber::{PBytes, PIndex, PRef, PVec, Smart};
 use std::mem::{align_of, offset_of, size_of};
 
 const PAGE: usize = 4096;
@@ -200,7 +200,7 @@ mod grid {
 #[repr(C)]
 struct Grid {
     cells: [grid::Cell; 2],
-    first: Option<amber::ptr::PRef<grid::Cell>>,
+    first: Option<amber::PRef<grid::Cell>>,
 }
 
 // ---- the descriptors are constants -------------------------------------------
@@ -247,7 +247,7 @@ fn check<T: Persistent>(name: &str, fields: &[(&str, usize, StoredKind)]) -> Sto
     let back = StoredType::decode(&stored.encode()).expect("descriptor decodes");
     assert_eq!(back, stored, "{name} encode/decode round trip");
     assert_eq!(
-        amber::schema::compare::first_difference(&stored, &back),
+        amber::internals::schema::compare::first_difference(&stored, &back),
         None
     );
     stored
@@ -559,7 +559,10 @@ fn every_pointer_kind() {
 #[test]
 fn large_targets_span_pages() {
     for (size, pages) in [(4056, 1), (4057, 2), (10_000, 3)] {
-        assert_eq!(amber::schema::layout::pages_for(size, PAGE), pages);
+        assert_eq!(
+            amber::internals::schema::layout::pages_for(size, PAGE),
+            pages
+        );
     }
     check::<FitsOnePage>(
         "FitsOnePage",
@@ -658,9 +661,9 @@ fn descriptors_differ_where_layouts_differ() {
     // field.
     let a = Point::DESC.to_stored();
     let b = Aligned::DESC.to_stored();
-    let d = amber::schema::compare::first_difference(&a, &b).expect("differ");
+    let d = amber::internals::schema::compare::first_difference(&a, &b).expect("differ");
     assert!(d.contains("alignment"), "{d}");
-    let d = amber::schema::compare::first_difference(&Pair::DESC.to_stored(), &{
+    let d = amber::internals::schema::compare::first_difference(&Pair::DESC.to_stored(), &{
         let mut p = Pair::DESC.to_stored();
         if let Shape::Struct(f) = &mut p.shape {
             f[2].kind = pref("Leaf", 16);

@@ -1,6 +1,6 @@
 //! The object-layer suite on the SIGSEGV backend (its own process: it installs a signal handler) (`obj_common`).
 mod obj_common;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use obj_common as common;
 
 const B: BackendChoice = BackendChoice::Sigsegv;

@@ -1,6 +1,6 @@
 //! The object-layer suite on the userfaultfd backend (`obj_common`).
 mod obj_common;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use obj_common as common;
 
 const B: BackendChoice = BackendChoice::Uffd;

@@ -1,10 +1,10 @@
 //! The storage-level API end to end on the crash model and on real files.
 
-use amber::format::page::{BlockKind, HEADER_SIZE};
-use amber::io::Vfs;
-use amber::io::crash::CrashVfs;
-use amber::io::real::RealVfs;
-use amber::store::{Store, StoreOptions};
+use amber::internals::format::page::{BlockKind, HEADER_SIZE};
+use amber::internals::io::Vfs;
+use amber::internals::io::crash::CrashVfs;
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::{Store, StoreOptions};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ fn write_commit_reopen_read() {
     let s = Store::open(v, p, opts()).unwrap();
     assert_eq!(s.recovery_report().records, 0);
     assert_eq!(&s.read_block(page).unwrap()[100..105], b"hello");
-    let rep = amber::store::verify::verify(Arc::new(vfs), p);
+    let rep = amber::internals::store::verify::verify(Arc::new(vfs), p);
     drop(s);
     assert!(rep.is_err() || rep.unwrap().is_ok());
 }
@@ -90,7 +90,7 @@ fn real_files_round_trip() {
     let s = Store::open(v.clone(), &p, opts()).unwrap();
     assert_eq!(&s.read_block(page).unwrap()[64..164], &[7u8; 100][..]);
     s.close().unwrap();
-    let rep = amber::store::verify::verify(v, &p).unwrap();
+    let rep = amber::internals::store::verify::verify(v, &p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }
 
@@ -145,7 +145,7 @@ fn verify_after_a_clean_close_does_not_report_a_torn_tail() {
     }
     // The checkpoint recycles the log; its old records stay in the file.
     s.close().unwrap();
-    let rep = amber::store::verify::verify(v.clone(), &p).unwrap();
+    let rep = amber::internals::store::verify::verify(v.clone(), &p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
     // The log header vouches for the empty epoch: nothing to report.
     assert!(rep.notes.is_empty(), "{:?}", rep.notes);
@@ -157,11 +157,11 @@ fn verify_after_a_clean_close_does_not_report_a_torn_tail() {
     tx.write(page * ps + 64, &[9; 6000]).unwrap();
     tx.commit().unwrap();
     drop(s);
-    let wal = amber::store::wal_path(&p);
+    let wal = amber::internals::store::wal_path(&p);
     let len = std::fs::metadata(&wal).unwrap().len();
     let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
     f.set_len(len - 5).unwrap();
-    let rep = amber::store::verify::verify(v, &p).unwrap();
+    let rep = amber::internals::store::verify::verify(v, &p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
     assert!(
         rep.notes.iter().any(|n| n.contains("torn tail")),
@@ -254,7 +254,7 @@ fn checkpoint_fires_by_log_size() {
     let head = tx.alloc(4, BlockKind::Raw).unwrap();
     tx.commit().unwrap();
     let mut model = s.read_block(head).unwrap();
-    let mut rng = amber::io::crash::SplitMix::new(11);
+    let mut rng = amber::internals::io::crash::SplitMix::new(11);
     let start = s.stats();
     let mut fired = 0;
     let mut last_gen = start.generation;
@@ -268,7 +268,7 @@ fn checkpoint_fires_by_log_size() {
         tx.commit().unwrap();
         model[off..off + WRITE].copy_from_slice(&data);
         let after = s.stats();
-        let logged = |st: &amber::store::StoreStats| st.end_lsn - st.checkpoint_lsn;
+        let logged = |st: &amber::internals::store::StoreStats| st.end_lsn - st.checkpoint_lsn;
         if after.generation != last_gen {
             // It fired at the commit that took the log past the limit.
             assert!(
@@ -311,6 +311,6 @@ fn checkpoint_fires_by_log_size() {
     assert_eq!(s.recovery_report().records, 0);
     same(&s.read_block(head).unwrap(), &model);
     drop(s);
-    let rep = amber::store::verify::verify(Arc::new(vfs), p).unwrap();
+    let rep = amber::internals::store::verify::verify(Arc::new(vfs), p).unwrap();
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }

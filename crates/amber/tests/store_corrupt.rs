@@ -5,10 +5,10 @@
 
 mod common;
 
-use amber::error::{Error, FileKind, Location};
-use amber::io::Vfs;
-use amber::io::crash::{CrashVfs, SplitMix};
-use amber::store::{Store, StoreOptions, wal_path};
+use amber::internals::io::Vfs;
+use amber::internals::io::crash::{CrashVfs, SplitMix};
+use amber::internals::store::{Store, StoreOptions, wal_path};
+use amber::{Error, FileKind, Location};
 use common::{Model, random_tx};
 use std::path::Path;
 use std::sync::Arc;
@@ -115,7 +115,7 @@ fn flipped_page_bytes_are_named() {
                 continue;
             }
             flip(&vfs, p, off);
-            let rep = amber::store::verify::verify(Arc::new(vfs.clone()), p).unwrap();
+            let rep = amber::internals::store::verify::verify(Arc::new(vfs.clone()), p).unwrap();
             let named = rep.problems.iter().any(|e| match e {
                 Error::Corrupt {
                     at: Location::Page(x),
@@ -182,7 +182,7 @@ fn flipped_log_bytes_are_named_or_cut() {
         let (vfs, _) = build();
         let off = 8192 + rng.below(live);
         flip(&vfs, &wal, off);
-        let rep = amber::store::verify::verify(Arc::new(vfs.clone()), p).unwrap();
+        let rep = amber::internals::store::verify::verify(Arc::new(vfs.clone()), p).unwrap();
         let named = rep.problems.iter().any(|e| {
             matches!(
                 e,
@@ -222,7 +222,7 @@ fn flipped_superblock_or_log_header_is_named_and_survived() {
             let (vfs, history) = build();
             let off = slot * 4096 + rng.below(512);
             flip(&vfs, &file, off);
-            let rep = amber::store::verify::verify(Arc::new(vfs.clone()), p).unwrap();
+            let rep = amber::internals::store::verify::verify(Arc::new(vfs.clone()), p).unwrap();
             let want = if file == wal {
                 Location::LogHeader(slot as u8)
             } else {
@@ -242,7 +242,7 @@ fn flipped_superblock_or_log_header_is_named_and_survived() {
             assert!(history.last().unwrap().diff(&s).is_none());
             drop(s);
             // ... and the writable open rewrote the damaged copy.
-            let rep = amber::store::verify::verify(Arc::new(vfs), p).unwrap();
+            let rep = amber::internals::store::verify::verify(Arc::new(vfs), p).unwrap();
             assert!(rep.is_ok(), "after repair: {:?}", rep.problems);
         }
     }

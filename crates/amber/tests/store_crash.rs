@@ -10,9 +10,9 @@
 
 mod common;
 
-use amber::io::Vfs;
-use amber::io::crash::{CrashVfs, SplitMix};
-use amber::store::{Store, StoreOptions};
+use amber::internals::io::Vfs;
+use amber::internals::io::crash::{CrashVfs, SplitMix};
+use amber::internals::store::{Store, StoreOptions};
 use common::{Model, run_workload};
 use std::path::Path;
 use std::sync::Arc;
@@ -89,12 +89,15 @@ fn one_crash(seed: u64, seen: &mut Seen) {
         Err(e) => panic!("seed {seed}: reopen after crash failed: {e}"),
     };
     let r = s.recovery_report();
-    seen.torn_tails += u64::from(matches!(r.tail, amber::wal::scan::Tail::Torn { .. }));
+    seen.torn_tails += u64::from(matches!(
+        r.tail,
+        amber::internals::wal::scan::Tail::Torn { .. }
+    ));
     seen.repaired_blocks += r.repaired.len() as u64;
     seen.uncommitted_ignored += r.uncommitted;
     check(&s, &ack, &in_flight, &format!("seed {seed}"), seen);
     drop(s);
-    let rep = amber::store::verify::verify(v, p).unwrap();
+    let rep = amber::internals::store::verify::verify(v, p).unwrap();
     assert!(
         rep.is_ok(),
         "seed {seed}: verify after recovery: {:?}",

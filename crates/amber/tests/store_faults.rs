@@ -5,10 +5,10 @@
 
 mod common;
 
-use amber::io::Vfs;
-use amber::io::countdown::CountdownVfs;
-use amber::io::crash::{CrashVfs, SplitMix};
-use amber::store::{Store, StoreOptions};
+use amber::internals::io::Vfs;
+use amber::internals::io::countdown::CountdownVfs;
+use amber::internals::io::crash::{CrashVfs, SplitMix};
+use amber::internals::store::{Store, StoreOptions};
 use common::{Model, run_workload};
 use std::path::Path;
 use std::sync::Arc;
@@ -62,7 +62,7 @@ fn run_with_failure(n: u64, sticky: bool, crash: bool) -> bool {
         ack.diff(&s)
     );
     drop(s);
-    let rep = amber::store::verify::verify(Arc::new(inner), p).unwrap();
+    let rep = amber::internals::store::verify::verify(Arc::new(inner), p).unwrap();
     assert!(rep.is_ok(), "call {n}: verify: {:?}", rep.problems);
     failed
 }

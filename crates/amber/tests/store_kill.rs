@@ -9,11 +9,11 @@
 
 mod killer;
 
-use amber::format::page::{BlockKind, HEADER_SIZE};
-use amber::io::Vfs;
-use amber::io::crash::SplitMix;
-use amber::io::real::RealVfs;
-use amber::store::{Store, StoreOptions};
+use amber::internals::format::page::{BlockKind, HEADER_SIZE};
+use amber::internals::io::Vfs;
+use amber::internals::io::crash::SplitMix;
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::{Store, StoreOptions};
 use killer::kill_after_commits;
 use std::io::Write;
 use std::path::Path;
@@ -150,6 +150,6 @@ fn sigkill_during_commits() {
     eprintln!(
         "{rounds} kills, {last} commits, {in_flight_kept} kills after an unreported durable commit"
     );
-    let rep = amber::store::verify::verify(Arc::new(RealVfs), &p).expect("verify runs");
+    let rep = amber::internals::store::verify::verify(Arc::new(RealVfs), &p).expect("verify runs");
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }

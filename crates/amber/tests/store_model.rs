@@ -5,9 +5,9 @@
 
 mod common;
 
-use amber::io::Vfs;
-use amber::io::crash::{CrashVfs, SplitMix};
-use amber::store::{Store, StoreOptions};
+use amber::internals::io::Vfs;
+use amber::internals::io::crash::{CrashVfs, SplitMix};
+use amber::internals::store::{Store, StoreOptions};
 use common::{Model, random_tx};
 use std::path::Path;
 use std::sync::Arc;
@@ -59,7 +59,7 @@ fn random_transactions_match_the_model() {
             }
         }
         s.close().unwrap();
-        let rep = amber::store::verify::verify(vfs.clone(), p).unwrap();
+        let rep = amber::internals::store::verify::verify(vfs.clone(), p).unwrap();
         assert!(rep.is_ok(), "seed {seed}: verify: {:?}", rep.problems);
     }
 }

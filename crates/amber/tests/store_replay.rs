@@ -3,11 +3,11 @@
 //! whose records straddle chunk boundaries or were logged early. A log that
 //! a clean close vouched for is not read at all.
 
-use amber::format::page::{BlockKind, HEADER_SIZE};
-use amber::io::countdown::CountdownVfs;
-use amber::io::crash::{CrashVfs, SplitMix};
-use amber::io::{OpenMode, Vfs};
-use amber::store::{Store, StoreOptions, StoreTx};
+use amber::internals::format::page::{BlockKind, HEADER_SIZE};
+use amber::internals::io::countdown::CountdownVfs;
+use amber::internals::io::crash::{CrashVfs, SplitMix};
+use amber::internals::io::{OpenMode, Vfs};
+use amber::internals::store::{Store, StoreOptions, StoreTx};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -166,7 +166,7 @@ fn a_cleanly_closed_log_is_not_read() {
     // Megabytes of old bytes after the header: the clean close vouches that
     // none belongs to the log, and opening does not look at them.
     let log = vfs
-        .open(&amber::store::wal_path(p), OpenMode::ReadWrite)
+        .open(&amber::internals::store::wal_path(p), OpenMode::ReadWrite)
         .unwrap();
     let size = log.size().unwrap();
     log.write_all_at(&vec![0x5a; 8 << 20], size).unwrap();

@@ -5,13 +5,13 @@
 //! catalog entries (which do not say) let it through. Driven on a block
 //! built by hand, without a database.
 
-use amber::format::bytes::{put_u32, put_u64};
-use amber::format::objects::encode_header;
-use amber::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
-use amber::schema::desc::{Nullability, Shape, StoredKind, StoredType};
-use amber::schema::layout::Layout;
-use amber::schema::registry::{Snapshot, TypeEntry};
-use amber::translate::swizzle::{AddrMap, Direction, convert_block};
+use amber::internals::format::bytes::{put_u32, put_u64};
+use amber::internals::format::objects::encode_header;
+use amber::internals::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
+use amber::internals::schema::desc::{Nullability, Shape, StoredKind, StoredType};
+use amber::internals::schema::layout::Layout;
+use amber::internals::schema::registry::{Snapshot, TypeEntry};
+use amber::internals::translate::swizzle::{AddrMap, Direction, convert_block};
 use amber::{Field, PRef, Persistent, Smart};
 use std::mem::offset_of;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The vm suite on the SIGSEGV backend (its own process: it installs a handler).
 mod vm_common;
-use amber::vm::Backend;
+use amber::Backend;
 use vm_common as common;
 
 const B: Backend = Backend::Sigsegv;
@@ -93,5 +93,9 @@ fn load_on_unprepared_thread_aborts_with_advice() {
     }
     let (status, stderr) =
         common::in_child("load_on_unprepared_thread_aborts_with_advice", "unprepared");
-    common::check_aborted(status, &stderr, "call amber::vm::prepare_thread()");
+    common::check_aborted(
+        status,
+        &stderr,
+        "call amber::vm::prepare_thread()",
+    );
 }

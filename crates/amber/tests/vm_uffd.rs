@@ -1,6 +1,6 @@
 //! The vm suite on the userfaultfd backend (its own process).
 mod vm_common;
-use amber::vm::Backend;
+use amber::Backend;
 use vm_common as common;
 
 const B: Backend = Backend::Uffd;

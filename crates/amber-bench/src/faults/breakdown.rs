@@ -9,10 +9,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use amber::schema::registry::Registry;
-use amber::translate::swizzle::{AddrMap, Direction, convert_block};
-use amber::vm::{
-    BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, Installer, VmConfig,
+use amber::internals::schema::registry::Registry;
+use amber::internals::translate::swizzle::{AddrMap, Direction, convert_block};
+use amber::internals::vm::{
+    BackendChoice, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, Installer, VmConfig,
 };
 use amber::{Db, Options};
 
@@ -24,10 +24,11 @@ struct NoFaults;
 
 impl FaultService for NoFaults {
     fn missing(&self, frame: FrameNo, _inst: &mut Installer<'_>) -> Result<(), FaultError> {
-        Err(FaultError {
-            page: u64::MAX,
-            message: format!("frame {frame}: the swizzle measurement touches no frame"),
-        })
+        Err(FaultError::new(
+            u64::MAX,
+            FaultKind::Internal,
+            format!("frame {frame}: the swizzle measurement touches no frame"),
+        ))
     }
 
     fn first_write(&self, _frame: FrameNo, _clean: &[u8]) {}
@@ -112,7 +113,7 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
         }
         let t = Instant::now();
         for img in &images {
-            black_box(amber::format::page::compute_checksum(img));
+            black_box(amber::internals::format::page::compute_checksum(img));
         }
         crc.push(t.elapsed().as_secs_f64() * 1e6 / n);
         let t = Instant::now();

@@ -40,7 +40,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options, PRef};
 
 use crate::backend::Backends;

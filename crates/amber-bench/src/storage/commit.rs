@@ -6,9 +6,9 @@ use super::measure::{
     Environment, Summary, Workdir, env_lines, environment, summarize, warn_if_memory_fs,
 };
 use super::{BenchError, Result, io_err};
-use amber::format::page::{BlockKind, HEADER_SIZE};
-use amber::io::real::RealVfs;
-use amber::store::{Store, StoreOptions, wal_path};
+use amber::internals::format::page::{BlockKind, HEADER_SIZE};
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::{Store, StoreOptions, wal_path};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::fs::{self, File};

@@ -10,7 +10,7 @@
 //! decisions as `amber bench oo1`'s `update p=… hot` rows, from the harness's
 //! decision plan) runs `warmup` times untimed, so that every page it touches
 //! is resident, then `iters` times, one commit each. Each commit reports
-//! ([`CommitStats`](amber::db::CommitStats)):
+//! ([`CommitStats`](amber::CommitStats)):
 //!
 //! - *detect*: listing the written pages (`PAGEMAP_SCAN`, which also
 //!   write-protects them again, with userfaultfd; the pages that took a write
@@ -62,8 +62,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use amber::wal::RANGE_HEADER;
-use amber::wal::record::COMMIT_SIZE;
+use amber::internals::wal::RANGE_HEADER;
+use amber::internals::wal::record::COMMIT_SIZE;
 
 use crate::backend::Backends;
 use crate::oo1::amber_engine::AmberFactory;

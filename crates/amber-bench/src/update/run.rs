@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
-use amber::db::CommitStats;
-use amber::vm::BackendChoice;
-use amber::wal::RANGE_HEADER;
-use amber::wal::record::COMMIT_SIZE;
+use amber::BackendChoice;
+use amber::CommitStats;
+use amber::internals::wal::RANGE_HEADER;
+use amber::internals::wal::record::COMMIT_SIZE;
 
 use super::first_write::first_write;
 use super::report::{FirstWrite, UpdateRow};

@@ -24,13 +24,14 @@
 //! to fetch or report; only the faulting block's errors fail the fault.
 
 use super::pager::{Pager, Scratch};
+use crate::error::Error;
 use crate::format::PageNo;
 use crate::format::objects::ObjectEntry;
 use crate::format::page::{BlockKind, PageHeader};
 use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
-use crate::vm::{FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
+use crate::vm::{FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
 use std::cell::Cell;
 use std::sync::TryLockError;
 use std::sync::atomic::Ordering;
@@ -158,6 +159,17 @@ impl AddrMap for FrameMap<'_> {
     }
 }
 
+/// The kind of fault error a store error becomes.
+pub(crate) fn fault_kind(e: &Error) -> FaultKind {
+    match e {
+        Error::Corrupt { .. } | Error::NotADatabase { .. } => FaultKind::Corrupt,
+        Error::Io { .. } | Error::Poisoned { .. } => FaultKind::Io,
+        Error::Dangling { .. } => FaultKind::Dangling,
+        Error::Vm { .. } => FaultKind::Vm,
+        _ => FaultKind::Internal,
+    }
+}
+
 /// A block checked and swizzled in a fetch buffer, ready to install.
 #[derive(Clone, Copy)]
 struct Ready {
@@ -280,10 +292,7 @@ impl Pager {
             if let Err(e) = done
                 && ready[i..j].iter().any(|r| r.head == own)
             {
-                return Err(FaultError {
-                    page: own,
-                    message: format!("install: {e}"),
-                });
+                return Err(FaultError::new(own, FaultKind::Vm, format!("install: {e}")));
             }
             i = j;
         }
@@ -327,8 +336,10 @@ impl Pager {
             let img = &mut buf[b.at..b.at + b.pages as usize * self.page_size];
             let run = fs.page_of(f).map_or(b.pages, |(_, _, n)| n);
             let checked = match &b.image {
-                Ok(()) => self.prepare(b.head, run, img, map, &types),
-                Err(e) => Err(e.to_string()),
+                Ok(()) => self
+                    .prepare(b.head, run, img, map, &types)
+                    .map_err(|m| (FaultKind::Corrupt, m)),
+                Err(e) => Err((fault_kind(e), e.to_string())),
             };
             match checked {
                 Ok(()) => ready.push(Ready {
@@ -337,11 +348,8 @@ impl Pager {
                     pages: b.pages,
                     at: b.at,
                 }),
-                Err(message) if own => {
-                    return Err(FaultError {
-                        page: head,
-                        message,
-                    });
+                Err((kind, message)) if own => {
+                    return Err(FaultError::new(head, kind, message));
                 }
                 Err(_) => {}
             }
@@ -358,22 +366,24 @@ impl Pager {
         frame: FrameNo,
         run: u32,
     ) -> Result<(), FaultError> {
-        let err = |message: String| FaultError {
-            page: head,
-            message,
-        };
         let img = self
             .spills()
             .get(&head)
             .map(|s| s.image(&self.store, head, run, self.page_size));
         let mut img = match img {
-            Some(r) => r.map_err(|e| err(e.to_string()))?,
-            None => return Err(err("its spilled changes are gone".into())),
+            Some(r) => r.map_err(|e| FaultError::new(head, fault_kind(&e), e.to_string()))?,
+            None => {
+                return Err(FaultError::new(
+                    head,
+                    FaultKind::Internal,
+                    "its spilled changes are gone",
+                ));
+            }
         };
         let fs = inst.space();
         let map = FrameMap::with_spans(fs, self, Box::default());
         self.prepare(head, run, &mut img, &map, &self.registry.snapshot())
-            .map_err(err)?;
+            .map_err(|m| FaultError::new(head, FaultKind::Corrupt, m))?;
         let ready = [Ready {
             head,
             frame,
@@ -388,9 +398,12 @@ impl FaultService for Pager {
     fn missing(&self, frame: FrameNo, inst: &mut Installer<'_>) -> Result<(), FaultError> {
         self.stats.faults.fetch_add(1, Ordering::Relaxed);
         let fs = inst.space();
-        let (head, idx, run) = fs.page_of(frame).ok_or(FaultError {
-            page: u64::MAX,
-            message: format!("frame {frame} has no page"),
+        let (head, idx, run) = fs.page_of(frame).ok_or_else(|| {
+            FaultError::new(
+                u64::MAX,
+                FaultKind::Dangling,
+                format!("frame {frame} has no page"),
+            )
         })?;
         let frame = frame - idx;
         if self.spills().contains_key(&head) {
@@ -411,10 +424,11 @@ impl FaultService for Pager {
         };
         let blocks = self.store.read_cluster(lo, window, &mut scratch.buf);
         if !blocks.iter().any(|b| b.head == head) {
-            return Err(FaultError {
-                page: head,
-                message: format!("page {head} does not start an allocated block"),
-            });
+            return Err(FaultError::new(
+                head,
+                FaultKind::Dangling,
+                format!("page {head} does not start an allocated block"),
+            ));
         }
         // Neighbours nothing points to yet get frames now, laid out as their
         // pages (best effort, as in `assign_window`), and the runs of blocks

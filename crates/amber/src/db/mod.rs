@@ -43,8 +43,8 @@ use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
 use crate::store::{Store, StoreStats};
 use crate::vm::{
-    Access, Backend, FaultError, FaultService, Field, FrameNo, FrameSpace, Installer, Persistent,
-    VmConfig,
+    Access, Backend, FaultError, FaultKind, FaultService, Field, FrameNo, FrameSpace, Installer,
+    Persistent, VmConfig,
 };
 use pager::Pager;
 use std::num::NonZeroU64;
@@ -103,25 +103,37 @@ pub struct Db {
 impl Db {
     /// Creates a new database at `path` (and `path-wal`).
     pub fn create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        Self::create_with(Arc::new(RealVfs), path.as_ref(), opts)
+        Self::create_on(Arc::new(RealVfs), path.as_ref(), opts)
     }
 
     /// Opens the database at `path`, recovering it if needed.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        Self::open_with(Arc::new(RealVfs), path.as_ref(), opts)
+        Self::open_on(Arc::new(RealVfs), path.as_ref(), opts)
     }
 
     /// Creates a database on a given file system (crash model, fault
     /// injection).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn create_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
+        Self::create_on(vfs, path, opts)
+    }
+
+    /// Opens a database on a given file system.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
+        Self::open_on(vfs, path, opts)
+    }
+
+    fn create_on(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
         let mut so = opts.store_options();
         so.page_size = opts.page_size;
         let store = Store::create(vfs, path, so)?;
         Self::start(store, &opts)
     }
 
-    /// Opens a database on a given file system.
-    pub fn open_with(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
+    fn open_on(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
         let store = Store::open(vfs, path, opts.store_options())?;
         Self::start(store, &opts)
     }
@@ -205,7 +217,9 @@ impl Db {
         self.store.page_size()
     }
 
-    /// The storage layer underneath (for inspection and benchmarks).
+    /// The storage layer underneath (Amber's own benchmarks and tests).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -253,12 +267,9 @@ impl Db {
             .fs
             .frame_at(addr as usize)
             .ok_or_else(|| Error::invalid("pointer does not belong to this database"))?;
-        self.fs.ensure_resident(f).map_err(|e| Error::Corrupt {
-            file: crate::error::FileKind::PageFile,
-            path: self.store.path().to_path_buf(),
-            at: crate::error::Location::Page(e.page),
-            what: e.message,
-        })
+        self.fs
+            .ensure_resident(f)
+            .map_err(|e| fault_error(self.store.path(), e))
     }
 
     /// The elements of a persistent vector.
@@ -369,13 +380,38 @@ impl FaultService for NoPages {
         frame: FrameNo,
         _: &mut Installer<'_>,
     ) -> std::result::Result<(), FaultError> {
-        Err(FaultError {
-            page: u64::MAX,
-            message: format!("frame {frame}: a probe has no pages"),
-        })
+        Err(FaultError::new(
+            u64::MAX,
+            FaultKind::Internal,
+            format!("frame {frame}: a probe has no pages"),
+        ))
     }
 
     fn first_write(&self, _: FrameNo, _: &[u8]) {}
+}
+
+/// The error a failed fault becomes, by its kind.
+pub(crate) fn fault_error(path: &Path, e: FaultError) -> Error {
+    let page = e.page;
+    match e.kind {
+        FaultKind::Corrupt => Error::Corrupt {
+            file: crate::error::FileKind::PageFile,
+            path: path.to_path_buf(),
+            at: crate::error::Location::Page(page),
+            what: e.message,
+        },
+        FaultKind::Io => Error::Io {
+            op: "read page",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(format!("page {page}: {}", e.message)),
+        },
+        FaultKind::Dangling => Error::dangling(format!("page {page}: {}", e.message)),
+        FaultKind::Vm => Error::Vm {
+            what: format!("page {page}: {}", e.message),
+            source: None,
+        },
+        FaultKind::Internal => Error::internal(format!("page {page}: {}", e.message)),
+    }
 }
 
 /// The virtual address of persistent address `paddr` in `fs`.

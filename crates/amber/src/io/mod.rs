@@ -8,7 +8,9 @@
 //! data written before a successful `sync_data` is durable after it, and
 //! nothing else.
 
+#[cfg(any(test, feature = "internals"))]
 pub mod countdown;
+#[cfg(any(test, feature = "internals"))]
 pub mod crash;
 pub mod real;
 

@@ -52,7 +52,7 @@ pub struct StoreOptions {
     pub checkpoint_log_bytes: u64,
     /// ... or once pending changes hold more memory than this.
     pub checkpoint_pending_bytes: usize,
-    /// Checkpoint on [`Store::close`].
+    /// Checkpoint when the database is closed.
     pub checkpoint_on_close: bool,
 }
 

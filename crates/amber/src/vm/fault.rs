@@ -11,7 +11,7 @@ use super::sigsegv::{MIN_SERVICE_STACK, altstack_room};
 use super::space::{FrameSpace, Imp, Installer};
 use super::sys::fatal;
 use super::uffd::{UFFD_PAGEFAULT_FLAG_WP, UffdMsg};
-use super::{FaultError, FrameNo, VmError};
+use super::{FaultError, FaultKind, FrameNo, VmError};
 
 /// Times `fill` runs the service before giving up on a frame that does not
 /// stay resident.
@@ -30,10 +30,11 @@ impl FrameSpace {
         let page = match self.page_of(f) {
             Some((head, idx, _)) => head + u64::from(idx),
             None => {
-                return Err(FaultError {
-                    page: u64::MAX,
-                    message: format!("frame {f} is not assigned to a page"),
-                });
+                return Err(FaultError::new(
+                    u64::MAX,
+                    FaultKind::Dangling,
+                    format!("frame {f} is not assigned to a page"),
+                ));
             }
         };
         if self.is_resident(f) {
@@ -55,12 +56,13 @@ impl FrameSpace {
                 return Ok(());
             }
         }
-        Err(FaultError {
+        Err(FaultError::new(
             page,
-            message: format!(
+            FaultKind::Internal,
+            format!(
                 "the fault service returned {FILL_TRIES} times without frame {f} being resident"
             ),
-        })
+        ))
     }
 
     /// userfaultfd: one message, on the handler thread.

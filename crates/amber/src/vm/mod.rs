@@ -105,5 +105,6 @@ pub use sigsegv::prepare_thread;
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, Persistent, check_layout};
 pub use types::{
-    Backend, BackendChoice, FaultError, FaultService, FrameNo, InstallAs, VmConfig, VmError,
+    Backend, BackendChoice, FaultError, FaultKind, FaultService, FrameNo, InstallAs, VmConfig,
+    VmError,
 };

@@ -75,7 +75,7 @@ macro_rules! __impl_persistent {
         // `offset_of!`.
         #[automatically_derived]
         unsafe impl $crate::Persistent for $ty {
-            const DESC: $crate::schema::desc::TypeDesc = $desc;
+            const DESC: $crate::desc::TypeDesc = $desc;
         }
     };
 }

@@ -13,7 +13,11 @@ pub type FrameNo = u32;
 /// The fault backend in use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// userfaultfd: missing pages served by a handler thread, writes
+    /// tracked by asynchronous write-protect and `PAGEMAP_SCAN` (Linux 6.7+).
     Uffd,
+    /// SIGSEGV: `PROT_NONE` frames, a signal handler, `mprotect` per page
+    /// (any Linux; limited by `vm.max_map_count`).
     Sigsegv,
 }
 
@@ -32,9 +36,12 @@ impl fmt::Display for Backend {
 /// overrides `Auto` (and only `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BackendChoice {
+    /// userfaultfd where it has what Amber needs, else SIGSEGV.
     #[default]
     Auto,
+    /// userfaultfd, or fail to open.
     Uffd,
+    /// SIGSEGV.
     Sigsegv,
 }
 
@@ -105,12 +112,42 @@ pub trait FaultService: Send + Sync + 'static {
     fn first_write(&self, frame: super::FrameNo, clean: &[u8]);
 }
 
+/// Why a page could not be made resident, so that the layer above can
+/// report it as the right kind of error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The page's bytes are damaged (checksum, object map, a null in a
+    /// non-null field).
+    Corrupt,
+    /// Reading the page failed.
+    Io,
+    /// The pointer that led here is stale: nothing allocated is there.
+    Dangling,
+    /// A virtual-memory operation failed (`mprotect`, `UFFDIO_COPY`, a
+    /// machine limit such as `vm.max_map_count`).
+    Vm,
+    /// A broken invariant of Amber itself.
+    Internal,
+}
+
 /// A page could not be made resident. `page` is `u64::MAX` when the frame has
 /// no page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FaultError {
     pub page: u64,
+    pub kind: FaultKind,
     pub message: String,
+}
+
+impl FaultError {
+    /// A fault error of `kind` about `page`.
+    pub fn new(page: u64, kind: FaultKind, message: impl Into<String>) -> FaultError {
+        FaultError {
+            page,
+            kind,
+            message: message.into(),
+        }
+    }
 }
 
 impl fmt::Display for FaultError {

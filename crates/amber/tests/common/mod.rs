@@ -2,9 +2,9 @@
 //! shared by the property, crash, error-countdown and kill tests.
 #![allow(dead_code)]
 
-use amber::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
-use amber::io::crash::SplitMix;
-use amber::store::{Store, StoreTx};
+use amber::internals::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
+use amber::internals::io::crash::SplitMix;
+use amber::internals::store::{Store, StoreTx};
 use std::collections::BTreeMap;
 
 /// What the store must hold: block images (logical bytes), roots, types.

@@ -12,8 +12,8 @@
 
 use super::graph::{GBlob, GNode, Model, Op, apply_db, create_root, diff, refs, root_of};
 use super::{check_backend, open, opts};
-use amber::io::crash::SplitMix;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::io::crash::SplitMix;
 use amber::{Db, PBytes, PRef, PVec};
 use std::collections::BTreeSet;
 
@@ -182,7 +182,10 @@ pub fn run(b: BackendChoice) {
     root = root_of(&db).expect("root");
     diff(&db, root, &model).expect("after reopen");
     drop(db);
-    let v = amber::store::verify::verify(std::sync::Arc::new(amber::io::real::RealVfs), &path);
+    let v = amber::internals::store::verify::verify(
+        std::sync::Arc::new(amber::internals::io::real::RealVfs),
+        &path,
+    );
     assert!(v.expect("verify").is_ok());
 }
 

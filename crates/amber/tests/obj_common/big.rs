@@ -28,7 +28,7 @@
 //! SIGSEGV +17.2 MiB (16.0 of RssShmem); 80 MiB, +10.4 and +18.4 MiB.
 
 use super::{Rss, check_backend, child_dir, child_scenario, env_num, long, opts, run_child};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
 
 #[derive(Persistent)]

@@ -8,8 +8,8 @@
 use super::{
     cached, check_backend, child_dir, child_scenario, open, opts, paddr_of, page_of, run_child,
 };
-use amber::error::Location;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::Location;
 use amber::{Db, Error, Options, PRef, PVec, Persistent};
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;

@@ -12,7 +12,7 @@
 //!   copied out), losing committed changes.
 
 use super::{cached, check_backend, child_scenario, open, opts, run_child};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options, PRef, PVec, Persistent};
 
 /// One object per page: 4016 body bytes, 4056 with the headers.
@@ -205,7 +205,7 @@ pub fn concurrent_readers(b: BackendChoice, test: &str) {
             for t in 0..2usize {
                 let (db, s) = (&db, &s);
                 sc.spawn(move || {
-                    amber::vm::prepare_thread();
+                    amber::internals::vm::prepare_thread();
                     for round in 0..20 {
                         for i in 0..s.len() {
                             let k = if t == 0 { i } else { s.len() - 1 - i };

@@ -9,7 +9,7 @@
 //! applies to the model and to the database alike; planning depends only on
 //! the model and the generator, so a plan can be replayed.
 
-use amber::io::crash::SplitMix;
+use amber::internals::io::crash::SplitMix;
 use amber::{Db, Field, PBytes, PIndex, PRef, PVec, Persistent, Tx};
 use std::collections::{BTreeMap, HashMap};
 

@@ -14,11 +14,11 @@
 //! are checked to really be above 2^32.
 
 use super::{check_backend, opts};
-use amber::format::objects::{encode_header, slot_size};
-use amber::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
-use amber::io::crash::CrashVfs;
-use amber::store::{Store, StoreOptions};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::format::objects::{encode_header, slot_size};
+use amber::internals::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
+use amber::internals::io::crash::CrashVfs;
+use amber::internals::store::{Store, StoreOptions};
 use amber::{Db, PBytes, PRef, Persistent, Smart};
 use std::path::Path;
 use std::sync::Arc;
@@ -272,6 +272,6 @@ pub fn run(b: BackendChoice) {
     assert_eq!(db.store().stats().pending_blocks, 0);
     check(&mut db, &paddrs);
     db.close().expect("close");
-    let rep = amber::store::verify::verify(v, path).expect("verify runs");
+    let rep = amber::internals::store::verify::verify(v, path).expect("verify runs");
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }

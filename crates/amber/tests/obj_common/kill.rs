@@ -18,8 +18,8 @@
 use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
 use super::killer::kill_after_commits;
 use super::{check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts};
-use amber::io::crash::SplitMix;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options};
 use std::io::Write;
 use std::time::Duration;
@@ -154,7 +154,10 @@ pub fn run(b: BackendChoice, test: &str) {
     eprintln!(
         "kill test ({b:?}): {rounds} kills, {last} commits, {in_flight} kills after an unreported durable commit"
     );
-    let rep = amber::store::verify::verify(std::sync::Arc::new(amber::io::real::RealVfs), &path)
-        .expect("verify runs");
+    let rep = amber::internals::store::verify::verify(
+        std::sync::Arc::new(amber::internals::io::real::RealVfs),
+        &path,
+    )
+    .expect("verify runs");
     assert!(rep.is_ok(), "{:?}", rep.problems);
 }

@@ -48,7 +48,7 @@ pub mod roundtrip;
 pub mod schema;
 pub mod types;
 
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options};
 use std::path::Path;
 use std::process::{Command, Output};
@@ -106,8 +106,8 @@ pub fn open(path: &Path, o: Options) -> Db {
 /// Checks that `db` runs on the backend asked for.
 pub fn check_backend(db: &Db, b: BackendChoice) {
     let want = match b {
-        BackendChoice::Uffd => amber::vm::Backend::Uffd,
-        BackendChoice::Sigsegv => amber::vm::Backend::Sigsegv,
+        BackendChoice::Uffd => amber::Backend::Uffd,
+        BackendChoice::Sigsegv => amber::Backend::Sigsegv,
         BackendChoice::Auto => return,
     };
     assert_eq!(db.backend(), want, "{}", db.backend_reason());

@@ -17,11 +17,11 @@
 use super::corrupt::names_page;
 use super::schema::mismatch;
 use super::{cached, check_backend, child_dir, child_scenario, open, opts, run_child};
-use amber::format::page;
-use amber::io::real::RealVfs;
-use amber::schema::desc::{Nullability, Shape, StoredField, StoredKind, StoredType};
-use amber::store::{Store, StoreOptions};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::format::page;
+use amber::internals::io::real::RealVfs;
+use amber::internals::schema::desc::{Nullability, Shape, StoredField, StoredKind, StoredType};
+use amber::internals::store::{Store, StoreOptions};
 use amber::{Db, Options, PRef, PVec, Persistent};
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;

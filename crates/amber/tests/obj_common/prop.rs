@@ -17,8 +17,8 @@
 
 use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
 use super::{check_backend, env_num, long, open, opts};
-use amber::io::crash::SplitMix;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options};
 
 const MAX_NODES: usize = 120;

@@ -10,7 +10,7 @@
 //! (the intermediate value) to win in the store.
 
 use super::{check_backend, open, opts};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
 
 #[derive(Persistent)]

@@ -13,8 +13,8 @@
 
 use super::types::{Big, Catalog, Hub, Inner, Leaf, Pair};
 use super::{cached, check_backend, open, opts, paddr_of};
-use amber::io::crash::SplitMix;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options, PBytes, PIndex, PRef, PVec, Smart, Tx};
 use std::collections::BTreeMap;
 use std::mem::offset_of;

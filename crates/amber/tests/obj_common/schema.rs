@@ -6,7 +6,7 @@
 //! (`run_reached`): a pointer's target, a struct nested in an array.
 
 use super::{check_backend, open, opts};
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
 use amber::{Db, Error, PRef, Persistent};
 
 mod v1 {
@@ -484,7 +484,7 @@ pub fn run_reached(b: BackendChoice) {
             .types()
             .iter()
             .map(|(_, d)| {
-                amber::schema::desc::StoredType::decode(d)
+                amber::internals::schema::desc::StoredType::decode(d)
                     .expect("descriptor")
                     .name
             })

@@ -1,5 +1,5 @@
 use amber::Persistent;
-use amber::ptr::PRef;
+use amber::PRef;
 
 #[derive(Persistent)]
 #[repr(C)]

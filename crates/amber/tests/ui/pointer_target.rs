@@ -1,5 +1,5 @@
 use amber::Persistent;
-use amber::ptr::{PIndex, PRef, Smart};
+use amber::{PIndex, PRef, Smart};
 
 #[derive(Persistent)]
 #[repr(C)]

@@ -1,5 +1,5 @@
 use amber::Persistent;
-use amber::ptr::PVec;
+use amber::PVec;
 
 #[derive(Persistent)]
 #[repr(C)]

@@ -9,9 +9,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 
-use amber::vm::{
-    Backend, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
-    VmConfig, VmError,
+use amber::internals::vm::{
+    Backend, BackendChoice, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs,
+    Installer, VmConfig, VmError,
 };
 
 /// Byte `i` of page `page`, as the toy store holds it.
@@ -42,17 +42,19 @@ impl Toy {
 impl FaultService for Toy {
     fn missing(&self, frame: FrameNo, inst: &mut Installer<'_>) -> Result<(), FaultError> {
         let space = inst.space();
-        let (head, idx, len) = space.page_of(frame).ok_or(FaultError {
-            page: u64::MAX,
-            message: "no page".into(),
-        })?;
+        let (head, idx, len) = space.page_of(frame).ok_or(FaultError::new(
+            u64::MAX,
+            FaultKind::Internal,
+            "no page",
+        ))?;
         let fs = space.frame_size();
         let fail = self.fail_page.load(Ordering::Relaxed);
         if (head..head + u64::from(len)).contains(&fail) {
-            return Err(FaultError {
-                page: fail,
-                message: "checksum mismatch (injected)".into(),
-            });
+            return Err(FaultError::new(
+                fail,
+                FaultKind::Internal,
+                "checksum mismatch (injected)",
+            ));
         }
         let mut buf = vec![0u8; fs * len as usize];
         for (k, b) in buf.iter_mut().enumerate() {
@@ -60,10 +62,7 @@ impl FaultService for Toy {
         }
         self.fills.fetch_add(1, Ordering::Relaxed);
         inst.install(frame - idx, &buf, InstallAs::Clean)
-            .map_err(|e| FaultError {
-                page: head,
-                message: e.to_string(),
-            })?;
+            .map_err(|e| FaultError::new(head, FaultKind::Internal, e.to_string()))?;
         Ok(())
     }
 
@@ -202,7 +201,7 @@ pub fn read_faults_from_many_threads(b: Backend) {
         .map(|t| {
             let (s, barrier) = (s.clone(), barrier.clone());
             std::thread::spawn(move || {
-                amber::vm::prepare_thread();
+                amber::internals::vm::prepare_thread();
                 barrier.wait();
                 for k in 0..n {
                     let f = first + (k + t as u32 * 61) % n;
@@ -503,7 +502,7 @@ pub fn concurrent_first_writes(b: Backend) {
         .map(|t| {
             let (s, barrier) = (s.clone(), barrier.clone());
             std::thread::spawn(move || {
-                amber::vm::prepare_thread();
+                amber::internals::vm::prepare_thread();
                 barrier.wait();
                 for k in 0..n {
                     store(&s, first + (k + t as u32 * 17) % n, t, 0xEE);

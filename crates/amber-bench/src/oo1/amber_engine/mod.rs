@@ -27,8 +27,8 @@ mod load;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use amber::db::CommitStats;
-use amber::vm::BackendChoice;
+use amber::BackendChoice;
+use amber::CommitStats;
 use amber::{Db, Options, PRef, Tx};
 
 use self::load::Loader;

@@ -4,11 +4,11 @@
 
 use super::RecoveryConfig;
 use crate::storage::{Result, io_err};
-use amber::format::page::{BlockKind, HEADER_SIZE};
-use amber::io::crash::SplitMix;
-use amber::io::real::RealVfs;
-use amber::io::{IoFile, OpenMode, Vfs};
-use amber::store::{Store, StoreOptions, wal_path};
+use amber::internals::format::page::{BlockKind, HEADER_SIZE};
+use amber::internals::io::crash::SplitMix;
+use amber::internals::io::real::RealVfs;
+use amber::internals::io::{IoFile, OpenMode, Vfs};
+use amber::internals::store::{Store, StoreOptions, wal_path};
 use std::fs::File;
 use std::io;
 use std::path::Path;
