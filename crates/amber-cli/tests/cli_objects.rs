@@ -263,11 +263,11 @@ fn free_slots_large_objects_and_damage() {
         tx.set_root("big", big).expect("root");
         tx.set_root("keep", keep).expect("root");
         tx.commit().expect("commit");
+        (leaf_page, leaf_off) = pa(&mut d, gone);
         let mut tx = d.begin().expect("begin");
         tx.free(gone).expect("free");
         tx.commit().expect("commit");
         big_page = pa(&mut d, big).0;
-        (leaf_page, leaf_off) = pa(&mut d, gone);
         d.close().expect("close");
     }
     // A large object: any page of its run shows the block.

@@ -2,18 +2,11 @@
 mod obj_common;
 use amber::BackendChoice;
 use obj_common as common;
+use obj_common::Cfg;
 
-const B: BackendChoice = BackendChoice::Uffd;
-
-#[test]
-fn writes_survive_eviction() {
-    common::eviction::writes_survive_eviction(B);
-}
-
-#[test]
-fn cluster_keeps_faulting_block() {
-    common::eviction::cluster_keeps_faulting_block(B, "cluster_keeps_faulting_block");
-}
+const B: Cfg = Cfg::new(BackendChoice::Uffd, 4096);
+const B8: Cfg = Cfg::new(BackendChoice::Uffd, 8192);
+const B16: Cfg = Cfg::new(BackendChoice::Uffd, 16384);
 
 #[test]
 fn roundtrip() {
@@ -46,43 +39,13 @@ fn abort_restores_exactly() {
 }
 
 #[test]
-fn freed_slot_reused_once() {
-    common::abort::freed_slot_reused_once(B);
-}
-
-#[test]
-fn early_logged_pages_stay() {
-    common::eviction::early_logged_pages_stay(B);
-}
-
-#[test]
 fn early_logged_page_rewritten() {
     common::rbuf::early_logged_page_rewritten(B);
 }
 
 #[test]
-fn write_path_property() {
-    common::prop::run(B, None);
-}
-
-#[test]
-fn killed_during_commits() {
-    common::kill::run(B, "killed_during_commits");
-}
-
-#[test]
 fn bigger_than_the_cache() {
     common::big::run(B, "bigger_than_the_cache");
-}
-
-#[test]
-fn concurrent_readers() {
-    common::eviction::concurrent_readers(B, "concurrent_readers");
-}
-
-#[test]
-fn freed_slot_reused_once_with_cluster() {
-    common::abort::freed_slot_reused_once_with_cluster(B);
 }
 
 #[test]
@@ -98,4 +61,159 @@ fn nullability_mismatch() {
 #[test]
 fn version_1_catalog() {
     common::nonnull::run_version_1(B);
+}
+
+#[test]
+fn commit_failing_at_each_io_call() {
+    common::failing::io_countdown(B);
+}
+
+#[test]
+fn commit_of_a_foreign_pointer() {
+    common::failing::foreign_pointer(B);
+}
+
+#[test]
+fn commit_over_a_damaged_clean_page() {
+    common::failing::damaged_clean_page(B);
+}
+
+#[test]
+fn forgotten_transaction() {
+    common::failing::forgotten(B);
+}
+
+#[test]
+fn write_path_property() {
+    common::prop::run(B, None);
+}
+
+#[test]
+fn killed_during_commits() {
+    common::kill::run(B, "killed_during_commits");
+}
+
+#[test]
+fn writes_survive_eviction() {
+    common::eviction::writes_survive_eviction(B);
+}
+
+#[test]
+fn cluster_keeps_faulting_block() {
+    common::eviction::cluster_keeps_faulting_block(B, "cluster_keeps_faulting_block");
+}
+
+#[test]
+fn early_logged_pages_stay() {
+    common::eviction::early_logged_pages_stay(B);
+}
+
+#[test]
+fn concurrent_readers() {
+    common::eviction::concurrent_readers(B, "concurrent_readers");
+}
+
+#[test]
+fn stale_freed() {
+    common::stale::freed(B);
+}
+
+#[test]
+fn stale_aborted() {
+    common::stale::aborted(B);
+}
+
+#[test]
+fn stale_aborted_then_evicted() {
+    common::stale::aborted_then_evicted(B);
+}
+
+#[test]
+fn write_path_property_8k() {
+    common::prop::run(B8, None);
+}
+
+#[test]
+fn killed_during_commits_8k() {
+    common::kill::run(B8, "killed_during_commits_8k");
+}
+
+#[test]
+fn writes_survive_eviction_8k() {
+    common::eviction::writes_survive_eviction(B8);
+}
+
+#[test]
+fn cluster_keeps_faulting_block_8k() {
+    common::eviction::cluster_keeps_faulting_block(B8, "cluster_keeps_faulting_block_8k");
+}
+
+#[test]
+fn early_logged_pages_stay_8k() {
+    common::eviction::early_logged_pages_stay(B8);
+}
+
+#[test]
+fn concurrent_readers_8k() {
+    common::eviction::concurrent_readers(B8, "concurrent_readers_8k");
+}
+
+#[test]
+fn stale_freed_8k() {
+    common::stale::freed(B8);
+}
+
+#[test]
+fn stale_aborted_8k() {
+    common::stale::aborted(B8);
+}
+
+#[test]
+fn stale_aborted_then_evicted_8k() {
+    common::stale::aborted_then_evicted(B8);
+}
+
+#[test]
+fn write_path_property_16k() {
+    common::prop::run(B16, None);
+}
+
+#[test]
+fn killed_during_commits_16k() {
+    common::kill::run(B16, "killed_during_commits_16k");
+}
+
+#[test]
+fn writes_survive_eviction_16k() {
+    common::eviction::writes_survive_eviction(B16);
+}
+
+#[test]
+fn cluster_keeps_faulting_block_16k() {
+    common::eviction::cluster_keeps_faulting_block(B16, "cluster_keeps_faulting_block_16k");
+}
+
+#[test]
+fn early_logged_pages_stay_16k() {
+    common::eviction::early_logged_pages_stay(B16);
+}
+
+#[test]
+fn concurrent_readers_16k() {
+    common::eviction::concurrent_readers(B16, "concurrent_readers_16k");
+}
+
+#[test]
+fn stale_freed_16k() {
+    common::stale::freed(B16);
+}
+
+#[test]
+fn stale_aborted_16k() {
+    common::stale::aborted(B16);
+}
+
+#[test]
+fn stale_aborted_then_evicted_16k() {
+    common::stale::aborted_then_evicted(B16);
 }

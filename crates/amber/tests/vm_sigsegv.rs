@@ -93,9 +93,5 @@ fn load_on_unprepared_thread_aborts_with_advice() {
     }
     let (status, stderr) =
         common::in_child("load_on_unprepared_thread_aborts_with_advice", "unprepared");
-    common::check_aborted(
-        status,
-        &stderr,
-        "call amber::vm::prepare_thread()",
-    );
+    common::check_aborted(status, &stderr, "call amber::vm::prepare_thread()");
 }

@@ -3,21 +3,27 @@
 //!
 //! New objects are placed in pages near a given object, else in the current
 //! allocation page, else in a new page; objects larger than a page get a run
-//! of pages of their own. Freed slots keep their type and are reused only by
-//! objects of the same type and size, so a stale pointer never sees another
-//! type's bytes. Pages are not returned to the page allocator (that would
-//! need proof that no pointer to them is left: reachability GC, future work),
-//! and an object that is allocated but unreachable at commit is still stored.
+//! of pages of their own. Pages where a transaction that did not commit had
+//! placed objects are not placed in again this session (`dead.rs`).
+//!
+//! Freeing marks the object's header free and nothing more: a freed slot is
+//! never reused, so a stale pointer to it always lands on that free header
+//! (and is refused at the dereference), never on another object. Reusing
+//! slots and pages needs proof that no pointer to them is left — a
+//! reachability pass, future work — so space is not reclaimed yet, and an
+//! object that is allocated but unreachable at commit is still stored.
 
-use super::translate;
+use super::session::vm_err;
 use super::tx::Tx;
 use crate::error::{Error, Result};
 use crate::format::PageNo;
-use crate::format::objects::{FLAG_FREE, encode_header, slot_size};
+use crate::format::objects::{
+    FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER, encode_header, slot_size,
+};
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::ptr::PRef;
 use crate::schema::layout::{is_large, pages_for};
-use crate::vm::{InstallAs, Persistent};
+use crate::vm::{InstallAs, NotLive, Persistent};
 use std::num::NonZeroU64;
 
 impl Tx<'_> {
@@ -50,33 +56,6 @@ impl Tx<'_> {
     /// virtual address (8-aligned, contents unspecified).
     pub(crate) fn alloc_raw(&mut self, type_id: u32, size: u32, near: Option<u64>) -> Result<u64> {
         let ps = self.page_size;
-        // Type-stable reuse of a freed slot. Its page is made resident before
-        // the slot is taken: fetching a page records its free slots, and
-        // must not record this one again once it is taken (two objects would
-        // get it). Once written, the page stays resident until the end of
-        // the transaction, so it is not fetched again meanwhile. The fetch
-        // may record other slots (of its cluster neighbours, which it may
-        // evict again): the slot taken is the one whose page is resident.
-        let key = (type_id, size);
-        let candidate = self.pager.slots().last(key);
-        if let Some(paddr) = candidate {
-            let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
-            let f = self
-                .fs
-                .frame_at(va as usize)
-                .ok_or_else(|| Error::invalid("free slot outside this database"))?;
-            self.fs
-                .ensure_resident(f)
-                .map_err(|e| Error::invalid(format!("page {}: {}", e.page, e.message)))?;
-        }
-        let reused = candidate.filter(|&pa| self.pager.slots().take(key, pa));
-        if let Some(paddr) = reused {
-            self.taken.push(((type_id, size), paddr));
-            let va = translate(self.fs, paddr, pages_for(u64::from(size), ps))?;
-            self.access
-                .write_new(va - 8, encode_header(type_id, 0, size));
-            return Ok(va);
-        }
         if is_large(u64::from(size), ps) {
             let pages = pages_for(u64::from(size), ps);
             let head = self.new_block(pages)?;
@@ -89,7 +68,7 @@ impl Tx<'_> {
         if let Some(n) = near {
             candidates.push(n);
         }
-        if let Some(cur) = self.heap.current
+        if let Some(cur) = self.session.current
             && let Ok(base) = self.block_va(cur)
         {
             candidates.push(base);
@@ -99,21 +78,24 @@ impl Tx<'_> {
                 .fs
                 .frame_at(c as usize)
                 .ok_or_else(|| Error::invalid("placement hint outside this database"))?;
-            let Some((_, idx, run)) = self.fs.page_of(f) else {
+            let Some((head, idx, run)) = self.fs.page_of(f) else {
                 continue;
             };
-            if run != 1 {
+            if run != 1 || self.pager.dead.closed(head) {
                 continue;
             }
             let base = self.fs.frame_addr(f - idx) as u64;
             let used = *self.access.obj::<u32>(base + USED_OFFSET as u64);
             if used as usize + slot as usize <= ps {
+                if !self.session.tx.new_blocks.contains_key(&head) {
+                    self.session.tx.placed.entry(head).or_insert(used);
+                }
                 self.place(base, used, type_id, size);
                 return Ok(base + u64::from(used) + 8);
             }
         }
         let head = self.new_block(1)?;
-        self.heap.current = Some(head);
+        self.session.current = Some(head);
         let base = self.block_va(head)?;
         self.place(base, HEADER_SIZE as u32, type_id, size);
         Ok(base + HEADER_SIZE as u64 + 8)
@@ -152,12 +134,14 @@ impl Tx<'_> {
         let f = self
             .fs
             .assign(head, pages)
-            .map_err(|e| Error::invalid(format!("frame space: {e}")))?;
+            .map_err(|e| vm_err(format_args!("frames for new page {head}"), e))?;
+        // Recorded before it is installed: should installing fail, the
+        // rollback still knows the block is this transaction's.
+        self.session.tx.new_blocks.insert(head, pages);
         self.fs
             .install(f, &img, InstallAs::Dirty)
-            .map_err(|e| Error::invalid(format!("installing a new page: {e}")))?;
+            .map_err(|e| vm_err(format_args!("installing new page {head}"), e))?;
         self.pager.installed(self.fs, f, pages);
-        self.new_blocks.insert(head, pages);
         Ok(head)
     }
 
@@ -180,31 +164,35 @@ impl Tx<'_> {
         Ok(self.fs.frame_addr(f) as u64)
     }
 
-    /// Frees an object. Its slot is reused only by objects of the same type
-    /// and size; reading it through a stale pointer still yields a `T`.
+    /// Frees an object: its header is marked free, and the slot is never
+    /// reused (see the module docs), so a stale pointer to it is refused
+    /// at its next dereference. Freeing an object twice, or one that is not
+    /// live, is [`Error::Dangling`].
     pub fn free<T: Persistent>(&mut self, p: PRef<T>) -> Result<()> {
+        self.tick();
+        self.access
+            .try_object::<T>(p.addr())
+            .map_err(|why| Error::dangling(format!("free: {}", why.describe(p.addr()))))?;
         self.free_raw(p.addr())
     }
 
+    /// Marks the live object whose body is at `va` free.
     pub(crate) fn free_raw(&mut self, va: u64) -> Result<()> {
-        self.tick();
-        let hdr = *self.access.obj::<[u8; 8]>(va - 8);
-        let tag = u32::from_le_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
-        let size = u32::from_le_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
+        let hdr = *self.access.obj::<[u32; 2]>(va - OBJECT_HEADER as u64);
+        let [tag, size] = hdr;
         let flags = (tag >> 24) as u8;
-        if flags & FLAG_FREE != 0 {
-            return Err(Error::invalid("object freed twice"));
+        if flags & FLAG_FREE != 0 || tag & MAX_TYPE_ID == 0 {
+            let why = if tag & MAX_TYPE_ID == 0 {
+                NotLive::NoObject
+            } else {
+                NotLive::Freed
+            };
+            return Err(Error::dangling(format!("free: {}", why.describe(va))));
         }
-        let type_id = tag & crate::format::objects::MAX_TYPE_ID;
-        self.access
-            .write_new(va - 8, encode_header(type_id, flags | FLAG_FREE, size));
-        let paddr = self.paddr(va)?;
-        self.pager
-            .freed_now
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(paddr);
-        self.freed.push(((type_id, size), paddr));
+        self.access.write_new(
+            va - OBJECT_HEADER as u64,
+            encode_header(tag & MAX_TYPE_ID, flags | FLAG_FREE, size),
+        );
         Ok(())
     }
 }

@@ -14,40 +14,69 @@
 //! range records; pointers are in persistent form because the dirty copy was
 //! unswizzled. Then one commit record and one sync.
 //!
-//! Abort: each written block is restored from the store's committed image,
-//! swizzled again, and write-protected; blocks the transaction allocated are
-//! dropped from memory and their pages returned.
+//! No pointer into dead space (`dead.rs`) may be logged: unswizzling the
+//! written blocks refuses one, as `Error::Dangling`.
+//!
+//! Abort, and a commit that fails at any step: the transaction is rolled
+//! back (`session.rs`): memory returns to the committed state, and nothing
+//! of the transaction is in the store.
 
+use super::dead::Dead;
+use super::fetch::FrameMap;
+use super::session::{self, vm_err};
 use super::tx::{CommitStats, Tx};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
-use crate::translate::swizzle::{Direction, convert_block};
+use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::FrameNo;
 use crate::wal::RANGE_HEADER;
 use crate::wal::coalesce::{Region, coalesce, diff_into, log_cost};
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::Cell;
+use std::collections::BTreeSet;
 use std::time::Instant;
 
-impl Tx<'_> {
-    /// Frames written since the transaction began (re-protected).
-    fn written_frames(&self) -> Result<Vec<FrameNo>> {
-        self.fs
-            .take_written()
-            .map_err(|e| Error::invalid(format!("listing written pages: {e}")))
-    }
+/// The commit path's address map: the frame table's, refusing persistent
+/// addresses in dead space (and remembering that it did, so that the
+/// failure is reported as a dangling pointer).
+struct LogMap<'a> {
+    map: FrameMap<'a>,
+    dead: &'a Dead,
+    shift: u32,
+    dangling: Cell<bool>,
+}
 
-    /// The blocks of `frames`, as head page → (first frame, pages).
-    pub(crate) fn blocks_of(&self, frames: &[FrameNo]) -> BTreeMap<PageNo, (FrameNo, u32)> {
-        let mut blocks = BTreeMap::new();
-        for &f in frames {
-            if let Some((head, idx, run)) = self.fs.page_of(f) {
-                blocks.insert(head, (f - idx, run));
-            }
+impl LogMap<'_> {
+    fn check(&self, paddr: u64) -> std::result::Result<(), String> {
+        if self.dead.contains(paddr, self.shift) {
+            self.dangling.set(true);
+            return Err(format!(
+                "a pointer to persistent address {paddr:#x}, where an object of a \
+                 transaction that did not commit was: committed, it would lead to \
+                 whatever a later session places there"
+            ));
         }
-        blocks
+        Ok(())
+    }
+}
+
+impl AddrMap for LogMap<'_> {
+    fn to_va(&self, paddr: u64, pages: u32) -> std::result::Result<u64, String> {
+        self.map.to_va(paddr, pages)
     }
 
+    fn to_paddr(&self, va: u64) -> std::result::Result<u64, String> {
+        let pa = self.map.to_paddr(va)?;
+        self.check(pa)?;
+        Ok(pa)
+    }
+
+    fn check_paddr(&self, paddr: u64) -> std::result::Result<(), String> {
+        self.check(paddr)
+    }
+}
+
+impl Tx<'_> {
     /// The clean version of a block, unswizzled: empty if allocated now; else
     /// assembled from the recovery buffer when every written frame of the
     /// block has its copy there (unwritten frames are unchanged); else the
@@ -63,7 +92,7 @@ impl Tx<'_> {
         if let Some(spill) = self.pager.spills().get(&head) {
             return spill.image(self.stx_ref()?.store(), head, run, ps);
         }
-        if self.new_blocks.contains_key(&head) {
+        if self.session.tx.new_blocks.contains_key(&head) {
             let mut img = vec![0u8; run as usize * ps];
             page::format(&mut img, BlockKind::Data, head, run);
             return Ok(img);
@@ -83,7 +112,7 @@ impl Tx<'_> {
                     None => self
                         .fs
                         .copy_out(f, 0, dst)
-                        .map_err(|e| Error::invalid(format!("reading page {head}: {e}")))?,
+                        .map_err(|e| vm_err(format_args!("reading page {head}"), e))?,
                 }
             }
             if complete {
@@ -94,13 +123,25 @@ impl Tx<'_> {
         self.stx_ref()?.store().read_block(head)
     }
 
-    /// Converts a block image in memory form to persistent form.
+    /// Converts a block image in memory form to persistent form. A pointer
+    /// into dead space is `Error::Dangling`; one that leads outside this
+    /// database (taken from another one) is misuse.
     fn unswizzle(&self, head: PageNo, img: &mut [u8]) -> Result<()> {
         let types = self.registry.snapshot();
-        let map = super::fetch::FrameMap::new(self.fs);
-        convert_block(img, self.page_size, &types, &map, Direction::Unswizzle)
-            .map(drop)
-            .map_err(|e| Error::invalid(format!("page {head}: {e}")))
+        let map = LogMap {
+            map: FrameMap::new(self.fs),
+            dead: &self.pager.dead,
+            shift: self.page_size.trailing_zeros(),
+            dangling: Cell::new(false),
+        };
+        convert_block(img, self.page_size, &types, &map, Direction::Unswizzle).map_err(|e| {
+            let what = format!("page {head}: {e}");
+            if map.dangling.get() {
+                Error::dangling(what)
+            } else {
+                Error::invalid(what)
+            }
+        })
     }
 
     /// Copies block `head` out of memory in persistent form.
@@ -108,7 +149,7 @@ impl Tx<'_> {
         let mut img = vec![0u8; run as usize * self.page_size];
         self.fs
             .copy_out(frame, 0, &mut img)
-            .map_err(|e| Error::invalid(format!("reading page {head}: {e}")))?;
+            .map_err(|e| vm_err(format_args!("reading page {head}"), e))?;
         self.unswizzle(head, &mut img)?;
         Ok(img)
     }
@@ -156,7 +197,7 @@ impl Tx<'_> {
         };
         // A multi-page block or a new block is simply left for the commit,
         // which then diffs it against the committed (or empty) image.
-        if run != 1 || self.new_blocks.contains_key(&head) {
+        if run != 1 || self.session.tx.new_blocks.contains_key(&head) {
             return Ok(());
         }
         self.unswizzle(head, &mut clean)?;
@@ -175,7 +216,7 @@ impl Tx<'_> {
         stx.log_early()?;
         self.fs
             .write_protect(frame, 1)
-            .map_err(|e| Error::invalid(format!("re-protecting page {head}: {e}")))?;
+            .map_err(|e| vm_err(format_args!("re-protecting page {head}"), e))?;
         // Clean-looking now, but its changes are only in the log: should it
         // be evicted, it must fault back with them.
         self.remember_changes(head, &regions, &dirty);
@@ -189,7 +230,7 @@ impl Tx<'_> {
     /// them if it is dropped before the transaction ends (`Spill`), and so
     /// that later diffs of it start from them.
     pub(crate) fn remember_changes(&mut self, head: PageNo, regions: &[Region], dirty: &[u8]) {
-        let new_block = self.new_blocks.contains_key(&head);
+        let new_block = self.session.tx.new_blocks.contains_key(&head);
         let mut spills = self.pager.spills();
         let s = spills.entry(head).or_insert_with(|| super::pager::Spill {
             new_block,
@@ -202,13 +243,14 @@ impl Tx<'_> {
         );
     }
 
-    /// Commits: returns once the changes are durable.
+    /// Commits: returns once the changes are durable. On an error nothing
+    /// of the transaction is in the store, and memory is back at the
+    /// committed state (or, where a page's committed image cannot be read,
+    /// the page is dropped from memory: its next touch reports why).
     pub fn commit(mut self) -> Result<CommitStats> {
         match self.commit_inner() {
             Ok(s) => Ok(s),
             Err(e) => {
-                // Nothing of this transaction is in the committed state:
-                // bring memory back to it.
                 self.rollback();
                 Err(e)
             }
@@ -221,8 +263,14 @@ impl Tx<'_> {
         }
         let mut stats = CommitStats::default();
         let t0 = Instant::now();
-        let frames = self.written_frames()?;
-        let blocks = self.blocks_of(&frames);
+        let frames = self
+            .fs
+            .take_written()
+            .map_err(|e| vm_err("listing written pages", e))?;
+        let blocks = self.parts().blocks_of(&frames);
+        // From here the backend no longer lists these blocks as written:
+        // should the commit fail, the rollback finds them here.
+        self.session.tx.taken.extend(blocks.iter().map(|(&h, &b)| (h, b)));
         stats.detect = t0.elapsed();
         stats.blocks = blocks.len() as u64;
         let t1 = Instant::now();
@@ -240,13 +288,14 @@ impl Tx<'_> {
         stats.changed_bytes += self.early_stats.changed_bytes;
         stats.diff = t1.elapsed();
         let t2 = Instant::now();
-        let mut stx = self
-            .stx
-            .take()
-            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let stx = self.stx()?;
         for (addr, data) in &writes {
             stx.write(*addr, data)?;
         }
+        let stx = self
+            .stx
+            .take()
+            .ok_or_else(|| Error::invalid("transaction already finished"))?;
         let info = stx.commit()?;
         stats.write = t2.elapsed();
         stats.log_bytes = info.log_bytes;
@@ -257,103 +306,40 @@ impl Tx<'_> {
     /// Bookkeeping once the store has the transaction.
     fn finish_committed(&mut self) {
         self.registry.commit();
-        self.pager
-            .freed_now
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        let mut slots = self.pager.slots();
-        for (k, pa) in self.freed.drain(..) {
-            slots.add(k, pa);
-        }
-        drop(slots);
-        self.taken.clear();
-        self.new_blocks.clear();
-        self.early_pages.clear();
         self.pager.spills().clear();
         if let Some(b) = self.pager.rbuf.get() {
             b.clear();
         }
-        self.done = true;
+        self.session.tx = Default::default();
     }
 
     /// Abandons the transaction: memory returns to the committed state.
     pub fn abort(mut self) -> Result<()> {
         self.rollback();
-        match &self.heap.broken {
+        match &self.session.broken {
             Some(why) => Err(Error::Poisoned { cause: why.clone() }),
             None => Ok(()),
         }
     }
 
-    /// Restores every written block, drops new ones, returns reused slots.
+    /// Rolls the transaction back (`session.rs`), unless it has ended.
     pub(crate) fn rollback(&mut self) {
-        if self.done {
+        if !self.session.tx.active {
             return;
         }
-        self.done = true;
-        self.pager.spills().clear();
-        if let Err(e) = self.restore() {
-            self.heap.broken = Some(format!("an abort could not restore memory: {e}"));
-        }
-        self.registry.abort();
-        let mut slots = self.pager.slots();
-        for (k, pa) in self.taken.drain(..) {
-            slots.add(k, pa);
-        }
-        drop(slots);
-        self.freed.clear();
-        self.pager
-            .freed_now
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        self.early_pages.clear();
-        if let Some(b) = self.pager.rbuf.get() {
-            b.clear();
-        }
-        self.heap.current = None;
         if let Some(stx) = self.stx.take() {
-            stx.abort();
+            stx.abandon();
         }
-    }
-
-    fn restore(&mut self) -> Result<()> {
-        let frames = self.written_frames()?;
-        let mut blocks = self.blocks_of(&frames);
-        // Pages logged early were write-protected again, so they may not be
-        // listed as written; they hold this transaction's changes all the same.
-        for (&head, &run) in &self.early_pages {
-            if let Some(f) = self.fs.lookup(head) {
-                blocks.insert(head, (f, run));
-            }
+        let parts = super::session::Parts {
+            store: self.store(),
+            fs: self.fs,
+            pager: self.pager,
+            registry: self.registry,
+        };
+        let session = &mut *self.session;
+        if let Some(why) = session::rollback(&parts, &mut session.tx, &mut session.current) {
+            session.broken = Some(format!("a rollback could not restore memory: {why}"));
         }
-        // Spilled pages that were not faulted back hold nothing of ours.
-        blocks.retain(|_, (f, _)| self.fs.is_resident(*f));
-        let types = self.registry.snapshot();
-        for (&head, &(frame, run)) in &blocks {
-            if self.new_blocks.contains_key(&head) {
-                continue;
-            }
-            let mut img = self.stx_ref()?.store().read_block(head)?;
-            let map = super::fetch::FrameMap::new(self.fs);
-            convert_block(&mut img, self.page_size, &types, &map, Direction::Swizzle)
-                .map_err(|e| Error::invalid(format!("page {head}: {e}")))?;
-            self.fs
-                .copy_in(frame, 0, &img)
-                .and_then(|()| self.fs.write_protect(frame, run))
-                .map_err(|e| Error::invalid(format!("restoring page {head}: {e}")))?;
-        }
-        let news: Vec<(PageNo, u32)> = self.new_blocks.drain().collect();
-        for (head, run) in news {
-            if let Some(f) = self.fs.lookup(head) {
-                self.pager.forget(f);
-                self.fs
-                    .evict(f, run)
-                    .map_err(|e| Error::invalid(format!("dropping new page {head}: {e}")))?;
-            }
-        }
-        Ok(())
     }
 }
 

@@ -26,7 +26,6 @@
 use super::pager::{Pager, Scratch};
 use crate::error::Error;
 use crate::format::PageNo;
-use crate::format::objects::ObjectEntry;
 use crate::format::page::{BlockKind, PageHeader};
 use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
@@ -223,10 +222,9 @@ impl Pager {
     }
 
     /// Checks a fetched block (a data block of the `run` pages its frames
-    /// have) and swizzles it in place, recording its free slots.
+    /// have) and swizzles it in place.
     fn prepare(
         &self,
-        head: PageNo,
         run: u32,
         img: &mut [u8],
         map: &FrameMap<'_>,
@@ -241,24 +239,7 @@ impl Pager {
                 img.len() / self.page_size
             ));
         }
-        let free = convert_block(img, self.page_size, types, map, Direction::Swizzle)?;
-        self.note_free_slots(head, &free);
-        Ok(())
-    }
-
-    /// Reports the free slots of a fetched block for reuse.
-    fn note_free_slots(&self, head: PageNo, free: &[ObjectEntry]) {
-        if free.is_empty() {
-            return;
-        }
-        let freed_now = self.freed_now.lock().unwrap_or_else(|e| e.into_inner());
-        let mut slots = self.slots();
-        for e in free {
-            let addr = (head << self.shift) + e.body as u64;
-            if freed_now.is_empty() || !freed_now.contains(&addr) {
-                slots.report((e.type_id, e.size as u32), addr);
-            }
-        }
+        convert_block(img, self.page_size, types, map, Direction::Swizzle)
     }
 
     /// Makes room for the blocks `ready` (in `buf`) and installs them,
@@ -337,7 +318,7 @@ impl Pager {
             let run = fs.page_of(f).map_or(b.pages, |(_, _, n)| n);
             let checked = match &b.image {
                 Ok(()) => self
-                    .prepare(b.head, run, img, map, &types)
+                    .prepare(run, img, map, &types)
                     .map_err(|m| (FaultKind::Corrupt, m)),
                 Err(e) => Err((fault_kind(e), e.to_string())),
             };
@@ -382,7 +363,7 @@ impl Pager {
         };
         let fs = inst.space();
         let map = FrameMap::with_spans(fs, self, Box::default());
-        self.prepare(head, run, &mut img, &map, &self.registry.snapshot())
+        self.prepare(run, &mut img, &map, &self.registry.snapshot())
             .map_err(|m| FaultError::new(head, FaultKind::Corrupt, m))?;
         let ready = [Ready {
             head,
@@ -391,6 +372,29 @@ impl Pager {
             at: 0,
         }];
         self.install_ready(inst, &img, &ready, head)
+    }
+}
+
+impl Pager {
+    /// "Fetches" a block of a transaction that did not commit, touched
+    /// through a stale pointer: zeros, whose object headers say no object
+    /// is there, so the dereference that faulted refuses the pointer
+    /// (`dead.rs`).
+    fn fetch_dead(
+        &self,
+        inst: &mut Installer<'_>,
+        head: PageNo,
+        frame: FrameNo,
+        run: u32,
+    ) -> Result<(), FaultError> {
+        let zeros = vec![0u8; run as usize * self.page_size];
+        let ready = [Ready {
+            head,
+            frame,
+            pages: run,
+            at: 0,
+        }];
+        self.install_ready(inst, &zeros, &ready, head)
     }
 }
 
@@ -408,6 +412,9 @@ impl FaultService for Pager {
         let frame = frame - idx;
         if self.spills().contains_key(&head) {
             return self.fetch_spilled(inst, head, frame, run);
+        }
+        if self.dead.block(head).is_some() {
+            return self.fetch_dead(inst, head, frame, run);
         }
         let window = self.fetch_window(head);
         let lo = head - head % window;

@@ -285,8 +285,8 @@ impl Tx<'_> {
         key: u64,
         value: PRef<V>,
     ) -> Result<Option<PRef<V>>> {
-        let iaddr = std::ptr::from_mut(field(self.access.obj_mut(obj.addr()))) as u64;
-        let vpa = self.paddr(value.addr())?;
+        let iaddr = std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64;
+        let vpa = self.live_paddr::<V>(value.addr())?;
         let root = self.access.obj::<PIndex<V>>(iaddr).root;
         let root = if root == 0 {
             let (_, pa) = self.new_node(true, Some(obj.addr()))?;
@@ -395,7 +395,7 @@ impl Tx<'_> {
         field: impl Fn(&mut O) -> &mut PIndex<V>,
         key: u64,
     ) -> Result<Option<PRef<V>>> {
-        let iaddr = std::ptr::from_mut(field(self.access.obj_mut(obj.addr()))) as u64;
+        let iaddr = std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64;
         let root = self.access.obj::<PIndex<V>>(iaddr).root;
         if root == 0 {
             return Ok(None);

@@ -24,13 +24,14 @@
 
 mod alloc;
 mod commit;
+mod dead;
 mod fetch;
-mod free_slots;
 mod index;
 pub mod options;
 pub(crate) mod pager;
 mod readahead;
 mod recovery_buffer;
+mod session;
 mod spill;
 pub mod tx;
 
@@ -44,9 +45,10 @@ use crate::schema::registry::{Binding, Registry};
 use crate::store::{Store, StoreStats};
 use crate::vm::{
     Access, Backend, FaultError, FaultKind, FaultService, Field, FrameNo, FrameSpace, Installer,
-    Persistent, VmConfig,
+    NotLive, Persistent, VmConfig,
 };
 use pager::Pager;
+use session::{Parts, Session};
 use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::Arc;
@@ -54,16 +56,6 @@ use std::sync::atomic::Ordering;
 
 pub use options::Options;
 pub use tx::{CommitStats, Tx};
-
-/// Allocation state that lives across transactions.
-#[derive(Debug, Default)]
-pub(crate) struct Heap {
-    /// A page with room for more small objects.
-    pub(crate) current: Option<u64>,
-    /// Set when an abort could not restore memory: the database must be
-    /// reopened.
-    pub(crate) broken: Option<String>,
-}
 
 /// Numbers about an open database.
 #[derive(Debug, Clone)]
@@ -97,7 +89,7 @@ pub struct Db {
     pub(crate) pager: Arc<Pager>,
     pub(crate) fs: Arc<FrameSpace>,
     pub(crate) access: Access,
-    pub(crate) heap: Heap,
+    pub(crate) session: Session,
 }
 
 impl Db {
@@ -180,7 +172,7 @@ impl Db {
             pager,
             fs,
             access,
-            heap: Heap::default(),
+            session: Session::default(),
         })
     }
 
@@ -249,49 +241,55 @@ impl Db {
     }
 
     /// Follows a pointer: a plain load once the page is resident (the first
-    /// touch faults it in). Panics if `p` belongs to another database.
+    /// touch faults it in), after checking the object header it lands on.
+    ///
+    /// # Panics
+    ///
+    /// If `p` is stale: it leads to a freed object, to space of a
+    /// transaction that aborted or failed to commit, or it comes from
+    /// another database or a closed session of this one. The message names
+    /// the pointer; [`try_get`](Self::try_get) returns
+    /// [`Error::Dangling`] instead. (A damaged page met here aborts the
+    /// process naming the page: a load cannot return an error.)
     #[inline(always)]
     pub fn get<T: Persistent>(&self, p: PRef<T>) -> &T {
-        self.access.obj(p.addr())
+        self.access.object(p.addr())
     }
 
     /// Follows a pointer, fetching its page first so that a damaged page is
-    /// an error here instead of a fatal fault at the load.
+    /// an error here ([`Error::Corrupt`]) instead of a fatal fault at the
+    /// load, and a stale pointer is [`Error::Dangling`] instead of a panic.
     pub fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
-        self.ensure_resident(p.addr())?;
-        Ok(self.access.obj(p.addr()))
-    }
-
-    pub(crate) fn ensure_resident(&self, addr: u64) -> Result<()> {
-        let f = self
-            .fs
-            .frame_at(addr as usize)
-            .ok_or_else(|| Error::invalid("pointer does not belong to this database"))?;
-        self.fs
-            .ensure_resident(f)
-            .map_err(|e| fault_error(self.store.path(), e))
+        checked(&self.fs, &self.access, self.store.path(), p.addr())
     }
 
     /// The elements of a persistent vector.
+    ///
+    /// # Panics
+    ///
+    /// If the vector's buffer is not a live buffer of this database (a
+    /// vector moved out of an object and kept past its buffer's life).
     #[inline(always)]
     pub fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T] {
-        self.access.slice(v.buf, v.len as usize)
+        self.access.elements(v.buf, v.len as usize)
     }
 
-    /// The bytes of a persistent byte string.
+    /// The bytes of a persistent byte string (panics as
+    /// [`slice`](Self::slice) does).
     #[inline(always)]
     pub fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8] {
-        self.access.slice(b.buf, b.len as usize)
+        self.access.elements(b.buf, b.len as usize)
     }
 
     /// Follows a smart pointer: translates its persistent address through
-    /// the frame table (reserving a frame if needed) at each use.
+    /// the frame table (reserving a frame if needed) at each use. A stale
+    /// one is [`Error::Dangling`], a damaged page [`Error::Corrupt`].
     pub fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
         let va = self.translate(
             s.paddr(),
             pages_for(u64::from(T::DESC.size), self.page_size()),
         )?;
-        Ok(self.access.obj(va))
+        checked(&self.fs, &self.access, self.store.path(), va)
     }
 
     /// The virtual address of a persistent address whose block spans `pages`.
@@ -340,19 +338,53 @@ impl Db {
     /// Starts a transaction. Only one at a time: it borrows the database
     /// exclusively, so no reference into it can be held meanwhile.
     pub fn begin(&mut self) -> Result<Tx<'_>> {
-        if let Some(why) = &self.heap.broken {
+        self.end_forgotten();
+        if let Some(why) = &self.session.broken {
             return Err(Error::Poisoned { cause: why.clone() });
         }
         Tx::new(self)
     }
 
-    /// Installs committed changes into the page file now.
+    /// Rolls back a transaction that was dropped with `mem::forget` (its
+    /// destructor never ran, so its writes are still in memory): none of
+    /// its bytes may reach the log.
+    fn end_forgotten(&mut self) {
+        if !self.session.tx.active {
+            return;
+        }
+        log::warn!(
+            "{}: a transaction was forgotten without commit or abort; rolling it back",
+            self.store.path().display()
+        );
+        let parts = Parts {
+            store: &self.store,
+            fs: &self.fs,
+            pager: &self.pager,
+            registry: &self.registry,
+        };
+        let Session { current, broken, tx } = &mut self.session;
+        self.store.forget_tx(tx.txid);
+        if let Some(why) = session::rollback(&parts, tx, current) {
+            *broken = Some(format!("rolling back a forgotten transaction: {why}"));
+        }
+    }
+
+    /// Installs committed changes into the page file now. (A transaction
+    /// forgotten with `mem::forget` is not in the store: only the next
+    /// `begin` or `close` can roll its writes back out of memory.)
     pub fn checkpoint(&self) -> Result<()> {
         self.store.checkpoint().map(|_| ())
     }
 
     /// Closes the database, checkpointing first.
-    pub fn close(self) -> Result<()> {
+    pub fn close(mut self) -> Result<()> {
+        self.end_forgotten();
+        // The session ends: no pointer into its dead space can be followed
+        // any more, so the blocks of transactions that did not commit go
+        // back to the free space before the last checkpoint writes it.
+        for (head, _) in self.pager.dead.blocks() {
+            self.store.unreserve(head);
+        }
         let Db {
             store,
             fs,
@@ -388,6 +420,25 @@ impl FaultService for NoPages {
     }
 
     fn first_write(&self, _: FrameNo, _: &[u8]) {}
+}
+
+/// The live `T` whose body is at `addr`, fetched first so that every
+/// failure is an error: a damaged page, a stale pointer.
+pub(crate) fn checked<'a, T: Field>(
+    fs: &FrameSpace,
+    access: &'a Access,
+    path: &Path,
+    addr: u64,
+) -> Result<&'a T> {
+    let dangling = |why: NotLive| match why {
+        NotLive::Foreign => Error::invalid(why.describe(addr)),
+        _ => Error::dangling(why.describe(addr)),
+    };
+    let f = fs
+        .frame_at(addr as usize)
+        .ok_or_else(|| dangling(access.try_object::<T>(addr).err().unwrap_or(NotLive::Foreign)))?;
+    fs.ensure_resident(f).map_err(|e| fault_error(path, e))?;
+    access.try_object(addr).map_err(dangling)
 }
 
 /// The error a failed fault becomes, by its kind.

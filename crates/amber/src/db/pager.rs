@@ -1,6 +1,6 @@
 //! The fault service's state: the store it fetches from, the cache budget
-//! and the replacement queue, free slots found in fetched pages, and the
-//! blocks the open transaction spilled. What a fault does is in `fetch.rs`.
+//! and the replacement queue, the dead space of transactions that did not
+//! commit, and the blocks the open transaction spilled. What a fault does is in `fetch.rs`.
 //!
 //! Replacement is first-in first-out over installed blocks, skipping blocks
 //! written in the open transaction (a block whose changes were logged early
@@ -21,10 +21,9 @@
 //! which Amber never holds while touching frame memory, so the code a fault
 //! interrupts can never be holding them.
 
-use super::free_slots::FreeSlots;
+use super::dead::Dead;
 use super::readahead::Readahead;
 use super::recovery_buffer::RecoveryBuffer;
-use crate::fasthash::IntSet;
 use crate::format::PageNo;
 use crate::format::page::BlockKind;
 use crate::schema::registry::Registry;
@@ -55,7 +54,6 @@ pub(crate) struct Pager {
     pub(crate) store: Arc<Store>,
     pub(crate) registry: Arc<Registry>,
     pub(super) page_size: usize,
-    pub(super) shift: u32,
     /// The fetch window: a fault fetches the blocks that start in the
     /// aligned window of this many pages around the faulting one (less under
     /// a full cache budget, see `fetch_window`), and frames are assigned to
@@ -67,15 +65,11 @@ pub(crate) struct Pager {
     budget: Option<u64>,
     /// Installed blocks, oldest first: (first frame, frames).
     fifo: Mutex<VecDeque<(FrameNo, u32)>>,
-    /// Free slots found in fetched pages (and freed by committed
-    /// transactions), for type-stable reuse.
-    free_slots: Mutex<FreeSlots>,
+    /// Space given out by transactions that did not commit (`dead.rs`).
+    pub(crate) dead: Dead,
     pub(crate) stats: PagerStats,
     /// Clean copies taken at first write (SIGSEGV backend only).
     pub(crate) rbuf: OnceLock<RecoveryBuffer>,
-    /// Slots the open transaction freed: not reusable until it commits, so a
-    /// refetch of their page (after a spill) must not record them.
-    pub(crate) freed_now: Mutex<IntSet<u64>>,
     /// Blocks the open transaction spilled: their uncommitted changes, laid
     /// over the committed image when they fault back in.
     spilled: Mutex<HashMap<PageNo, Spill>>,
@@ -152,7 +146,6 @@ impl Pager {
             store,
             registry,
             page_size,
-            shift: page_size.trailing_zeros(),
             readahead,
             scratch: Mutex::new(Scratch {
                 buf: Vec::new(),
@@ -160,10 +153,9 @@ impl Pager {
             }),
             budget,
             fifo: Mutex::new(VecDeque::new()),
-            free_slots: Mutex::new(FreeSlots::default()),
+            dead: Dead::default(),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
-            freed_now: Mutex::new(IntSet::default()),
             spilled: Mutex::new(HashMap::new()),
             pressure: AtomicBool::new(false),
         }
@@ -180,10 +172,6 @@ impl Pager {
     /// The budget in frames, if any.
     pub(crate) fn budget(&self) -> Option<u64> {
         self.budget
-    }
-
-    pub(crate) fn slots(&self) -> MutexGuard<'_, FreeSlots> {
-        self.free_slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Records a block installed outside a fault (a new block) and enforces
@@ -235,6 +223,11 @@ impl Pager {
         if self.stats.resident.load(Ordering::Relaxed) > target {
             self.pressure.store(true, Ordering::Release);
         }
+    }
+
+    /// The installed blocks, (first frame, frames), oldest first.
+    pub(crate) fn resident_blocks(&self) -> Vec<(FrameNo, u32)> {
+        self.fifo().iter().copied().collect()
     }
 
     /// Forgets a block that was evicted by someone else (an abort).

@@ -50,7 +50,7 @@ impl Tx<'_> {
         let target = budget - budget / 8;
         let ps = self.page_size as u64;
         let mut spilled = false;
-        for (head, (frame, run)) in self.blocks_of(&all) {
+        for (head, (frame, run)) in self.parts().blocks_of(&all) {
             if self.pager.stats.resident.load(Ordering::Relaxed) <= target {
                 break;
             }
@@ -80,7 +80,7 @@ impl Tx<'_> {
             self.fs
                 .evict(frame, run)
                 .map_err(|e| Error::invalid(format!("spilling page {head}: {e}")))?;
-            self.early_pages.insert(head, run);
+            self.session.tx.early_pages.insert(head, run);
             self.pager.stats.spilled.fetch_add(1, Ordering::Relaxed);
             spilled = true;
         }

@@ -7,9 +7,9 @@
 //! objects is in `alloc.rs`.
 
 use super::pager::Pager;
-use super::{Db, Heap, translate};
+use super::session::{Parts, Session};
+use super::{Db, translate};
 use crate::error::{Error, Result};
-use crate::format::PageNo;
 use crate::ptr::{PBytes, PRef, PVec, Smart};
 use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
@@ -18,7 +18,6 @@ use crate::store::StoreTx;
 use crate::translate::swizzle::AddrMap;
 use crate::vm::{Access, Field, FrameSpace, Persistent};
 use std::any::TypeId;
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::sync::Arc;
@@ -58,16 +57,9 @@ pub struct Tx<'db> {
     pub(crate) fs: &'db Arc<FrameSpace>,
     pub(crate) pager: &'db Pager,
     pub(crate) registry: &'db Registry,
-    pub(crate) heap: &'db mut Heap,
-    /// Blocks allocated by this transaction: head → pages.
-    pub(crate) new_blocks: HashMap<PageNo, u32>,
-    /// Free slots this transaction reused (returned if it aborts).
-    pub(crate) taken: Vec<((u32, u32), u64)>,
-    /// Slots this transaction freed (reusable once it commits).
-    pub(crate) freed: Vec<((u32, u32), u64)>,
-    pub(crate) done: bool,
-    /// Blocks whose changes were logged early (recovery buffer overflow).
-    pub(crate) early_pages: HashMap<PageNo, u32>,
+    /// Allocation state and this transaction's bookkeeping (kept in the
+    /// database, so that a forgotten transaction is found: `session.rs`).
+    pub(crate) session: &'db mut Session,
     /// What early logging cost, for the commit's statistics.
     pub(crate) early_stats: CommitStats,
     /// A failure from work done on the way (early logging), reported at
@@ -85,25 +77,37 @@ impl<'db> Tx<'db> {
             pager,
             fs,
             access,
-            heap,
+            session,
         } = db;
         let page_size = store.page_size();
+        let stx = store.begin()?;
+        session.tx.start(stx.id());
         Ok(Tx {
-            stx: Some(store.begin()?),
+            stx: Some(stx),
             access,
             fs,
             pager,
             registry,
-            heap,
-            new_blocks: HashMap::new(),
-            taken: Vec::new(),
-            freed: Vec::new(),
-            done: false,
-            early_pages: HashMap::new(),
+            session,
             early_stats: CommitStats::default(),
             failed: None,
             page_size,
         })
+    }
+
+    /// What rolling back needs.
+    pub(crate) fn parts(&self) -> Parts<'_> {
+        Parts {
+            store: self.store(),
+            fs: self.fs,
+            pager: self.pager,
+            registry: self.registry,
+        }
+    }
+
+    /// The store.
+    pub(crate) fn store(&self) -> &'db crate::store::Store {
+        &self.pager.store
     }
 
     pub(crate) fn stx_ref(&self) -> Result<&StoreTx<'db>> {
@@ -118,18 +122,24 @@ impl<'db> Tx<'db> {
             .ok_or_else(|| Error::invalid("transaction already finished"))
     }
 
-    /// Reads an object.
+    /// Reads an object. Panics on a stale pointer, as [`Db::get`] does.
     #[inline(always)]
     pub fn get<T: Persistent>(&self, p: PRef<T>) -> &T {
-        self.access.obj(p.addr())
+        self.access.object(p.addr())
+    }
+
+    /// Reads an object: [`Db::try_get`] within the transaction.
+    pub fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
+        super::checked(self.fs, self.access, self.store().path(), p.addr())
     }
 
     /// Updates an object in place: the page is marked written by the
-    /// hardware on the first store.
+    /// hardware on the first store. Panics on a stale pointer, as
+    /// [`Db::get`] does.
     #[inline(always)]
     pub fn get_mut<T: Persistent>(&mut self, p: PRef<T>) -> &mut T {
         self.tick();
-        self.access.obj_mut(p.addr())
+        self.access.object_mut(p.addr())
     }
 
     /// Work owed at an entry into Amber: pages whose recovery-buffer copies
@@ -153,7 +163,7 @@ impl<'db> Tx<'db> {
         };
         for (frame, clean) in b.take_marked() {
             if let Some((head, _, run)) = self.fs.page_of(frame) {
-                self.early_pages.insert(head, run);
+                self.session.tx.early_pages.insert(head, run);
             }
             match self.log_early(frame, clean) {
                 Ok(()) => {
@@ -168,39 +178,47 @@ impl<'db> Tx<'db> {
         }
     }
 
-    /// The elements of a persistent vector.
+    /// The elements of a persistent vector (panics as [`Db::slice`] does).
     pub fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T] {
-        self.access.slice(v.buf, v.len as usize)
+        self.access.elements(v.buf, v.len as usize)
     }
 
-    /// The bytes of a persistent byte string.
+    /// The bytes of a persistent byte string (panics as [`Db::slice`] does).
     pub fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8] {
-        self.access.slice(b.buf, b.len as usize)
+        self.access.elements(b.buf, b.len as usize)
     }
 
-    /// Follows a smart pointer.
+    /// Follows a smart pointer, as [`Db::smart`] does.
     pub fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
         let va = translate(
             self.fs,
             s.paddr(),
             pages_for(u64::from(T::DESC.size), self.page_size),
         )?;
-        Ok(self.access.obj(va))
+        super::checked(self.fs, self.access, self.store().path(), va)
     }
 
-    /// The smart (persistent-address) form of a pointer.
+    /// The smart (persistent-address) form of a pointer to a live object;
+    /// [`Error::Dangling`] for a stale one.
     pub fn to_smart<T: Persistent>(&self, p: PRef<T>) -> Result<Smart<T>> {
-        let pa = self.paddr(p.addr())?;
+        let pa = self.live_paddr::<T>(p.addr())?;
         NonZeroU64::new(pa)
             .map(Smart::from_paddr)
-            .ok_or_else(|| Error::invalid("null persistent address"))
+            .ok_or_else(|| Error::internal("a live object at persistent address 0"))
     }
 
-    /// The persistent address of virtual address `va`.
-    pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
-        super::fetch::FrameMap::new(self.fs)
-            .to_paddr(va)
-            .map_err(Error::Invalid)
+    /// The persistent address of a program's pointer `va`, which must lead
+    /// to a live `T` of this database, outside dead space (`dead.rs`): what
+    /// is about to be stored as a root, a smart pointer or an index value.
+    pub(crate) fn live_paddr<T: Field>(&self, va: u64) -> Result<u64> {
+        super::checked::<T>(self.fs, self.access, self.store().path(), va)?;
+        let pa = self.paddr(va)?;
+        if self.pager.dead.contains(pa, self.page_size.trailing_zeros()) {
+            return Err(Error::dangling(format!(
+                "pointer {va:#x} leads to an object of a transaction that did not commit"
+            )));
+        }
+        Ok(pa)
     }
 
     /// The catalog id of a program type, defining it in this transaction if
@@ -230,10 +248,19 @@ impl<'db> Tx<'db> {
         )
     }
 
-    /// Names `p` as root `name` (replacing any root of that name).
+    /// The persistent address of virtual address `va` (one Amber itself
+    /// made: a new index node).
+    pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
+        super::fetch::FrameMap::new(self.fs)
+            .to_paddr(va)
+            .map_err(Error::Invalid)
+    }
+
+    /// Names `p` as root `name` (replacing any root of that name). `p` must
+    /// lead to a live object ([`Error::Dangling`] otherwise).
     pub fn set_root<T: Persistent>(&mut self, name: &str, p: PRef<T>) -> Result<()> {
         let id = self.struct_id::<T>()?;
-        let pa = self.paddr(p.addr())?;
+        let pa = self.live_paddr::<T>(p.addr())?;
         self.stx()?.set_root(name, pa, id)
     }
 
@@ -253,7 +280,7 @@ impl<'db> Tx<'db> {
         value: T,
     ) -> Result<()> {
         self.tick();
-        let vaddr = std::ptr::from_mut(field(self.access.obj_mut(obj.addr()))) as u64;
+        let vaddr = std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64;
         let (buf, len, cap) = {
             let v = self.access.obj::<PVec<T>>(vaddr);
             (v.buf, v.len, v.cap)
@@ -302,7 +329,7 @@ impl<'db> Tx<'db> {
         obj: PRef<O>,
         field: impl Fn(&mut O) -> &mut PVec<T>,
     ) -> Option<T> {
-        let v = field(self.access.obj_mut(obj.addr()));
+        let v = field(self.access.object_mut(obj.addr()));
         if v.len == 0 {
             return None;
         }
@@ -321,9 +348,9 @@ impl<'db> Tx<'db> {
         obj: PRef<O>,
         field: impl Fn(&mut O) -> &mut PVec<T>,
     ) -> &mut [T] {
-        let v = field(self.access.obj_mut(obj.addr()));
+        let v = field(self.access.object_mut(obj.addr()));
         let (buf, len) = (v.buf, v.len as usize);
-        self.access.slice_mut(buf, len)
+        self.access.elements_mut(buf, len)
     }
 
     /// Replaces the contents of byte string `field` of `obj`.
@@ -333,7 +360,7 @@ impl<'db> Tx<'db> {
         field: impl Fn(&mut O) -> &mut PBytes,
         data: &[u8],
     ) -> Result<()> {
-        let baddr = std::ptr::from_mut(field(self.access.obj_mut(obj.addr()))) as u64;
+        let baddr = std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64;
         let (buf, cap) = {
             let b = self.access.obj::<PBytes>(baddr);
             (b.buf, b.cap)

@@ -20,7 +20,7 @@ struct Shared {
     /// Calls made so far.
     calls: AtomicU64,
     /// The call number (1-based) that fails; 0 = none.
-    fail_at: u64,
+    fail_at: AtomicU64,
     /// Whether every call after the failing one fails too.
     sticky: bool,
 }
@@ -28,7 +28,7 @@ struct Shared {
 impl Shared {
     fn tick(&self, what: &str) -> io::Result<()> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        let at = self.fail_at;
+        let at = self.fail_at.load(Ordering::SeqCst);
         if at != 0 && (n == at || (self.sticky && n > at)) {
             return Err(io::Error::other(format!(
                 "injected I/O error (call {n}: {what})"
@@ -46,7 +46,7 @@ impl CountdownVfs {
             inner,
             shared: Arc::new(Shared {
                 calls: AtomicU64::new(0),
-                fail_at,
+                fail_at: AtomicU64::new(fail_at),
                 sticky,
             }),
         }
@@ -55,6 +55,14 @@ impl CountdownVfs {
     /// Calls made so far.
     pub fn calls(&self) -> u64 {
         self.shared.calls.load(Ordering::SeqCst)
+    }
+
+    /// Makes the `n`-th call from now fail (1: the next one), replacing
+    /// the countdown set at creation; 0 disarms it. For failing one step of
+    /// a workload after an unfailing setup.
+    pub fn arm(&self, n: u64) {
+        let at = if n == 0 { 0 } else { self.calls() + n };
+        self.shared.fail_at.store(at, Ordering::SeqCst);
     }
 }
 

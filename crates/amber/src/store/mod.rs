@@ -238,18 +238,33 @@ impl Store {
 
     /// Starts a storage-level transaction.
     pub fn begin(&self) -> Result<StoreTx<'_>> {
-        if self.log.is_none() {
+        let Some(log) = &self.log else {
             return Err(Error::invalid("database is open read-only"));
-        }
+        };
         let mut st = self.lock();
-        if let Some(cause) = &st.poisoned {
-            return Err(Error::Poisoned {
-                cause: cause.clone(),
-            });
+        if let Some(cause) = st.poisoned.clone().or_else(|| log.failure()) {
+            return Err(Error::Poisoned { cause });
         }
         let txid = st.next_txid as u32;
         st.next_txid += 1;
         Ok(StoreTx::new(self, txid))
+    }
+
+    /// Returns the reserved block at `head` to the free space: the object
+    /// layer's dead space at the end of a session, when no pointer to it
+    /// can be followed any more.
+    pub(crate) fn unreserve(&self, head: PageNo) {
+        self.lock().fsm.unreserve(head);
+    }
+
+    /// Forgets transaction `txid`, whose `StoreTx` was leaked without
+    /// committing or aborting (`mem::forget` of the object layer's
+    /// transaction): its records logged early stay in the log without a
+    /// commit record (recovery ignores them) and no longer hold back
+    /// checkpoints; its allocations stay reserved, as after
+    /// [`StoreTx::abandon`].
+    pub fn forget_tx(&self, txid: u32) {
+        self.lock().early.remove(&txid);
     }
 
     pub(crate) fn log(&self) -> Result<&LogWriter> {

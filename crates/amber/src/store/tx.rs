@@ -392,6 +392,16 @@ impl<'s> StoreTx<'s> {
         self.release();
     }
 
+    /// Abandons the transaction but keeps the blocks it allocated reserved
+    /// for the rest of the session (a checkpoint writes reserved pages as
+    /// free, so a later session reuses them): the object layer's dead space,
+    /// which stale pointers of this session may still lead to.
+    pub fn abandon(mut self) {
+        self.done = true;
+        self.store.forget_tx(self.txid);
+        self.ops.clear();
+    }
+
     /// Returns reserved allocations and forgets early-logged state.
     fn release(&mut self) {
         let mut st = self.store.lock();

@@ -28,6 +28,12 @@ pub trait AddrMap {
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String>;
     /// The persistent address of virtual address `va`.
     fn to_paddr(&self, va: u64) -> Result<u64, String>;
+    /// Checks a persistent address about to be logged as it is (a smart
+    /// pointer's, which unswizzling leaves alone): the commit path refuses
+    /// addresses in dead space (`db/dead.rs`). Nothing to check by default.
+    fn check_paddr(&self, _paddr: u64) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Which way to convert.
@@ -39,8 +45,7 @@ pub enum Direction {
     Unswizzle,
 }
 
-/// Converts every pointer in `block` (a whole block, run included) and
-/// returns its free slots (the fault path records them for reuse).
+/// Converts every pointer in `block` (a whole block, run included).
 /// `page_size` is the database's. Reports a damaged object map, an unknown
 /// type, an impossible pointer or a null in a non-null field.
 pub fn convert_block(
@@ -49,19 +54,15 @@ pub fn convert_block(
     types: &Snapshot,
     map: &impl AddrMap,
     dir: Direction,
-) -> Result<Vec<ObjectEntry>, String> {
+) -> Result<(), String> {
     let h = PageHeader::read(block).ok_or("block shorter than its header")?;
     let used = h.used as usize;
-    let mut free = Vec::new();
     let mut pos = HEADER_SIZE;
     while let Some(e) = objects::entry_at(block, used, pos).map_err(|e| e.to_string())? {
         pos = e.end();
-        if e.is_free() {
-            free.push(e);
-        }
         convert_object(block, &e, page_size, types, map, dir)?;
     }
-    Ok(free)
+    Ok(())
 }
 
 /// Converts the pointers of one object, given its map entry.
@@ -194,8 +195,12 @@ fn convert_slots(
             return Err(null_in_non_null(t, e, at, dir));
         }
         let out = match (dir, s.kind) {
-            // Checked only: a smart pointer keeps its persistent address.
-            (_, SlotKind::Smart) => continue,
+            // A smart pointer keeps its persistent address.
+            (Direction::Unswizzle, SlotKind::Smart) => {
+                map.check_paddr(v)?;
+                continue;
+            }
+            (Direction::Swizzle, SlotKind::Smart) => continue,
             (Direction::Unswizzle, _) => map.to_paddr(v)?,
             (Direction::Swizzle, SlotKind::Ref { pages, .. }) => map.to_va(v, pages)?,
             (Direction::Swizzle, SlotKind::Buffer { elem_size }) => {

@@ -103,7 +103,7 @@ mod uffd;
 pub use buffer::BigBuf;
 pub use sigsegv::prepare_thread;
 pub use space::{FrameSpace, Installer};
-pub use typed::{Access, Field, Persistent, check_layout};
+pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{
     Backend, BackendChoice, FaultError, FaultKind, FaultService, FrameNo, InstallAs, VmConfig,
     VmError,

@@ -15,12 +15,22 @@
 //! borrow it exclusively, so Rust's borrow rules keep them from aliasing. Every
 //! dereference checks that the address lies in this frame space, so a pointer
 //! taken from another database is refused rather than followed.
+//!
+//! Dereferencing a program's pointer ([`Access::object`], [`Access::elements`])
+//! also checks the object header just before the body: it must say a live
+//! object (a type id, not freed). Freed slots are never reused and the
+//! space of transactions that did not commit is never handed out again in
+//! the session (`db/dead.rs`), so a stale pointer lands on a freed header or
+//! on zeros and is refused, by a panic naming the pointer, or as an error
+//! from the checked calls ([`Access::try_object`]). One load and one
+//! compare, on the cache line the body starts on.
 
 use super::space::FrameSpace;
+use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER};
 use crate::ptr::{PBytes, PIndex, PRef, PVec, Smart};
 use crate::schema::desc::{FieldKind, Prim, Target, TypeDesc};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A type that can be a field of a persistent object.
 ///
@@ -294,9 +304,175 @@ impl Access {
     }
 }
 
+/// Why no live object starts at an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotLive {
+    /// The address is outside this database's reservation.
+    Foreign,
+    /// The address is in the reservation of a database closed before.
+    Closed,
+    /// The object there was freed.
+    Freed,
+    /// No object starts there: space of a transaction that did not commit,
+    /// or (for a buffer) fewer bytes than asked for.
+    NoObject,
+}
+
+impl NotLive {
+    /// Says what is wrong with the pointer `addr`.
+    pub fn describe(self, addr: u64) -> String {
+        match self {
+            NotLive::Foreign => format!("pointer {addr:#x} does not belong to this database"),
+            NotLive::Closed => format!(
+                "pointer {addr:#x} comes from a session of a database that was closed \
+                 (pointers held in memory do not survive a close; keep a root or a Smart)"
+            ),
+            NotLive::Freed => format!("pointer {addr:#x} leads to an object that was freed"),
+            NotLive::NoObject => format!(
+                "pointer {addr:#x} leads to no live object (it was allocated by a \
+                 transaction that aborted or failed to commit)"
+            ),
+        }
+    }
+}
+
+/// Whether an object header's tag says a live object: a type id (never
+/// 0), not freed. One subtraction and one compare: the tag masked to type
+/// and free bit, minus one, is below `MAX_TYPE_ID` exactly then.
+#[inline(always)]
+fn live(tag: u32) -> bool {
+    (tag & (MAX_TYPE_ID | u32::from(FLAG_FREE) << 24)).wrapping_sub(1) < MAX_TYPE_ID
+}
+
+impl Access {
+    /// Whether a live object of at least `len` bytes, aligned to `2^shift`,
+    /// has its body at `addr`; why not if not. The range check covers the
+    /// header and the body with the one subtraction, rotation and compare
+    /// of [`check`](Self::check), then the header is read: one load and
+    /// two compares more than a plain dereference.
+    #[inline(always)]
+    fn live_at(&self, addr: u64, len: usize, shift: u32) -> Result<(), NotLive> {
+        let span = (len as u64).saturating_add(OBJECT_HEADER as u64);
+        // The header's offset in the reservation. `lo` is page-aligned and
+        // the header 8 bytes (a multiple of any alignment up to 8) before
+        // the body, so it is aligned exactly when the body is.
+        let off = addr.wrapping_sub(self.lo + OBJECT_HEADER as u64);
+        match (self.hi - self.lo).checked_sub(span) {
+            Some(room) if off.rotate_right(shift) <= room >> shift => {}
+            _ if closed(addr) => return Err(NotLive::Closed),
+            _ => return Err(NotLive::Foreign),
+        }
+        let at = addr - OBJECT_HEADER as u64;
+        // SAFETY: `[at, at + span)` lies in the mapped reservation (checked
+        // above); a non-resident frame is faulted in by the read; any bit
+        // pattern is a valid `[u32; 2]`; the read is unaligned-safe (a body
+        // aligned to less than 4 has a header aligned to less too).
+        let [tag, size] = unsafe { std::ptr::read_unaligned(at as *const [u32; 2]) };
+        if live(tag) && len <= size as usize {
+            Ok(())
+        } else if tag & (u32::from(FLAG_FREE) << 24) != 0 && tag & MAX_TYPE_ID != 0 {
+            Err(NotLive::Freed)
+        } else {
+            Err(NotLive::NoObject)
+        }
+    }
+
+    /// The object of type `T` whose body is at `addr`: a program's pointer.
+    /// Panics naming the pointer unless a live object starts there.
+    #[inline(always)]
+    pub fn object<T: Field>(&self, addr: u64) -> &T {
+        self.try_object(addr).unwrap_or_else(|why| dangling(addr, why))
+    }
+
+    /// [`object`](Self::object), mutably.
+    #[inline(always)]
+    pub fn object_mut<T: Field>(&mut self, addr: u64) -> &mut T {
+        let shift = std::mem::align_of::<T>().trailing_zeros();
+        if let Err(why) = self.live_at(addr, std::mem::size_of::<T>(), shift) {
+            dangling(addr, why)
+        }
+        // SAFETY: `live_at` proved `addr` aligned for `T` and `[addr, addr +
+        // size)` in the mapped reservation; exclusive as in `obj_mut`; every
+        // bit pattern is a valid `T` (`Field`'s contract).
+        unsafe { &mut *(addr as *mut T) }
+    }
+
+    /// [`object`](Self::object), with the reason instead of a panic.
+    #[inline(always)]
+    pub fn try_object<T: Field>(&self, addr: u64) -> Result<&T, NotLive> {
+        let shift = std::mem::align_of::<T>().trailing_zeros();
+        self.live_at(addr, std::mem::size_of::<T>(), shift)?;
+        // SAFETY: as in `object_mut`, shared: no `&mut` exists while `&self`
+        // is borrowed.
+        Ok(unsafe { &*(addr as *const T) })
+    }
+
+    /// The `count` elements of the buffer object whose body is at `addr` (a
+    /// vector's): panics naming the pointer unless a live buffer of at least
+    /// that many elements starts there.
+    #[inline(always)]
+    pub fn elements<T: Field>(&self, addr: u64, count: usize) -> &[T] {
+        if count == 0 {
+            return &[];
+        }
+        self.check_elements::<T>(addr, count);
+        // SAFETY: `check_elements` proved the `count` elements aligned and in
+        // the mapped reservation; shared as in `obj`.
+        unsafe { std::slice::from_raw_parts(addr as *const T, count) }
+    }
+
+    /// [`elements`](Self::elements), mutably.
+    #[inline(always)]
+    pub fn elements_mut<T: Field>(&mut self, addr: u64, count: usize) -> &mut [T] {
+        if count == 0 {
+            return &mut [];
+        }
+        self.check_elements::<T>(addr, count);
+        // SAFETY: as in `elements`; exclusive as in `obj_mut`.
+        unsafe { std::slice::from_raw_parts_mut(addr as *mut T, count) }
+    }
+
+    #[inline(always)]
+    fn check_elements<T>(&self, addr: u64, count: usize) {
+        let len = std::mem::size_of::<T>().saturating_mul(count);
+        let shift = std::mem::align_of::<T>().trailing_zeros();
+        if let Err(why) = self.live_at(addr, len, shift) {
+            dangling(addr, why)
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dangling(addr: u64, why: NotLive) -> ! {
+    panic!(
+        "amber: dangling {} (Db::try_get reports this as Error::Dangling)",
+        why.describe(addr)
+    )
+}
+
+/// The reservations of databases closed in this process: `[lo, hi)`. Their
+/// address space stays reserved and inaccessible for the life of the
+/// process (`FrameSpace`'s drop), so no later reservation overlaps one and
+/// a pointer into one is known to come from a closed session.
+static CLOSED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+/// Whether `addr` lies in the reservation of a database closed before.
+fn closed(addr: u64) -> bool {
+    CLOSED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .any(|&(lo, hi)| (lo..hi).contains(&addr))
+}
+
 impl Drop for Access {
     fn drop(&mut self) {
         self.fs.access_taken.0.store(false, Ordering::Release);
+        CLOSED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((self.lo, self.hi));
     }
 }
 

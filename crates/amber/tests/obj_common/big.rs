@@ -27,6 +27,7 @@
 //! Measured (debug build): 40 MiB, userfaultfd +9.2 MiB (8.0 of frames),
 //! SIGSEGV +17.2 MiB (16.0 of RssShmem); 80 MiB, +10.4 and +18.4 MiB.
 
+use super::Cfg;
 use super::{Rss, check_backend, child_dir, child_scenario, env_num, long, opts, run_child};
 use amber::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
@@ -60,7 +61,7 @@ fn payload(id: u64) -> [u8; 480] {
     p
 }
 
-fn options(b: BackendChoice) -> Options {
+fn options(b: Cfg) -> Options {
     Options {
         cache_bytes: Some(BUDGET),
         reserve_bytes: 2 << 30,
@@ -70,7 +71,7 @@ fn options(b: BackendChoice) -> Options {
 
 /// Builds the list, newest node first in the file order's reverse: node
 /// `id` points to `id + 1`, so the traversal sweeps the file forwards.
-fn build(path: &std::path::Path, b: BackendChoice, nodes: u64) {
+fn build(path: &std::path::Path, b: Cfg, nodes: u64) {
     let mut db = Db::create(path, options(b)).expect("create");
     check_backend(&db, b);
     let per_tx = (4 << 20) / 4096 * PER_PAGE;
@@ -124,7 +125,7 @@ fn build(path: &std::path::Path, b: BackendChoice, nodes: u64) {
 }
 
 /// The child: two traversals, memory sampled.
-fn traverse(b: BackendChoice) {
+fn traverse(b: Cfg) {
     let path = child_dir().join("big.amber");
     let before_open = Rss::now();
     let db = Db::open(&path, options(b)).expect("open");
@@ -163,7 +164,11 @@ fn traverse(b: BackendChoice) {
     let elapsed = t0.elapsed();
     let st = db.stats();
     let end = Rss::now();
-    let factor = if b == BackendChoice::Sigsegv { 2 } else { 1 };
+    let factor = if b.backend == BackendChoice::Sigsegv {
+        2
+    } else {
+        1
+    };
     let bound = factor * BUDGET + 256 * st.assigned_frames + (4 << 20);
     let grown = peak.data().saturating_sub(base.data());
     const M: f64 = 1048576.0;
@@ -204,7 +209,7 @@ fn traverse(b: BackendChoice) {
     println!("big scenario done");
 }
 
-pub fn run(b: BackendChoice, test: &str) {
+pub fn run(b: Cfg, test: &str) {
     if child_scenario().as_deref() == Some("big") {
         traverse(b);
         return;

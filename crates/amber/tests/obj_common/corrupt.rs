@@ -5,10 +5,10 @@
 //! readable; a plain `get` traversal into it ends the process with a message
 //! naming the page (run in a child). Never wrong data.
 
+use super::Cfg;
 use super::{
     cached, check_backend, child_dir, child_scenario, open, opts, paddr_of, page_of, run_child,
 };
-use amber::BackendChoice;
 use amber::Location;
 use amber::{Db, Error, Options, PRef, PVec, Persistent};
 use std::os::unix::fs::FileExt;
@@ -46,7 +46,7 @@ fn payload(i: u64) -> [u8; 48] {
 }
 
 /// Builds the chain; returns (page of every node, head page of the big object).
-fn build(path: &Path, b: BackendChoice) -> (Vec<u64>, u64) {
+fn build(path: &Path, b: Cfg) -> (Vec<u64>, u64) {
     let mut db = Db::create(path, opts(b)).expect("create");
     check_backend(&db, b);
     let mut tx = db.begin().expect("begin");
@@ -179,7 +179,7 @@ fn try_traverse(path: &Path, o: Options, pages: &[u64], big_page: u64) {
 
 /// Builds, damages, and reads back with `try_get` (in this process) and
 /// `get` (in a child, which must die naming the page).
-pub fn run(b: BackendChoice, test: &str) {
+pub fn run(b: Cfg, test: &str) {
     if child_scenario().as_deref() == Some("corrupt") {
         // A plain traversal: it must not complete.
         let db = open(&child_dir().join("db"), opts(b));

@@ -11,6 +11,7 @@
 //!   dropped (and a commit's just-listed written pages evicted before being
 //!   copied out), losing committed changes.
 
+use super::Cfg;
 use super::{cached, check_backend, child_scenario, open, opts, run_child};
 use amber::BackendChoice;
 use amber::{Db, Options, PRef, PVec, Persistent};
@@ -30,7 +31,7 @@ pub struct Slabs {
     pub all: PVec<PRef<Slab>>,
 }
 
-fn create(path: &std::path::Path, b: BackendChoice, n: u64) {
+fn create(path: &std::path::Path, b: Cfg, n: u64) {
     let mut db = Db::create(path, opts(b)).expect("create");
     let mut tx = db.begin().expect("begin");
     let root = tx.alloc(Slabs { all: PVec::new() }).expect("alloc");
@@ -57,12 +58,12 @@ fn slabs(db: &Db) -> Vec<PRef<Slab>> {
 /// Writes to more pages than the budget holds, then reads pages that are not
 /// resident, with a fetch cluster of 4: every fault must find its page.
 /// Runs in a child, because the failure was an abort of the process.
-pub fn cluster_keeps_faulting_block(b: BackendChoice, test: &str) {
+pub fn cluster_keeps_faulting_block(b: Cfg, test: &str) {
     if child_scenario().as_deref() == Some("cluster") {
         let path = super::child_dir().join("db");
         let o = Options {
             fetch_cluster: 4,
-            ..cached(b, 16 << 10)
+            ..cached(b, 4 * b.page_size as u64)
         };
         let mut db = open(&path, o);
         check_backend(&db, b);
@@ -95,14 +96,14 @@ pub fn cluster_keeps_faulting_block(b: BackendChoice, test: &str) {
 /// Faults a page in, then at once writes the page faulted in just before
 /// (the one eviction picks next), over and over, with a four-page budget;
 /// commits right after the last fault. Every write must be in the database.
-pub fn writes_survive_eviction(b: BackendChoice) {
+pub fn writes_survive_eviction(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
     let n = 128u64;
     create(&path, b, n);
     let rounds = 30u64;
     for round in 1..=rounds {
-        let mut db = open(&path, cached(b, 16 << 10));
+        let mut db = open(&path, cached(b, 4 * b.page_size as u64));
         check_backend(&db, b);
         let s = slabs(&db);
         let mut tx = db.begin().expect("begin");
@@ -145,14 +146,14 @@ pub fn writes_survive_eviction(b: BackendChoice) {
 /// changes are not in the store's committed image yet, so a refetch would
 /// bring back the old bytes (it did: reads in the transaction saw them, and
 /// memory kept them after the commit).
-pub fn early_logged_pages_stay(b: BackendChoice) {
+pub fn early_logged_pages_stay(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
     let n = 48u64;
     create(&path, b, n);
     let o = Options {
         recovery_buffer_pages: 1,
-        ..cached(b, 16 << 10)
+        ..cached(b, 4 * b.page_size as u64)
     };
     let mut db = open(&path, o.clone());
     check_backend(&db, b);
@@ -185,7 +186,7 @@ pub fn early_logged_pages_stay(b: BackendChoice) {
         let want = if k % 4 == 0 { 200 + k as u64 } else { 0 };
         assert_eq!(db.get(p).v, want, "after reopen, slab {k}");
     }
-    if b == BackendChoice::Sigsegv {
+    if b.backend == BackendChoice::Sigsegv {
         assert!(st.early_logged > 0, "{st:?}");
     }
 }
@@ -196,9 +197,12 @@ pub fn early_logged_pages_stay(b: BackendChoice) {
 /// thread's signal handler). The fault must fetch it again, not abort the
 /// process ("the fault service returned without installing frame N").
 /// Runs in a child, because the failure was an abort.
-pub fn concurrent_readers(b: BackendChoice, test: &str) {
+pub fn concurrent_readers(b: Cfg, test: &str) {
     if child_scenario().as_deref() == Some("readers") {
-        let db = open(&super::child_dir().join("db"), cached(b, 16 << 10));
+        let db = open(
+            &super::child_dir().join("db"),
+            cached(b, 4 * b.page_size as u64),
+        );
         check_backend(&db, b);
         let s = slabs(&db);
         std::thread::scope(|sc| {

@@ -13,8 +13,8 @@
 //! the sparse file at a clean close, reopened and traversed; the page numbers
 //! are checked to really be above 2^32.
 
+use super::Cfg;
 use super::{check_backend, opts};
-use amber::BackendChoice;
 use amber::internals::format::objects::{encode_header, slot_size};
 use amber::internals::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
 use amber::internals::io::crash::CrashVfs;
@@ -100,7 +100,7 @@ fn expected_ids() -> Vec<u64> {
 
 /// Builds the graph; returns the persistent address of every node in chain
 /// order.
-fn build(vfs: &CrashVfs, path: &Path, b: BackendChoice) -> Vec<u64> {
+fn build(vfs: &CrashVfs, path: &Path, b: Cfg) -> Vec<u64> {
     let v: Arc<CrashVfs> = Arc::new(vfs.clone());
     // 1. Object API: define the types (a low node and a low large object).
     {
@@ -251,7 +251,7 @@ fn check(db: &mut Db, paddrs: &[u64]) {
     );
 }
 
-pub fn run(b: BackendChoice) {
+pub fn run(b: Cfg) {
     let vfs = CrashVfs::new();
     let path = Path::new("/high.amber");
     let paddrs = build(&vfs, path, b);

@@ -15,10 +15,10 @@
 //! `AMBER_OBJ_KILLS=N` sets the number of kills (default 50; 200 with
 //! `AMBER_OBJ_LONG`).
 
+use super::Cfg;
 use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
 use super::killer::kill_after_commits;
 use super::{check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts};
-use amber::BackendChoice;
 use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options};
 use std::io::Write;
@@ -56,7 +56,7 @@ fn advance(model: &mut Model, c: u64) {
     }
 }
 
-fn child_options(b: BackendChoice) -> Options {
+fn child_options(b: Cfg) -> Options {
     let mut o = super::cached(b, 64 << 10);
     o.recovery_buffer_pages = 4;
     o.store.checkpoint_log_bytes = 48 << 10;
@@ -64,7 +64,7 @@ fn child_options(b: BackendChoice) -> Options {
 }
 
 /// The child: commits forever, reporting each commit.
-fn child(b: BackendChoice) {
+fn child(b: Cfg) {
     let path = child_dir().join("db");
     let mut db = if path.exists() {
         open(&path, child_options(b))
@@ -114,7 +114,7 @@ fn child(b: BackendChoice) {
 }
 
 /// Kills the child at random instants and checks the database each time.
-pub fn run(b: BackendChoice, test: &str) {
+pub fn run(b: Cfg, test: &str) {
     if child_scenario().as_deref() == Some("kill") {
         child(b);
         return;

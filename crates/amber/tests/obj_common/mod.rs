@@ -20,7 +20,17 @@
 //! - `high`: persistent addresses beyond 2^32 pages;
 //! - `prop` (with `graph`): the write path as a property test against a model,
 //!   also with a one-page recovery buffer;
-//! - `abort`: abort restores exactly and its pages are reused;
+//!
+//! The suites the page size matters to (property, kill, eviction, stale)
+//! run at 4, 8 and 16 KiB pages ([`Cfg`]).
+//! - `abort`: abort restores exactly; its space is dead for the session and
+//!   reused by the next one;
+//! - `stale`: pointers to freed objects and to objects of aborted
+//!   transactions are refused, never followed, and their space is not
+//!   handed out again in the session;
+//! - `failing`: a commit failing at each I/O call, on a foreign pointer, on
+//!   a damaged clean page, and a forgotten transaction: memory and disk
+//!   stay at the committed state;
 //! - `kill`: SIGKILL during commits, through the public API;
 //! - `eviction`, `rbuf`: regressions of bugs the suites found.
 //!
@@ -36,6 +46,7 @@ pub mod abort;
 pub mod big;
 pub mod corrupt;
 pub mod eviction;
+pub mod failing;
 pub mod graph;
 pub mod high;
 pub mod kill;
@@ -46,6 +57,7 @@ pub mod prop;
 pub mod rbuf;
 pub mod roundtrip;
 pub mod schema;
+pub mod stale;
 pub mod types;
 
 use amber::BackendChoice;
@@ -53,19 +65,38 @@ use amber::{Db, Options};
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// What a case runs on: a fault backend and a page size. The suites that
+/// the page size matters to (property, kill, eviction, stale pointers)
+/// run at 4, 8 and 16 KiB; the others at 4 KiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cfg {
+    /// The fault backend.
+    pub backend: BackendChoice,
+    /// The page size of databases the case creates.
+    pub page_size: usize,
+}
+
+impl Cfg {
+    /// `backend` with pages of `page_size` bytes.
+    pub const fn new(backend: BackendChoice, page_size: usize) -> Cfg {
+        Cfg { backend, page_size }
+    }
+}
+
 /// Options for a test database on `b`: a modest reservation (each dropped
 /// frame space keeps its address space reserved for the life of the
 /// process, and the property test reopens often).
-pub fn opts(b: BackendChoice) -> Options {
+pub fn opts(b: Cfg) -> Options {
     Options {
-        backend: b,
+        backend: b.backend,
+        page_size: b.page_size,
         reserve_bytes: 1 << 30,
         ..Options::default()
     }
 }
 
 /// The same with a cache budget of `bytes`.
-pub fn cached(b: BackendChoice, bytes: u64) -> Options {
+pub fn cached(b: Cfg, bytes: u64) -> Options {
     Options {
         cache_bytes: Some(bytes),
         ..opts(b)
@@ -104,8 +135,9 @@ pub fn open(path: &Path, o: Options) -> Db {
 }
 
 /// Checks that `db` runs on the backend asked for.
-pub fn check_backend(db: &Db, b: BackendChoice) {
-    let want = match b {
+pub fn check_backend(db: &Db, b: Cfg) {
+    assert_eq!(db.page_size(), b.page_size, "page size");
+    let want = match b.backend {
         BackendChoice::Uffd => amber::Backend::Uffd,
         BackendChoice::Sigsegv => amber::Backend::Sigsegv,
         BackendChoice::Auto => return,

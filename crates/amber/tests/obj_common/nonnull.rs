@@ -14,10 +14,10 @@
 //!   either form of a pointer field, and stores the types it defines as
 //!   version 2 without rewriting the old entries.
 
+use super::Cfg;
 use super::corrupt::names_page;
 use super::schema::mismatch;
 use super::{cached, check_backend, child_dir, child_scenario, open, opts, run_child};
-use amber::BackendChoice;
 use amber::internals::format::page;
 use amber::internals::io::real::RealVfs;
 use amber::internals::schema::desc::{Nullability, Shape, StoredField, StoredKind, StoredType};
@@ -82,7 +82,7 @@ pub struct Extra {
 /// Creates a database with a target and three links (roots `sound`, `pref`,
 /// `smart`), each with every pointer set but the nullable ones, and two
 /// vector elements; closes it (checkpointed).
-fn build(path: &Path, b: BackendChoice) {
+fn build(path: &Path, b: Cfg) {
     let mut db = Db::create(path, opts(b)).expect("create");
     check_backend(&db, b);
     let mut tx = db.begin().expect("begin");
@@ -151,7 +151,7 @@ fn try_read(path: &Path, o: Options, pref: u64, smart: u64) {
 /// A crafted page with 0 in a non-null `PRef` and in a non-null `Smart`:
 /// refused by `try_get` (in this process, also with a fetch cluster and a
 /// small cache) and by `get` (in a child, which must abort naming the page).
-pub fn run(b: BackendChoice, test: &str) {
+pub fn run(b: Cfg, test: &str) {
     if let Some(scenario) = child_scenario() {
         let root = scenario
             .strip_prefix("nonnull-")
@@ -194,7 +194,7 @@ pub fn run(b: BackendChoice, test: &str) {
 /// Every field of the stored link read in its other form: refused by
 /// `check_type` and `root`, naming the field and both forms; the stored form
 /// still reads.
-pub fn run_schema(b: BackendChoice) {
+pub fn run_schema(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
     build(&path, b);
@@ -368,7 +368,7 @@ fn downgrade_catalog(path: &Path) {
 /// A version-1 catalog: the database opens and reads; each field matches
 /// either form; a type defined now is stored in version 2, and the old
 /// entries stay as they are.
-pub fn run_version_1(b: BackendChoice) {
+pub fn run_version_1(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
     build(&path, b);

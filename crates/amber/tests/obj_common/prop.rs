@@ -15,9 +15,9 @@
 //!
 //! `AMBER_OBJ_SEED=N` runs one seed; `AMBER_OBJ_LONG=1` runs more and longer.
 
+use super::Cfg;
 use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
 use super::{check_backend, env_num, long, open, opts};
-use amber::BackendChoice;
 use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options};
 
@@ -46,7 +46,7 @@ impl Seen {
 }
 
 /// Options drawn for a seed.
-fn options(b: BackendChoice, rng: &mut SplitMix, rbuf: Option<usize>) -> Options {
+fn options(b: Cfg, rng: &mut SplitMix, rbuf: Option<usize>) -> Options {
     let mut o = opts(b);
     o.cache_bytes = match rng.below(3) {
         0 => None,
@@ -62,7 +62,7 @@ fn options(b: BackendChoice, rng: &mut SplitMix, rbuf: Option<usize>) -> Options
 }
 
 /// One seed: `steps` transactions.
-pub fn run_seed(b: BackendChoice, seed: u64, steps: usize, rbuf: Option<usize>) -> Seen {
+pub fn run_seed(b: Cfg, seed: u64, steps: usize, rbuf: Option<usize>) -> Seen {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("prop.amber");
     let mut rng = SplitMix::new(seed);
@@ -152,7 +152,7 @@ pub fn run_seed(b: BackendChoice, seed: u64, steps: usize, rbuf: Option<usize>) 
 }
 
 /// Runs the seeds; returns the sum of what they saw.
-pub fn run(b: BackendChoice, rbuf: Option<usize>) -> Seen {
+pub fn run(b: Cfg, rbuf: Option<usize>) -> Seen {
     let (seeds, steps) = if long() { (16, 600) } else { (3, 150) };
     let base = if rbuf.is_some() { 0x5b00 } else { 0x9000 };
     // One seed asked for is a replay: it need not reach every path, so the

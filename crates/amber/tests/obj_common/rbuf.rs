@@ -9,6 +9,7 @@
 //! against the committed image, found no change, and left the early record
 //! (the intermediate value) to win in the store.
 
+use super::Cfg;
 use super::{check_backend, open, opts};
 use amber::BackendChoice;
 use amber::{Db, Options, PRef, Persistent};
@@ -29,7 +30,7 @@ pub struct Wide {
 
 const WORDS_PER_PAGE: usize = 512;
 
-pub fn early_logged_page_rewritten(b: BackendChoice) {
+pub fn early_logged_page_rewritten(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("rbuf.amber");
     let o = Options {
@@ -79,7 +80,7 @@ pub fn early_logged_page_rewritten(b: BackendChoice) {
             "page {p} of the wide object"
         );
     }
-    if b == BackendChoice::Sigsegv {
+    if b.backend == BackendChoice::Sigsegv {
         assert!(st.early_logged > 0 && st.copies_dropped > 0, "{st:?}");
     }
 }

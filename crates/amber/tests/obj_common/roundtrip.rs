@@ -11,9 +11,9 @@
 //! bytes in the store: every pointer field there holds the target's
 //! persistent address (the unswizzled form), whatever the session did.
 
+use super::Cfg;
 use super::types::{Big, Catalog, Hub, Inner, Leaf, Pair};
 use super::{cached, check_backend, open, opts, paddr_of};
-use amber::BackendChoice;
 use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options, PBytes, PIndex, PRef, PVec, Smart, Tx};
 use std::collections::BTreeMap;
@@ -615,7 +615,7 @@ fn mutate(tx: &mut Tx<'_>, o: &Objs, spec: &mut Spec, rng: &mut SplitMix, ops: u
 }
 
 /// Builds, checks, mutates and reopens across sessions and cache settings.
-pub fn run(b: BackendChoice) {
+pub fn run(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("rt.amber");
     let mut rng = SplitMix::new(0x7001);

@@ -5,8 +5,8 @@
 //! also when the changed type is not the one named but one it reaches
 //! (`run_reached`): a pointer's target, a struct nested in an array.
 
+use super::Cfg;
 use super::{check_backend, open, opts};
-use amber::BackendChoice;
 use amber::{Db, Error, PRef, Persistent};
 
 mod v1 {
@@ -362,7 +362,7 @@ zeros!(
 );
 
 /// Creates with `v1`, reopens, and tries every other layout.
-pub fn run(b: BackendChoice) {
+pub fn run(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("schema.amber");
     {
@@ -435,7 +435,7 @@ fn check_reached(db: &mut Db) {
 /// Creates with `v1` and `reach_v1`, reopens, and tries every layout changed
 /// behind a pointer; types the database has not stored are accepted and
 /// stored as checked.
-pub fn run_reached(b: BackendChoice) {
+pub fn run_reached(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("reached.amber");
     {
