@@ -223,3 +223,52 @@ impl std::error::Error for Error {
 
 /// Result with Amber's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every error a program can meet prints as one line that says what is
+    /// wrong and where, with no debug formatting.
+    #[test]
+    fn every_error_displays_one_line() {
+        let p = PathBuf::from("/data/db.amber");
+        let all = [
+            Error::io(
+                "open database",
+                &p,
+                io::Error::from(io::ErrorKind::NotFound),
+            ),
+            Error::Corrupt {
+                file: FileKind::PageFile,
+                path: p.clone(),
+                at: Location::Page(7),
+                what: "checksum mismatch".into(),
+            },
+            Error::NotADatabase {
+                path: p.clone(),
+                what: "bad magic".into(),
+            },
+            Error::Locked { path: p.clone() },
+            Error::Poisoned {
+                cause: "sync log failed".into(),
+            },
+            Error::invalid("root names are 1 to 255 bytes"),
+            Error::SchemaMismatch {
+                type_name: "Node".into(),
+                what: "field 1 is `b` in the program, `c` in the database".into(),
+            },
+            Error::dangling("pointer 0x10 leads to an object that was freed"),
+            Error::Vm {
+                what: "mprotect of frame 3 failed with ENOMEM: raise vm.max_map_count".into(),
+                source: None,
+            },
+            Error::internal("a broken invariant"),
+        ];
+        for e in all {
+            let s = e.to_string();
+            assert!(!s.is_empty() && !s.contains('\n'), "{e:?}: {s:?}");
+            assert!(!s.contains("{ "), "debug formatting in {s:?}");
+        }
+    }
+}

@@ -301,3 +301,26 @@ fn roots_are_removed() {
     let names: Vec<String> = db.store().roots().into_iter().map(|r| r.name).collect();
     assert_eq!(names, ["b"]);
 }
+
+/// Opening a file that is not there is the operating system's "no such
+/// file", an I/O error naming the path, not a claim about its format.
+#[test]
+fn missing_file_is_an_io_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nothing.amber");
+    match Db::open(&path, Options::default()) {
+        Err(amber::Error::Io {
+            source, path: p, ..
+        }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            assert_eq!(p, path);
+        }
+        other => panic!("opening a missing file: {other:?}"),
+    }
+    let e = Db::open(&path, Options::default()).expect_err("missing");
+    let shown = e.to_string();
+    assert!(
+        shown.contains("nothing.amber") && shown.contains("No such file"),
+        "{shown}"
+    );
+}

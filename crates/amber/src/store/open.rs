@@ -142,16 +142,11 @@ impl Store {
         } else {
             OpenMode::ReadWrite
         };
-        let file = vfs.open(path, mode).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::NotADatabase {
-                    path: path.to_path_buf(),
-                    what: "no such file".into(),
-                }
-            } else {
-                Error::io("open database", path, e)
-            }
-        })?;
+        // A missing file is the operating system's "no such file", an I/O
+        // error: nothing says that what is not there is not a database.
+        let file = vfs
+            .open(path, mode)
+            .map_err(|e| Error::io("open database", path, e))?;
         lock_database(&*file, path)?;
         let (sb, sb_slot) = read_superblock(&*file, path)?;
         let damaged_copy = read_superblock_slots(&*file, path)?
