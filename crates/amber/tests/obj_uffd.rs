@@ -1,4 +1,5 @@
 //! The object-layer suite on the userfaultfd backend (`obj_common`).
+mod harness;
 mod obj_common;
 use amber::BackendChoice;
 use obj_common as common;
@@ -8,212 +9,105 @@ const B: Cfg = Cfg::new(BackendChoice::Uffd, 4096);
 const B8: Cfg = Cfg::new(BackendChoice::Uffd, 8192);
 const B16: Cfg = Cfg::new(BackendChoice::Uffd, 16384);
 
-#[test]
-fn roundtrip() {
-    common::roundtrip::run(B);
-}
-
-#[test]
-fn schema_mismatch() {
-    common::schema::run(B);
-}
-
-#[test]
-fn schema_mismatch_behind_pointers() {
-    common::schema::run_reached(B);
-}
-
-#[test]
-fn corrupt_page() {
-    common::corrupt::run(B, "corrupt_page");
-}
-
-#[test]
-fn pages_beyond_2_pow_32() {
-    common::high::run(B);
-}
-
-#[test]
-fn abort_restores_exactly() {
-    common::abort::run(B);
-}
-
-#[test]
-fn early_logged_page_rewritten() {
-    common::rbuf::early_logged_page_rewritten(B);
-}
-
-#[test]
-fn bigger_than_the_cache() {
-    common::big::run(B, "bigger_than_the_cache");
-}
-
-#[test]
-fn null_in_non_null_field() {
-    common::nonnull::run(B, "null_in_non_null_field");
-}
-
-#[test]
-fn nullability_mismatch() {
-    common::nonnull::run_schema(B);
-}
-
-#[test]
-fn version_1_catalog() {
-    common::nonnull::run_version_1(B);
-}
-
-#[test]
-fn commit_failing_at_each_io_call() {
-    common::failing::io_countdown(B);
-}
-
-#[test]
-fn commit_of_a_foreign_pointer() {
-    common::failing::foreign_pointer(B);
-}
-
-#[test]
-fn commit_over_a_damaged_clean_page() {
-    common::failing::damaged_clean_page(B);
-}
-
-#[test]
-fn forgotten_transaction() {
-    common::failing::forgotten(B);
-}
-
-#[test]
-fn write_path_property() {
-    common::prop::run(B, None);
-}
-
-#[test]
-fn killed_during_commits() {
-    common::kill::run(B, "killed_during_commits");
-}
-
-#[test]
-fn writes_survive_eviction() {
-    common::eviction::writes_survive_eviction(B);
-}
-
-#[test]
-fn cluster_keeps_faulting_block() {
-    common::eviction::cluster_keeps_faulting_block(B, "cluster_keeps_faulting_block");
-}
-
-#[test]
-fn early_logged_pages_stay() {
-    common::eviction::early_logged_pages_stay(B);
-}
-
-#[test]
-fn concurrent_readers() {
-    common::eviction::concurrent_readers(B, "concurrent_readers");
-}
-
-#[test]
-fn stale_freed() {
-    common::stale::freed(B);
-}
-
-#[test]
-fn stale_aborted() {
-    common::stale::aborted(B);
-}
-
-#[test]
-fn stale_aborted_then_evicted() {
-    common::stale::aborted_then_evicted(B);
-}
-
-#[test]
-fn write_path_property_8k() {
-    common::prop::run(B8, None);
-}
-
-#[test]
-fn killed_during_commits_8k() {
-    common::kill::run(B8, "killed_during_commits_8k");
-}
-
-#[test]
-fn writes_survive_eviction_8k() {
-    common::eviction::writes_survive_eviction(B8);
-}
-
-#[test]
-fn cluster_keeps_faulting_block_8k() {
-    common::eviction::cluster_keeps_faulting_block(B8, "cluster_keeps_faulting_block_8k");
-}
-
-#[test]
-fn early_logged_pages_stay_8k() {
-    common::eviction::early_logged_pages_stay(B8);
-}
-
-#[test]
-fn concurrent_readers_8k() {
-    common::eviction::concurrent_readers(B8, "concurrent_readers_8k");
-}
-
-#[test]
-fn stale_freed_8k() {
-    common::stale::freed(B8);
-}
-
-#[test]
-fn stale_aborted_8k() {
-    common::stale::aborted(B8);
-}
-
-#[test]
-fn stale_aborted_then_evicted_8k() {
-    common::stale::aborted_then_evicted(B8);
-}
-
-#[test]
-fn write_path_property_16k() {
-    common::prop::run(B16, None);
-}
-
-#[test]
-fn killed_during_commits_16k() {
-    common::kill::run(B16, "killed_during_commits_16k");
-}
-
-#[test]
-fn writes_survive_eviction_16k() {
-    common::eviction::writes_survive_eviction(B16);
-}
-
-#[test]
-fn cluster_keeps_faulting_block_16k() {
-    common::eviction::cluster_keeps_faulting_block(B16, "cluster_keeps_faulting_block_16k");
-}
-
-#[test]
-fn early_logged_pages_stay_16k() {
-    common::eviction::early_logged_pages_stay(B16);
-}
-
-#[test]
-fn concurrent_readers_16k() {
-    common::eviction::concurrent_readers(B16, "concurrent_readers_16k");
-}
-
-#[test]
-fn stale_freed_16k() {
-    common::stale::freed(B16);
-}
-
-#[test]
-fn stale_aborted_16k() {
-    common::stale::aborted(B16);
-}
-
-#[test]
-fn stale_aborted_then_evicted_16k() {
-    common::stale::aborted_then_evicted(B16);
+fn main() -> std::process::ExitCode {
+    harness::run_uffd(vec![
+        ("roundtrip", || common::roundtrip::run(B)),
+        ("schema_mismatch", || common::schema::run(B)),
+        ("schema_mismatch_behind_pointers", || {
+            common::schema::run_reached(B)
+        }),
+        ("corrupt_page", || common::corrupt::run(B, "corrupt_page")),
+        ("pages_beyond_2_pow_32", || common::high::run(B)),
+        ("abort_restores_exactly", || common::abort::run(B)),
+        ("early_logged_page_rewritten", || {
+            common::rbuf::early_logged_page_rewritten(B)
+        }),
+        ("bigger_than_the_cache", || {
+            common::big::run(B, "bigger_than_the_cache")
+        }),
+        ("null_in_non_null_field", || {
+            common::nonnull::run(B, "null_in_non_null_field")
+        }),
+        ("nullability_mismatch", || common::nonnull::run_schema(B)),
+        ("version_1_catalog", || common::nonnull::run_version_1(B)),
+        ("commit_failing_at_each_io_call", || {
+            common::failing::io_countdown(B)
+        }),
+        ("commit_of_a_foreign_pointer", || {
+            common::failing::foreign_pointer(B)
+        }),
+        ("commit_over_a_damaged_clean_page", || {
+            common::failing::damaged_clean_page(B)
+        }),
+        ("forgotten_transaction", || common::failing::forgotten(B)),
+        ("write_path_property", || {
+            common::prop::run(B, None);
+        }),
+        ("killed_during_commits", || {
+            common::kill::run(B, "killed_during_commits")
+        }),
+        ("writes_survive_eviction", || {
+            common::eviction::writes_survive_eviction(B)
+        }),
+        ("cluster_keeps_faulting_block", || {
+            common::eviction::cluster_keeps_faulting_block(B, "cluster_keeps_faulting_block")
+        }),
+        ("early_logged_pages_stay", || {
+            common::eviction::early_logged_pages_stay(B)
+        }),
+        ("concurrent_readers", || {
+            common::eviction::concurrent_readers(B, "concurrent_readers")
+        }),
+        ("stale_freed", || common::stale::freed(B)),
+        ("stale_aborted", || common::stale::aborted(B)),
+        ("stale_aborted_then_evicted", || {
+            common::stale::aborted_then_evicted(B)
+        }),
+        ("write_path_property_8k", || {
+            common::prop::run(B8, None);
+        }),
+        ("killed_during_commits_8k", || {
+            common::kill::run(B8, "killed_during_commits_8k")
+        }),
+        ("writes_survive_eviction_8k", || {
+            common::eviction::writes_survive_eviction(B8)
+        }),
+        ("cluster_keeps_faulting_block_8k", || {
+            common::eviction::cluster_keeps_faulting_block(B8, "cluster_keeps_faulting_block_8k")
+        }),
+        ("early_logged_pages_stay_8k", || {
+            common::eviction::early_logged_pages_stay(B8)
+        }),
+        ("concurrent_readers_8k", || {
+            common::eviction::concurrent_readers(B8, "concurrent_readers_8k")
+        }),
+        ("stale_freed_8k", || common::stale::freed(B8)),
+        ("stale_aborted_8k", || common::stale::aborted(B8)),
+        ("stale_aborted_then_evicted_8k", || {
+            common::stale::aborted_then_evicted(B8)
+        }),
+        ("write_path_property_16k", || {
+            common::prop::run(B16, None);
+        }),
+        ("killed_during_commits_16k", || {
+            common::kill::run(B16, "killed_during_commits_16k")
+        }),
+        ("writes_survive_eviction_16k", || {
+            common::eviction::writes_survive_eviction(B16)
+        }),
+        ("cluster_keeps_faulting_block_16k", || {
+            common::eviction::cluster_keeps_faulting_block(B16, "cluster_keeps_faulting_block_16k")
+        }),
+        ("early_logged_pages_stay_16k", || {
+            common::eviction::early_logged_pages_stay(B16)
+        }),
+        ("concurrent_readers_16k", || {
+            common::eviction::concurrent_readers(B16, "concurrent_readers_16k")
+        }),
+        ("stale_freed_16k", || common::stale::freed(B16)),
+        ("stale_aborted_16k", || common::stale::aborted(B16)),
+        ("stale_aborted_then_evicted_16k", || {
+            common::stale::aborted_then_evicted(B16)
+        }),
+    ])
 }
