@@ -40,8 +40,9 @@ use crate::backend::Backends;
 use crate::rng::Rng;
 use crate::storage::{BenchError, Environment, Summary, Workdir, environment, summarize};
 
-/// The target of the hot traversal: Amber within 10% of plain memory.
-pub const TARGET_HOT_VS_MEMORY: f64 = 1.10;
+/// The target of the hot traversal: Amber within 5% of plain memory (issue
+/// 11: the stale-pointer check at every dereference must keep it there).
+pub const TARGET_HOT_VS_MEMORY: f64 = 1.05;
 
 /// A node of the persistent list.
 #[derive(Persistent)]
@@ -122,7 +123,7 @@ pub struct BackendHot {
     pub amber_hot_ms: f64,
     /// The same over the boxes (ms).
     pub memory_hot_ms: f64,
-    /// `amber_hot_ms / memory_hot_ms`; target ≤ 1.10.
+    /// `amber_hot_ms / memory_hot_ms`; target ≤ 1.05.
     pub hot_vs_memory: f64,
     /// Median hot traversal of the shuffled list, Amber (ms).
     pub amber_shuffled_ms: f64,
