@@ -61,7 +61,7 @@ pub mod report;
 pub mod table;
 
 pub use args::{Oo1Args, USAGE};
-pub use child::{CHILD_SUBCOMMAND, ChildRequest, JobResult, run_job, run_oo1_child};
+pub use child::{Amortized, CHILD_SUBCOMMAND, ChildRequest, JobResult, run_job, run_oo1_child};
 pub use database::{Connection, GenParams, GeneratedDb, Kind, NewPart, Part, PartId, generate};
 pub use engine::{
     Answer, Engine, EngineError, EngineFactory, EngineInfo, EngineOptions, ResultExt,
