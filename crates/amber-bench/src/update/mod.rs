@@ -27,7 +27,7 @@
 //! **Log bytes against the minimum.** The verdict compares each commit's
 //! range records (`log_bytes` minus the 16-byte commit record every commit
 //! writes) with the least record bytes that can log what the traversal
-//! changed, which the benchmark computes itself ([`minimal`]): from its own
+//! changed, which the benchmark computes itself (module `minimal`): from its own
 //! copy of every part's `x` and `y` it knows which bytes each commit changes
 //! and, from the parts' addresses, where they lie; it then finds the
 //! cheapest way to cover them with range records (header plus span, one page
