@@ -1,12 +1,13 @@
 //! Amber's OO1 engines against the reference evaluator, in process, on a small
 //! database: every job, with and without a cache budget far below the
-//! database's size.
+//! database's size; the amortized span of committing jobs (their commits and
+//! the checkpoint forced after them); one log sync per commit.
 
 use amber_bench::oo1::harness::{compare_answers, expected_answers};
 use amber_bench::oo1::reference::Reference;
 use amber_bench::oo1::{
-    ChildRequest, Engine, EngineOptions, GenParams, GeneratedDb, Job, Op, Protocol, UpdatePlan,
-    builtin_engines, generate, run_job,
+    ChildRequest, Engine, EngineFactory, EngineOptions, GenParams, GeneratedDb, Job, Op, Protocol,
+    UpdatePlan, builtin_engines, generate, run_job,
 };
 
 const PARAMS: GenParams = GenParams {
@@ -65,6 +66,27 @@ fn every_job(params: GenParams, options: &EngineOptions, engines: &[&str]) {
                         );
                     }
                 }
+                // The amortized span: every commit, then the checkpoint,
+                // which writes the committed changes into the page file.
+                let a = result.amortized.as_ref().expect("amortized figures");
+                assert_eq!(a.commits as usize, result.iterations.len());
+                let commits: u64 = result
+                    .iterations
+                    .iter()
+                    .filter_map(|i| i.io)
+                    .map(|d| d.wchar)
+                    .sum();
+                let span = a.io.expect("I/O counters").wchar;
+                assert!(span >= commits, "{name}: {}", job.label());
+                if job.p != Some(0.0) && options.cache_mib.is_none() {
+                    assert!(
+                        span > commits,
+                        "{name}: {}: the checkpoint wrote nothing",
+                        job.label()
+                    );
+                }
+            } else {
+                assert!(result.amortized.is_none());
             }
         }
     }
@@ -155,4 +177,34 @@ fn commits_survive_reopening() {
         assert!(engine.insert(&batch).is_err(), "{name}");
         engine.close().expect("close");
     }
+}
+
+/// Amber's durability as the OO1 table states it: every commit of an insert
+/// or an update syncs the log once.
+#[test]
+fn every_commit_syncs_the_log() {
+    use amber_bench::oo1::amber_engine::AmberFactory;
+    let db = db();
+    let batch = amber_bench::oo1::database::new_parts(
+        PARAMS,
+        &mut amber_bench::rng::Rng::seed_from_u64(9),
+        PARAMS.parts + 1,
+        100,
+    );
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let options = EngineOptions::default();
+    AmberFactory::DEFAULT
+        .build(dir.path(), &db, &options)
+        .expect("build");
+    let mut engine = AmberFactory::DEFAULT
+        .open_amber(dir.path(), &options)
+        .expect("open");
+    let syncs = |e: &amber_bench::oo1::amber_engine::AmberOo1| e.db().stats().store.log_syncs;
+    let before = syncs(&engine);
+    engine.insert(&batch).expect("insert");
+    assert_eq!(syncs(&engine), before + 1, "an insert syncs once");
+    let plan = UpdatePlan::new(vec![true; 3_280]);
+    engine.update(42, &plan).expect("update");
+    assert_eq!(syncs(&engine), before + 2, "an update syncs once");
+    Box::new(engine).close().expect("close");
 }

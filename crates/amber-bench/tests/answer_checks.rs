@@ -40,6 +40,9 @@ impl EngineFactory for TestFactory {
         EngineInfo {
             name: "test",
             summary: "the reference evaluator, with an optional bug",
+            schema: "the generated database",
+            durability: "none",
+            install: "none",
             cache_budget: false,
         }
     }

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 pub const BENCHES: &[(&str, &str)] = &[
     (
         "commit",
-        "latency of committing a 100-byte change against a bare pwrite + fdatasync",
+        "latency of committing a 100-byte change, through the object layer (Db/Tx) and the store layer, against a bare pwrite + fdatasync",
     ),
     (
         "recovery",
@@ -28,7 +28,7 @@ pub const BENCHES: &[(&str, &str)] = &[
     ),
     (
         "oo1",
-        "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB, redb, a serde snapshot and plain memory",
+        "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB and redb (normalised, and LMDB and redb inline), a serde snapshot and plain memory",
     ),
     (
         "hot",
@@ -45,7 +45,7 @@ pub const BENCHES: &[(&str, &str)] = &[
 ];
 
 /// How to get the comparison engines when they are not built in.
-pub const COMPARE_HINT: &str = "the comparison engines (memory, snapshot, sqlite, lmdb, redb) are not built into this amber; \
+pub const COMPARE_HINT: &str = "the comparison engines (memory, snapshot, sqlite, lmdb, lmdb-inline, redb, redb-inline) are not built into this amber; \
 build it with `cargo build --release -p amber-cli --features compare` to run them";
 
 fn known() -> String {
@@ -60,7 +60,7 @@ fn known() -> String {
 #[derive(Debug, Parser)]
 #[command(
     name = "amber bench commit",
-    about = "Median latency of committing a 100-byte change, against a bare pwrite of 100 bytes + fdatasync in the same directory"
+    about = "Median latency of committing a 100-byte change to one object (Db/Tx) and at the store layer, against a bare pwrite of 100 bytes + fdatasync in the same directory"
 )]
 struct CommitArgs {
     /// Measured iterations.

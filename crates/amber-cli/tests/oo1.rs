@@ -1,12 +1,22 @@
 //! `amber bench oo1` end to end: the harness builds every engine's database,
 //! runs every job in child processes (`amber bench oo1 __oo1-child`), and
-//! writes the JSON contract and the SVG. Without the `compare` feature only
-//! Amber's engines run, and the output says how to get the others.
+//! writes the JSON contract (with every engine's schema and durability, and
+//! the amortized bytes and time per commit) and the SVG. Without the
+//! `compare` feature only Amber's engines run, and the output says how to
+//! get the others.
 
 use std::process::Command;
 
 const AMBER: [&str; 2] = ["amber", "amber-sigsegv"];
-const COMPARE: [&str; 5] = ["memory", "snapshot", "sqlite", "lmdb", "redb"];
+const COMPARE: [&str; 7] = [
+    "memory",
+    "snapshot",
+    "sqlite",
+    "lmdb",
+    "lmdb-inline",
+    "redb",
+    "redb-inline",
+];
 
 fn engines() -> Vec<&'static str> {
     let mut all = AMBER.to_vec();
@@ -41,6 +51,8 @@ fn small_run_writes_the_json_contract_and_the_plot() {
     );
     assert!(stdout.contains("traversal warm"), "{stdout}");
     assert!(stdout.contains("log bytes per commit"), "{stdout}");
+    assert!(stdout.contains("amortized per commit"), "{stdout}");
+    assert!(stdout.contains("inline objects"), "{stdout}");
     assert_eq!(
         stdout.contains("--features compare"),
         !cfg!(feature = "compare"),
@@ -99,11 +111,61 @@ fn small_run_writes_the_json_contract_and_the_plot() {
     }
     let engine_rows = json["engines"].as_array().expect("engines");
     assert_eq!(engine_rows.len(), engines.len());
-    assert!(
-        engine_rows
-            .iter()
-            .all(|e| e["peak_rss_kib"].as_u64().is_some_and(|k| k > 0))
-    );
+    for e in engine_rows {
+        assert!(e["peak_rss_kib"].as_u64().is_some_and(|k| k > 0), "{e}");
+        // Every engine names its schema, its durability and its installation.
+        for key in ["schema", "durability", "install"] {
+            assert!(e[key].as_str().is_some_and(|v| !v.is_empty()), "{key}: {e}");
+        }
+        let name = e["name"].as_str().expect("name");
+        let schema = e["schema"].as_str().expect("schema");
+        let kind = match name {
+            "sqlite" | "lmdb" | "redb" => "normalised",
+            _ => "inline",
+        };
+        assert!(schema.starts_with(kind), "{name}: {schema}");
+        let durability = e["durability"].as_str().expect("durability");
+        assert_eq!(
+            name == "memory",
+            durability.starts_with("none"),
+            "{name}: {durability}"
+        );
+    }
+
+    // Amortized figures: one row per engine and committing job (insert and
+    // the 7 update probabilities), each over the job's 20 commits.
+    let amortized = json["amortized"].as_array().expect("amortized");
+    assert_eq!(amortized.len(), engines.len() * (1 + 7));
+    for row in amortized {
+        let engine = row["engine"].as_str().expect("engine");
+        let op = row["op"].as_str().expect("op");
+        assert!(op == "insert" || op == "update", "{row}");
+        assert_eq!(row["commits"], 20, "{row}");
+        assert!(
+            row["amortized_ms_per_commit"]
+                .as_f64()
+                .is_some_and(|ms| ms > 0.0),
+            "{row}"
+        );
+        assert!(row["install_ms"].as_f64().is_some(), "{row}");
+        assert_eq!(
+            row["amortized_ms_per_commit_rounds"]
+                .as_array()
+                .map(Vec::len),
+            Some(2),
+            "{row}"
+        );
+        let bytes = row["amortized_bytes_per_commit"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("amortized_bytes_per_commit: {row}"));
+        // Memory never writes; every other engine writes when something
+        // changed (inserts, updates with p > 0).
+        if engine == "memory" {
+            assert_eq!(bytes, 0, "{row}");
+        } else if op == "insert" || row["p"].as_f64().is_some_and(|p| p > 0.0) {
+            assert!(bytes > 0, "{row}");
+        }
+    }
 
     let svg = std::fs::read_to_string(&svg_path).expect("SVG written");
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
@@ -121,6 +183,9 @@ fn bad_arguments_fail_with_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("unknown engine \"oracle\""), "{stderr}");
     assert!(stderr.contains("amber, amber-sigsegv"), "{stderr}");
+    if cfg!(feature = "compare") {
+        assert!(stderr.contains("lmdb-inline") && stderr.contains("redb-inline"));
+    }
     assert_eq!(
         stderr.contains("--features compare"),
         !cfg!(feature = "compare"),

@@ -7,6 +7,9 @@ use amber_bench::oo1::{
 };
 use serde::{Deserialize, Serialize};
 
+/// The layout, as the OO1 table names it (`memory` and `snapshot`).
+pub const SCHEMA: &str = "inline, in memory: an arena Vec<Part> indexed by id - 1, a part holding its 3 outgoing connections (target index, kind, length) and a Vec of the indices of the parts connecting to it; a traversal step is one indexed load";
+
 /// An outgoing connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Conn {

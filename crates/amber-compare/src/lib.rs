@@ -4,18 +4,28 @@
 //! - [`memory`]: plain Rust structs in memory, nothing persisted (the speed limit);
 //! - [`snapshot`]: the same structs serialised whole with serde + postcard;
 //! - [`sqlite`]: SQLite through rusqlite, WAL, `synchronous = FULL`;
-//! - [`lmdb`]: LMDB through heed, fixed-size records read in place;
-//! - [`redb`]: redb tables keyed by id.
+//!   normalised (a parts table and a connections table);
+//! - [`lmdb`]: LMDB through heed, fixed-size records read in place,
+//!   normalised (parts, outgoing and incoming connections apart);
+//! - [`lmdb_inline`]: LMDB with one record per part holding its connections;
+//! - [`redb`]: redb tables keyed by id, normalised as `lmdb`;
+//! - [`redb_inline`]: redb with one record per part holding its connections.
+//!
+//! Every engine that persists syncs each commit; each says how, and how it
+//! lays out the graph, in its `EngineInfo`.
 //!
 //! A front end passes [`engines()`] to `amber_bench::oo1::run_oo1` and to
 //! `amber_bench::oo1::run_oo1_child`.
 #![deny(clippy::unwrap_used)]
 
 pub mod graph;
+pub mod inline;
 pub mod lmdb;
+pub mod lmdb_inline;
 pub mod memory;
 pub mod record;
 pub mod redb;
+pub mod redb_inline;
 pub mod snapshot;
 pub mod sqlite;
 
@@ -28,6 +38,8 @@ pub fn engines() -> Vec<Box<dyn EngineFactory>> {
         Box::new(snapshot::SnapshotFactory),
         Box::new(sqlite::SqliteFactory),
         Box::new(lmdb::LmdbFactory),
+        Box::new(lmdb_inline::LmdbInlineFactory),
         Box::new(redb::RedbFactory),
+        Box::new(redb_inline::RedbInlineFactory),
     ]
 }

@@ -7,8 +7,10 @@
 //!   duplicates come back in slot order), `DUP_SORT | DUP_FIXED`;
 //! - `in`: to → one sorted duplicate per incoming connection (from, slot).
 //!
-//! Commits use LMDB's default durability: the data pages and then the meta page
-//! are written and fsynced before `commit` returns.
+//! Commits use LMDB's default durability (checked at open: none of
+//! `NO_SYNC`, `NO_META_SYNC`, `MAP_ASYNC`): the data pages are written and
+//! fdatasynced, then the meta page is written through a synchronous
+//! descriptor, before `commit` returns.
 
 use std::path::Path;
 
@@ -18,7 +20,9 @@ use amber_bench::oo1::{
 };
 use heed::byteorder::BigEndian;
 use heed::types::{Bytes, U32};
-use heed::{CommitOrAbort, Database, DatabaseFlags, Env, EnvOpenOptions, PutFlags, RoTxn, RwTxn};
+use heed::{
+    CommitOrAbort, Database, DatabaseFlags, Env, EnvFlags, EnvOpenOptions, PutFlags, RoTxn, RwTxn,
+};
 
 use crate::record::{PartRef, encode_in, encode_out, encode_part, in_source, out_target};
 
@@ -32,14 +36,22 @@ const MAP_SIZE: usize = 64 << 30;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LmdbFactory;
 
-/// Opens the environment in `dir`.
+/// How an LMDB commit is made durable (`lmdb` and `lmdb-inline`).
+pub const DURABILITY: &str = "LMDB's default flags (no NO_SYNC, NO_META_SYNC or MAP_ASYNC; checked at open): a commit writes its data pages and fdatasyncs them, then writes the meta page through a synchronous (O_DSYNC) descriptor, before returning";
+
+/// What the harness's installation step does for LMDB.
+pub const INSTALL: &str =
+    "none: a commit writes its copy-on-write B-tree pages into the data file itself";
+
+/// Opens the environment in `dir`, and checks that no flag skips a commit's
+/// sync.
 // heed marks opening an environment `unsafe` because a memory-mapped file
 // changed behind LMDB's back (by another process, or by a second, unlocked
 // environment on the same file) would be undefined behaviour. This is the one
 // unsafe call of the comparison engines; the workspace denies unsafe code
 // everywhere else.
 #[allow(unsafe_code)]
-fn open_env(dir: &Path) -> Result<Env, EngineError> {
+pub(crate) fn open_env(dir: &Path) -> Result<Env, EngineError> {
     let mut options = EnvOpenOptions::new();
     options.map_size(MAP_SIZE).max_dbs(3);
     // The harness gives every process its own copy of the database directory
@@ -47,7 +59,17 @@ fn open_env(dir: &Path) -> Result<Env, EngineError> {
     // flags: no NO_LOCK, no NO_SYNC) coordinates readers and the writer.
     // SAFETY: no other mapping of these files is modified behind LMDB's back,
     // and heed allows the same path to be opened again in one process.
-    unsafe { options.open(dir) }.ctx(&format!("opening the LMDB environment {}", dir.display()))
+    let env = unsafe { options.open(dir) }
+        .ctx(&format!("opening the LMDB environment {}", dir.display()))?;
+    let flags = env.get_flags().ctx("reading the environment's flags")?;
+    let unsynced = EnvFlags::NO_SYNC | EnvFlags::NO_META_SYNC | EnvFlags::MAP_ASYNC;
+    if flags & unsynced.bits() != 0 {
+        return Err(EngineError::bad_input(format!(
+            "the LMDB environment {} has flags {flags:#x}: NO_SYNC, NO_META_SYNC or MAP_ASYNC would skip a commit's sync",
+            dir.display()
+        )));
+    }
+    Ok(env)
 }
 
 struct Dbs {
@@ -154,6 +176,9 @@ impl EngineFactory for LmdbFactory {
         EngineInfo {
             name: "lmdb",
             summary: "LMDB via heed: parts, out and in databases keyed by big-endian id, fixed-size records read in place (zero-copy), connections as sorted fixed-size duplicates; durable commits",
+            schema: "normalised: parts database + out and in connection databases keyed by id (connections as sorted duplicates); a traversal step is two B-tree lookups (the part's connections, then each target part)",
+            durability: DURABILITY,
+            install: INSTALL,
             cache_budget: false,
         }
     }

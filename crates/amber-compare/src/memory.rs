@@ -26,6 +26,9 @@ impl EngineFactory for MemoryFactory {
         EngineInfo {
             name: "memory",
             summary: "plain Rust structs in memory (arena Vec<Part>, index links); nothing persisted, open regenerates from the seed, commit is a no-op",
+            schema: crate::graph::SCHEMA,
+            durability: "none: persists nothing (the speed limit)",
+            install: "none: nothing is persisted",
             cache_budget: false,
         }
     }

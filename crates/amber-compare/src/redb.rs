@@ -6,8 +6,9 @@
 //!   come back in slot order);
 //! - `in`: multimap to → (from, slot) records.
 //!
-//! Commits use redb's default durability (`Durability::Immediate`: fsynced
-//! before `commit` returns). `--cache-mib` sets redb's cache size.
+//! Every write transaction asks for `Durability::Immediate` (redb's default,
+//! set explicitly): fsynced before `commit` returns. `--cache-mib` sets
+//! redb's cache size.
 
 use std::path::Path;
 
@@ -16,8 +17,8 @@ use amber_bench::oo1::{
     Op, PartId, ResultExt, TRAVERSAL_DEPTH, Tally, UpdatePlan,
 };
 use redb::{
-    Database, MultimapTable, MultimapTableDefinition, ReadOnlyMultimapTable, ReadOnlyTable,
-    ReadableDatabase, ReadableMultimapTable, ReadableTable, Table, TableDefinition,
+    Database, Durability, MultimapTable, MultimapTableDefinition, ReadOnlyMultimapTable,
+    ReadOnlyTable, ReadableDatabase, ReadableMultimapTable, ReadableTable, Table, TableDefinition,
     WriteTransaction,
 };
 
@@ -31,17 +32,36 @@ const PARTS: TableDefinition<u32, &[u8; PART_LEN]> = TableDefinition::new("parts
 const OUT: MultimapTableDefinition<u32, &[u8; OUT_LEN]> = MultimapTableDefinition::new("out");
 const IN: MultimapTableDefinition<u32, &[u8; IN_LEN]> = MultimapTableDefinition::new("in");
 
-/// The `redb` engine.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RedbFactory;
+/// How a redb commit is made durable (`redb` and `redb-inline`).
+pub const DURABILITY: &str = "Durability::Immediate set on every write transaction (redb's default): the commit fsyncs the file before returning";
 
-fn builder(options: &EngineOptions) -> redb::Builder {
+/// What the harness's installation step does for redb.
+pub const INSTALL: &str =
+    "none: a commit writes its copy-on-write B-tree pages into the file itself";
+
+/// Begins a write transaction that syncs at commit.
+pub(crate) fn begin_write(
+    database: &Database,
+    what: &str,
+) -> Result<WriteTransaction, EngineError> {
+    let mut wtxn = database.begin_write().ctx(what)?;
+    wtxn.set_durability(Durability::Immediate)
+        .ctx("asking for Durability::Immediate")?;
+    Ok(wtxn)
+}
+
+/// A database builder with the cache size of `options`.
+pub(crate) fn builder(options: &EngineOptions) -> redb::Builder {
     let mut b = Database::builder();
     if let Some(mib) = options.cache_mib {
         b.set_cache_size(usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX));
     }
     b
 }
+
+/// The `redb` engine.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RedbFactory;
 
 /// Writes parts and both connection tables in `wtxn`.
 fn put_parts<'a>(
@@ -80,6 +100,9 @@ impl EngineFactory for RedbFactory {
         EngineInfo {
             name: "redb",
             summary: "redb: parts table and out/in multimap tables keyed by id, fixed-size records; Durability::Immediate commits",
+            schema: "normalised: parts table + out and in connection multimap tables keyed by id; a traversal step is two B-tree lookups (the part's connections, then each target part)",
+            durability: DURABILITY,
+            install: INSTALL,
             cache_budget: true,
         }
     }
@@ -94,7 +117,7 @@ impl EngineFactory for RedbFactory {
         let database = builder(options)
             .create(&path)
             .ctx(&format!("creating {}", path.display()))?;
-        let wtxn = database.begin_write().ctx("beginning the load")?;
+        let wtxn = begin_write(&database, "beginning the load")?;
         let batch: Vec<NewPart> = db
             .parts
             .iter()
@@ -264,7 +287,7 @@ impl Engine for Redb {
 
     fn insert(&mut self, parts: &[NewPart]) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Insert);
-        let wtxn = self.database.begin_write().ctx("beginning the insert")?;
+        let wtxn = begin_write(&self.database, "beginning the insert")?;
         put_parts(&wtxn, parts.iter(), &mut tally)?;
         wtxn.commit().ctx("committing the insert")?;
         Ok(tally.finish())
@@ -272,7 +295,7 @@ impl Engine for Redb {
 
     fn update(&mut self, root: PartId, plan: &UpdatePlan) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Update);
-        let wtxn = self.database.begin_write().ctx("beginning the update")?;
+        let wtxn = begin_write(&self.database, "beginning the update")?;
         {
             let mut parts = wtxn.open_table(PARTS).ctx("opening the parts table")?;
             let out = wtxn.open_multimap_table(OUT).ctx("opening the out table")?;

@@ -27,6 +27,9 @@ impl EngineFactory for SnapshotFactory {
         EngineInfo {
             name: "snapshot",
             summary: "the memory engine's structs serialised whole with serde+postcard: read whole at open, written whole + fsync + rename at every commit",
+            schema: crate::graph::SCHEMA,
+            durability: "the whole graph written to a temporary file, fsynced, renamed over the snapshot, the directory fsynced, at every commit",
+            install: "none: every commit writes the whole database",
             cache_budget: false,
         }
     }

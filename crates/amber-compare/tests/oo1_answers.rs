@@ -1,5 +1,6 @@
 //! Every comparison engine against the reference evaluator, in process, on a
-//! small database: answers of every job, and the bytes each commit wrote.
+//! small database: answers of every job, the bytes each commit wrote, and the
+//! amortized span (the commits and the forced installation).
 //!
 //! The only test of its binary: the I/O counters it reads (`/proc/self/io`)
 //! are per process, and libtest's report of a parallel test finishing (a
@@ -7,7 +8,7 @@
 
 use amber_bench::oo1::harness::{compare_answers, expected_answers};
 use amber_bench::oo1::{
-    ChildRequest, EngineOptions, GenParams, Job, Op, Protocol, generate, run_job,
+    ChildRequest, EngineOptions, GenParams, Job, JobResult, Op, Protocol, generate, run_job,
 };
 
 const PARAMS: GenParams = GenParams {
@@ -56,6 +57,39 @@ fn every_engine_answers_every_job_like_the_reference() {
                     assert!(written > 0, "{name}: {} wrote nothing", job.label());
                 }
             }
+            check_amortized(name, job, &result);
         }
+    }
+}
+
+/// A committing job's amortized span holds its commits and the installation
+/// the engine deferred: exactly the commits' bytes where nothing is deferred
+/// (nothing else writes in between), more where the installation writes
+/// (SQLite's checkpoint copies the WAL into the database file).
+fn check_amortized(name: &str, job: Job, result: &JobResult) {
+    let what = format!("{name}: {}", job.label());
+    let Some(a) = &result.amortized else {
+        assert!(!job.op.commits(), "{what}: no amortized figures");
+        return;
+    };
+    assert!(job.op.commits(), "{what}: amortized figures of a read job");
+    assert_eq!(a.commits as usize, result.iterations.len(), "{what}");
+    let timed: f64 = result.iterations.iter().map(|i| i.ms).sum();
+    assert!(
+        (a.total_ms - (timed + a.install_ms)).abs() < 1e-9 * a.total_ms.max(1.0),
+        "{what}: {a:?}"
+    );
+    let commits: u64 = result
+        .iterations
+        .iter()
+        .filter_map(|i| i.io)
+        .map(|d| d.wchar)
+        .sum();
+    let span = a.io.expect("I/O counters").wchar;
+    let changes = job.p != Some(0.0);
+    match name {
+        "sqlite" if changes => assert!(span > commits, "{what}: {span} <= {commits}"),
+        "sqlite" => assert!(span >= commits, "{what}: {span} < {commits}"),
+        _ => assert_eq!(span, commits, "{what}: nothing to install"),
     }
 }

@@ -62,13 +62,32 @@ impl IoProbe {
         }
     }
 
-    fn sample(&self) -> Option<(IoCounters, Option<u64>)> {
+    fn sample(&self) -> Option<Sample> {
         let io = IoCounters::now()?;
-        Some((
+        Some(Sample {
             io,
-            self.device.as_ref().and_then(BlockDevice::written_bytes),
-        ))
+            device: self.device.as_ref().and_then(BlockDevice::written_bytes),
+        })
     }
+}
+
+/// The counters at one instant.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    io: IoCounters,
+    device: Option<u64>,
+}
+
+/// The bytes written between two samples.
+fn written(before: Option<Sample>, after: Option<Sample>) -> Option<IoDelta> {
+    before.zip(after).map(|(a, b)| {
+        let d = a.io.delta(b.io);
+        IoDelta {
+            write_bytes: d.write_bytes,
+            wchar: d.wchar,
+            device_bytes: a.device.zip(b.device).map(|(x, y)| y.saturating_sub(x)),
+        }
+    })
 }
 
 /// One timed iteration.
@@ -86,6 +105,24 @@ pub struct Iteration {
     pub log_bytes: Option<u64>,
 }
 
+/// A committing job's commits taken together, with the installation work
+/// they deferred: the amortized cost of a commit is `total_ms` and the bytes
+/// of `io` divided by `commits`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Amortized {
+    /// The job's commits: one per iteration.
+    pub commits: u64,
+    /// Every iteration's time (the whole operation, not only its commit) plus
+    /// `install_ms`.
+    pub total_ms: f64,
+    /// Time of [`Engine::install`] after the last iteration.
+    pub install_ms: f64,
+    /// Bytes written from just before the first iteration to just after the
+    /// installation: log, page file and metadata, whenever the engine wrote
+    /// them.
+    pub io: Option<IoDelta>,
+}
+
 /// Everything one job measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobResult {
@@ -94,6 +131,8 @@ pub struct JobResult {
     /// Time of `EngineFactory::open`.
     pub open_ms: f64,
     pub iterations: Vec<Iteration>,
+    /// For committing jobs: the commits and the forced installation together.
+    pub amortized: Option<Amortized>,
     /// Untimed answers read after the last iteration, checking that the writes
     /// landed (see [`post_checks`]).
     pub checks: Vec<Answer>,
@@ -133,14 +172,7 @@ pub fn execute(
         };
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let after = probe.and_then(IoProbe::sample);
-        let io = before.zip(after).map(|((io0, dev0), (io1, dev1))| {
-            let d = io0.delta(io1);
-            IoDelta {
-                write_bytes: d.write_bytes,
-                wchar: d.wchar,
-                device_bytes: dev0.zip(dev1).map(|(a, b)| b.saturating_sub(a)),
-            }
-        });
+        let io = written(before, after);
         let log_bytes = if commits {
             engine.last_commit_log_bytes()
         } else {
@@ -187,7 +219,9 @@ pub fn post_checks(
     }
 }
 
-/// Runs one job in this process: open (timed), iterations, post checks, close.
+/// Runs one job in this process: open (timed), iterations, for a committing
+/// job [`Engine::install`] (timed, and counted with the iterations in
+/// [`Amortized`]), post checks, close.
 pub fn run_job(
     factory: &dyn EngineFactory,
     request: &ChildRequest,
@@ -201,8 +235,26 @@ pub fn run_job(
     let open_ms = start.elapsed().as_secs_f64() * 1e3;
     let during = request.job.label();
     let probe = IoProbe::for_dir(&request.dir);
+    let commits = request.job.op.commits();
+    let before = commits.then(|| probe.sample()).flatten();
     let iterations = execute(engine.as_mut(), &inputs, Some(&probe))
         .map_err(|e| BenchError::engine(name, &during, e))?;
+    let amortized = if commits {
+        let start = Instant::now();
+        engine
+            .install()
+            .map_err(|e| BenchError::engine(name, format!("installing after {during}"), e))?;
+        let install_ms = start.elapsed().as_secs_f64() * 1e3;
+        let io = written(before, probe.sample());
+        Some(Amortized {
+            commits: iterations.len() as u64,
+            total_ms: iterations.iter().map(|it| it.ms).sum::<f64>() + install_ms,
+            install_ms,
+            io,
+        })
+    } else {
+        None
+    };
     let checks = post_checks(
         engine.as_mut(),
         request.params,
@@ -218,6 +270,7 @@ pub fn run_job(
         job: request.job,
         open_ms,
         iterations,
+        amortized,
         checks,
         peak_rss_kib: procfs::peak_rss_kib(),
     })

@@ -31,11 +31,18 @@
 //!   (0-based, in visit order) first tallies the part as read, then, if
 //!   `plan.increment_at(i)`, increments its stored `x` and `y` by 1 and calls
 //!   [`Tally::changed`]. One durable commit at the end.
+//! - `install()`: force the installation work the commits so far deferred
+//!   (Amber: a checkpoint; SQLite: `wal_checkpoint(TRUNCATE)`), durably;
+//!   nothing for engines whose commits write their files in place. Called
+//!   after a committing job's last iteration, so that the amortized bytes and
+//!   time per commit include it.
 //! - `close()`: flush whatever is pending and release the database.
 //!
-//! "Durable" means what each engine's own documentation means by it (an fsync of
-//! a log or a file before the commit returns); engines that persist nothing
-//! (`memory`) say so in their summary.
+//! **Same durability.** Every engine that persists must sync each commit
+//! before `insert` or `update` returns (an `fsync`/`fdatasync` of its log or
+//! its files), and say how in [`EngineInfo::durability`]; an engine that
+//! persists nothing (`memory`) says so. Engines check the settings they rely
+//! on where the library lets them (SQLite's `synchronous`, LMDB's flags).
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -174,6 +181,16 @@ pub struct EngineInfo {
     pub name: &'static str,
     /// One line: what is stored how, and what a commit does.
     pub summary: &'static str,
+    /// How the OO1 graph is laid out, in the words the table prints: which
+    /// engines are `normalised` (parts and connections apart, two lookups per
+    /// traversal step) and which `inline` (a part holds its connections), so
+    /// that no comparison hides that peers do different work.
+    pub schema: &'static str,
+    /// What a commit makes durable and how (the sync calls), or that the
+    /// engine persists nothing.
+    pub durability: &'static str,
+    /// What [`Engine::install`] does for this engine.
+    pub install: &'static str,
     /// Whether `EngineOptions::cache_mib` means anything to this engine.
     pub cache_budget: bool,
 }
@@ -212,6 +229,11 @@ pub trait Engine {
     fn insert(&mut self, parts: &[NewPart]) -> Result<Answer, EngineError>;
     /// The traversal, incrementing x and y where `plan` says; one durable commit.
     fn update(&mut self, root: PartId, plan: &UpdatePlan) -> Result<Answer, EngineError>;
+    /// Forces, durably, the installation work that earlier commits deferred
+    /// (see the module documentation); nothing by default.
+    fn install(&mut self) -> Result<(), EngineError> {
+        Ok(())
+    }
     /// Flushes and releases the database.
     fn close(self: Box<Self>) -> Result<(), EngineError>;
     /// Bytes the engine's own accounting says its last commit wrote to its log

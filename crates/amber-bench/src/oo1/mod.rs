@@ -35,9 +35,12 @@
 //! # Adding an engine
 //!
 //! 1. Implement [`EngineFactory`] (`info`, `build`, `open`) and [`Engine`] (the
-//!    five operations and `close`) as the [`engine`] module specifies; create
-//!    each operation's [`Tally`] with [`Tally::for_op`] and call
-//!    [`Tally::visit`] for every visit, which calls [`null_proc`].
+//!    five operations, `install` if commits defer work, and `close`) as the
+//!    [`engine`] module specifies; create each operation's [`Tally`] with
+//!    [`Tally::for_op`] and call [`Tally::visit`] for every visit, which
+//!    calls [`null_proc`]. Sync every commit, and say in [`EngineInfo`] how
+//!    (`durability`), how the graph is laid out (`schema`: normalised or
+//!    inline) and what `install` forces.
 //! 2. Keep every file of the database inside the directory given to `build`:
 //!    the harness copies it to give each measured process a pristine database.
 //! 3. Add the factory to [`builtin_engines`] (Amber's engines, here) or to
@@ -61,7 +64,7 @@ pub mod report;
 pub mod table;
 
 pub use args::{Oo1Args, USAGE};
-pub use child::{CHILD_SUBCOMMAND, ChildRequest, JobResult, run_job, run_oo1_child};
+pub use child::{Amortized, CHILD_SUBCOMMAND, ChildRequest, JobResult, run_job, run_oo1_child};
 pub use database::{Connection, GenParams, GeneratedDb, Kind, NewPart, Part, PartId, generate};
 pub use engine::{
     Answer, Engine, EngineError, EngineFactory, EngineInfo, EngineOptions, ResultExt,

@@ -8,8 +8,10 @@ use super::ops::Op;
 use super::report::Oo1Report;
 use super::table::{RowKey, fmt_ms};
 
-const PALETTE: [&str; 8] = [
+/// Tableau 10: one color per engine up to ten engines.
+const PALETTE: [&str; 10] = [
     "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f",
+    "#ff9da7", "#bab0ac",
 ];
 const PANEL_W: f64 = 340.0;
 const PANEL_H: f64 = 230.0;

@@ -77,6 +77,13 @@ pub struct ProtocolJson {
 pub struct EngineJson {
     pub name: &'static str,
     pub summary: &'static str,
+    /// How the graph is laid out (normalised, inline, …): [`EngineInfo::schema`].
+    pub schema: &'static str,
+    /// What a commit syncs: [`EngineInfo::durability`].
+    pub durability: &'static str,
+    /// The installation forced before the amortized figures are taken:
+    /// [`EngineInfo::install`].
+    pub install: &'static str,
     pub cache_budget: bool,
     pub build_ms: f64,
     pub db_bytes: u64,
@@ -129,6 +136,41 @@ pub struct Row {
     pub peak_rss_kib: Option<u64>,
 }
 
+/// One committing job of one engine, amortized: its commits as the benchmark
+/// runs them (cold, warm and hot iterations, in one process), then the
+/// engine's installation work forced ([`Engine::install`]), and every byte
+/// written and every millisecond spent divided by the number of commits.
+/// With several rounds, each figure is the median of the rounds' figures.
+///
+/// [`Engine::install`]: super::engine::Engine::install
+#[derive(Clone, Debug, Serialize)]
+pub struct AmortizedRow {
+    pub engine: String,
+    pub op: Op,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    /// The commits the totals are divided by (one per iteration).
+    pub commits: u64,
+    /// Bytes the process passed to write calls (`wchar`) from just before
+    /// the first iteration to just after the installation — log, page file
+    /// and metadata, whenever the engine wrote them — per commit.
+    pub amortized_bytes_per_commit: Option<u64>,
+    /// The whole job's time (every operation, with its commit) plus the
+    /// installation, per commit, ms.
+    pub amortized_ms_per_commit: f64,
+    /// The bytes the database's block device received over the same span
+    /// (the file system's journal and block rounding included; machine-wide,
+    /// so other processes' writes add noise), per commit; `None` where the
+    /// device has no statistics (tmpfs).
+    pub amortized_device_bytes_per_commit: Option<u64>,
+    /// The same span's `write_bytes` (page-cache folios dirtied) per commit.
+    pub amortized_write_bytes_per_commit: Option<u64>,
+    /// Time of the installation alone, ms.
+    pub install_ms: f64,
+    /// `amortized_ms_per_commit` of each round, in order.
+    pub amortized_ms_per_commit_rounds: Vec<f64>,
+}
+
 /// Everything `amber bench oo1` reports; serialises to the JSON contract.
 #[derive(Clone, Debug, Serialize)]
 pub struct Oo1Report {
@@ -146,6 +188,9 @@ pub struct Oo1Report {
     /// Sweeps over every engine and job (`--rounds`); each row merges them.
     pub rounds: u32,
     pub results: Vec<Row>,
+    /// Per engine and committing job: bytes and time per commit with the
+    /// installation work included.
+    pub amortized: Vec<AmortizedRow>,
     pub answers_match: bool,
     pub problems: Vec<String>,
     #[serde(skip)]
@@ -313,6 +358,57 @@ fn merge_rounds(rows: Vec<Row>) -> Vec<Row> {
         .collect()
 }
 
+/// The amortized row of one job's result, if it committed.
+fn amortized_of(result: &JobResult) -> Option<AmortizedRow> {
+    let a = result.amortized.as_ref()?;
+    let commits = a.commits.max(1);
+    let per = |bytes: u64| (bytes as f64 / commits as f64).round() as u64;
+    let ms = a.total_ms / commits as f64;
+    Some(AmortizedRow {
+        engine: result.engine.clone(),
+        op: result.job.op,
+        p: result.job.p,
+        commits: a.commits,
+        amortized_bytes_per_commit: a.io.map(|io| per(io.wchar)),
+        amortized_ms_per_commit: ms,
+        amortized_device_bytes_per_commit: a.io.and_then(|io| io.device_bytes).map(per),
+        amortized_write_bytes_per_commit: a.io.map(|io| per(io.write_bytes)),
+        install_ms: a.install_ms,
+        amortized_ms_per_commit_rounds: vec![ms],
+    })
+}
+
+/// Merges the amortized rows of the same engine and job from several rounds
+/// into medians (in the order they first appear).
+fn merge_amortized(rows: Vec<AmortizedRow>) -> Vec<AmortizedRow> {
+    let mut cells: Vec<Vec<AmortizedRow>> = Vec::new();
+    for row in rows {
+        let same = |r: &AmortizedRow| r.engine == row.engine && r.op == row.op && r.p == row.p;
+        match cells.iter_mut().find(|c| same(&c[0])) {
+            Some(cell) => cell.push(row),
+            None => cells.push(vec![row]),
+        }
+    }
+    cells
+        .into_iter()
+        .map(|cell| {
+            let bytes = |f: fn(&AmortizedRow) -> Option<u64>| {
+                median_u64(&cell.iter().filter_map(f).collect::<Vec<_>>())
+            };
+            let ms_rounds: Vec<f64> = cell.iter().map(|r| r.amortized_ms_per_commit).collect();
+            AmortizedRow {
+                amortized_bytes_per_commit: bytes(|r| r.amortized_bytes_per_commit),
+                amortized_ms_per_commit: median(&ms_rounds),
+                amortized_device_bytes_per_commit: bytes(|r| r.amortized_device_bytes_per_commit),
+                amortized_write_bytes_per_commit: bytes(|r| r.amortized_write_bytes_per_commit),
+                install_ms: median(&cell.iter().map(|r| r.install_ms).collect::<Vec<_>>()),
+                amortized_ms_per_commit_rounds: ms_rounds,
+                ..cell[0].clone()
+            }
+        })
+        .collect()
+}
+
 /// Every (choice) the results depend on, as recorded in the JSON.
 fn choices(protocol: Protocol) -> Vec<Choice> {
     let c = |what, choice: String| Choice { what, choice };
@@ -330,6 +426,9 @@ fn choices(protocol: Protocol) -> Vec<Choice> {
         c("cold", "iteration 1 in a new process right after opening; the files come from the OS page cache unless cold_cache is \"dropped\"".into()),
         c("hot", format!("{} repetitions of the last warm iteration's input", protocol.hot)),
         c("bytes per commit", "read before and after each committing iteration (the timed operation, which ends with the commit), median over the phase: bytes_written = write_bytes and wchar = wchar of /proc/self/io, device_bytes = sectors written × 512 of the database's block device (machine-wide). On kernels with large page-cache folios (ext4, Linux 6.x) write_bytes counts every folio a write dirties, up to 2 MiB for a 4 KiB write into a cached file, so it overstates in-place writers; wchar and device_bytes do not, but amber-sigsegv's wchar also counts the pages it installs during the operation (a pwrite into the memfd behind its frames, not I/O to the database); log_bytes is the engine's own count of what its commit appended to its log (Amber only)".into()),
+        c("amortized per commit", "a committing job (insert, or update at one p) runs its commits as above (cold, warm and hot iterations in one process, one commit each), then the engine's installation work is forced (engines[].install: Amber Db::checkpoint(), SQLite PRAGMA wal_checkpoint(TRUNCATE); none for LMDB, redb and snapshot, whose commits write their files in place, nor for memory); every byte written from before the first iteration to after the installation, and all that time (the operations, not only their commits, plus the installation), are divided by the number of commits (amortized[].commits). amortized_bytes_per_commit counts the bytes the process passed to write calls (wchar of /proc/self/io: log, page file and metadata, as the engine wrote them; every engine here writes its files with write calls, none through a writable mapping); amortized_device_bytes_per_commit counts what the database's block device received over the same span (the file system's journal and block rounding included; machine-wide, so only meaningful on a quiet machine) and amortized_write_bytes_per_commit the page-cache folios dirtied. amber-sigsegv's wchar also counts the pages it installs into the memfd behind its frames (the cold iteration's faults above all), which is not I/O to the database and makes its figure larger, never smallerwhich is not I/O to the database)".into()),
+        c("durability", "every engine that persists syncs each commit before it returns (engines[].durability says how; SQLite's synchronous = FULL and LMDB's flags are checked at open); memory persists nothing and is the speed limit".into()),
+        c("schemas", "engines[].schema says how each engine lays out the graph: normalised engines keep parts and connections apart (a traversal step is a lookup of the connections, then one of the part), inline ones keep a part's connections with it (a step is one lookup, or for Amber and memory one pointer load)".into()),
         c("open", "open: EngineFactory::open alone; open+lookup: open plus a lookup of one part; open+traversal: open plus the cold traversal (same process)".into()),
         c("amber schema", format!("Amber's engines store OO1 in the shape of the memory engine's arena: a part object holds its 3 outgoing connections inline (a nested persistent struct: target PRef<Part>, kind, length) and incoming: PVec<PRef<Part>> of the parts connecting to it (one element per connection, (from, slot) order); no connection objects, so a traversal step is one dependent load as in memory; the id index has two levels: the root's PVec<PRef<Chunk>>, each chunk an array of {CHUNK} Option<PRef<Part>> (part id i is chunks[(i-1)/{CHUNK}].parts[(i-1)%{CHUNK}]), so that opening and a first lookup fault in the same few pages whatever N is")),
         c("rounds", "the engines' databases are built once; each round then runs every engine's jobs in turn (engine by engine, in column order), and each cell is the median over the rounds, so that a stretch of outside noise lasting a few seconds moves at most one round of a cell".into()),
@@ -354,6 +453,9 @@ impl Oo1Report {
             .map(|b| EngineJson {
                 name: b.info.name,
                 summary: b.info.summary,
+                schema: b.info.schema,
+                durability: b.info.durability,
+                install: b.info.install,
                 cache_budget: b.info.cache_budget,
                 build_ms: b.build_ms,
                 db_bytes: b.db_bytes,
@@ -402,6 +504,7 @@ impl Oo1Report {
                     .flat_map(|r| rows_of(r, args.protocol))
                     .collect(),
             ),
+            amortized: merge_amortized(results.iter().filter_map(amortized_of).collect()),
             answers_match: problems.is_empty(),
             problems: problems.to_vec(),
             jobs: jobs.to_vec(),
@@ -442,6 +545,13 @@ impl Oo1Report {
             });
         }
         keys
+    }
+
+    /// The amortized row of `engine` for the committing job of `key`.
+    pub fn amortized_row(&self, engine: &str, key: &RowKey) -> Option<&AmortizedRow> {
+        self.amortized
+            .iter()
+            .find(|r| r.engine == engine && r.op == key.op && r.p == key.p)
     }
 
     /// The row of `engine` for `key`.

@@ -1,5 +1,7 @@
 //! The printed table of `amber bench oo1`: one row per operation, phase (and
-//! p), one column per engine; then bytes written per commit and engine facts.
+//! p), one column per engine; then bytes written per commit (as measured
+//! around each commit, and amortized with the installation work), engine
+//! facts, and each engine's schema, durability and installation.
 
 use std::fmt::Write as _;
 
@@ -77,6 +79,38 @@ impl Oo1Report {
                 }
                 s.push('\n');
             }
+            let _ = write!(
+                s,
+                "\namortized per commit: the job's commits, then each engine's installation forced (see the engines below), all bytes and time / commits\nbytes: wchar (bytes passed to write calls: log, page file, metadata) / device (block device, machine-wide); time: ms\n{:<26} {:>6}",
+                "operation", "commits"
+            );
+            for e in &engines {
+                let _ = write!(s, " {e:>20}");
+            }
+            s.push('\n');
+            for key in self
+                .row_keys()
+                .into_iter()
+                .filter(|k| k.op.commits() && k.phase == Phase::Warm)
+            {
+                let commits = engines
+                    .iter()
+                    .find_map(|e| self.amortized_row(e, &key))
+                    .map_or("-".to_string(), |a| a.commits.to_string());
+                let _ = write!(s, "{:<26} {commits:>6}", key.op_label());
+                for e in &engines {
+                    let cell = self.amortized_row(e, &key).map_or("-".to_string(), |a| {
+                        format!(
+                            "{}/{} {}",
+                            fmt_bytes(a.amortized_bytes_per_commit),
+                            fmt_bytes(a.amortized_device_bytes_per_commit),
+                            fmt_ms(a.amortized_ms_per_commit)
+                        )
+                    });
+                    let _ = write!(s, " {cell:>20}");
+                }
+                s.push('\n');
+            }
             let counted: Vec<&str> = engines
                 .iter()
                 .copied()
@@ -128,6 +162,17 @@ impl Oo1Report {
                 let _ = write!(s, " {:>10}", f(e));
             }
             s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "\nengines (schema; durability; installation forced for the amortized figures):"
+        );
+        for e in &self.engines {
+            let _ = writeln!(
+                s,
+                "  {:<14} {}\n  {:<14} {}\n  {:<14} {}",
+                e.name, e.schema, "", e.durability, "", e.install
+            );
         }
         if !self.problems.is_empty() {
             let _ = writeln!(

@@ -3,62 +3,23 @@
 //! reference, and the minimal log computed independently from the parts the
 //! traversal changed.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 
 use amber::BackendChoice;
 use amber::CommitStats;
-use amber::internals::wal::RANGE_HEADER;
 use amber::internals::wal::record::COMMIT_SIZE;
 
 use super::first_write::first_write;
+use super::minimal::{Expected, Shadow, visit_order};
 use super::report::{FirstWrite, UpdateRow};
 use super::{PROBABILITIES, UpdateConfig, hot_input};
 use crate::hot::check_backend;
 use crate::oo1::amber_engine::AmberFactory;
 use crate::oo1::reference::Reference;
-use crate::oo1::{Engine, EngineOptions, GeneratedDb, PartId, TRAVERSAL_DEPTH};
+use crate::oo1::{Engine, EngineOptions, GeneratedDb};
 use crate::procfs::IoCounters;
 use crate::storage::{BenchError, summarize};
-
-/// The parts visited by an OO1 traversal from `root`, in visit order.
-fn visit_order(db: &GeneratedDb, root: PartId) -> Vec<PartId> {
-    fn walk(db: &GeneratedDb, id: PartId, depth: u32, out: &mut Vec<PartId>) {
-        out.push(id);
-        if depth < TRAVERSAL_DEPTH {
-            for c in db.outgoing(id) {
-                walk(db, c.to, depth + 1, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(db, root, 0, &mut out);
-    out
-}
-
-/// What one update changes and the minimal records for it, from the parts'
-/// current `x`, `y` (updated in place).
-fn expected_changes(xy: &mut [(i32, i32)], order: &[PartId], increments: &[bool]) -> (u64, u64) {
-    let mut count: HashMap<PartId, i32> = HashMap::new();
-    for (&id, &inc) in order.iter().zip(increments) {
-        if inc {
-            *count.entry(id).or_default() += 1;
-        }
-    }
-    let mut minimal = 0u64;
-    for (&id, &k) in &count {
-        let slot = &mut xy[id as usize - 1];
-        let old = [slot.0.to_le_bytes(), slot.1.to_le_bytes()].concat();
-        *slot = (slot.0 + k, slot.1 + k);
-        let new = [slot.0.to_le_bytes(), slot.1.to_le_bytes()].concat();
-        let differ: Vec<usize> = (0..8).filter(|&i| old[i] != new[i]).collect();
-        if let (Some(first), Some(last)) = (differ.first(), differ.last()) {
-            minimal += (RANGE_HEADER + last - first + 1) as u64;
-        }
-    }
-    (count.len() as u64, minimal)
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -70,17 +31,41 @@ fn median_u64(v: &[u64]) -> u64 {
     s.get(s.len().saturating_sub(1) / 2).copied().unwrap_or(0)
 }
 
+/// `num / den`, 1 when both are 0 (nothing to log, nothing logged).
+fn ratio(num: u64, den: u64) -> f64 {
+    if num == 0 && den == 0 {
+        1.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
 /// One timed update.
 struct Sample {
     traverse: Duration,
     commit: Duration,
     stats: CommitStats,
-    /// Distinct parts changed, and the minimal records for them, by the
-    /// benchmark's own count.
-    changed: u64,
-    minimal: u64,
+    /// What the benchmark computed the update changed, and the least log for
+    /// it.
+    expected: Expected,
     /// Bytes passed to write calls around the update.
     wchar: u64,
+}
+
+impl Sample {
+    /// The commit record every non-empty commit adds.
+    fn commit_record(&self) -> u64 {
+        if self.stats.log_bytes > 0 {
+            COMMIT_SIZE as u64
+        } else {
+            0
+        }
+    }
+
+    /// The log bytes of the commit's range records alone.
+    fn records(&self) -> u64 {
+        self.stats.log_bytes - self.commit_record()
+    }
 }
 
 /// Everything measured on one backend.
@@ -102,7 +87,7 @@ pub(super) fn run_backend(
     check_backend(choice, eng.db())?;
     let backend = eng.db().backend().to_string();
     let mut reference = Reference::new(generated);
-    let mut xy: Vec<(i32, i32)> = generated.parts.iter().map(|p| (p.x, p.y)).collect();
+    let mut shadow = Shadow::new(generated, &eng)?;
     let mut rows = Vec::new();
     for p in PROBABILITIES {
         let (root, plan) = hot_input(generated.params, p)?;
@@ -123,15 +108,14 @@ pub(super) fn run_backend(
                     "{backend}: update p={p} iteration {i} answered {answer:?}, the reference {want:?}"
                 )));
             }
-            let (changed, minimal) = expected_changes(&mut xy, &order, &decisions);
+            let expected = shadow.apply(&order, &decisions);
             let wchar = io0.zip(io1).map_or(0, |(a, b)| a.delta(b).wchar);
             if i >= cfg.warmup {
                 samples.push(Sample {
                     traverse: cost.traverse,
                     commit: cost.commit,
                     stats: cost.stats,
-                    changed,
-                    minimal,
+                    expected,
                     wchar,
                 });
             }
@@ -146,21 +130,18 @@ pub(super) fn run_backend(
         let diff_ms = med(&|s| ms(s.stats.diff)).median;
         let write_ms = med(&|s| ms(s.stats.write)).median;
         let log_bytes = medu(&|s| s.stats.log_bytes);
-        let minimal_log_bytes = medu(&|s| s.stats.minimal_log_bytes);
-        let commit_record_bytes = if log_bytes > 0 { COMMIT_SIZE as u64 } else { 0 };
-        let ratio = |num: u64, den: u64| {
-            if num == 0 && den == 0 {
-                1.0
-            } else {
-                num as f64 / den as f64
-            }
-        };
+        // The verdict: each commit's records against the independent
+        // minimum, the worst commit deciding.
+        let vs_minimal: Vec<f64> = samples
+            .iter()
+            .map(|s| ratio(s.records(), s.expected.minimal_log_bytes))
+            .collect();
         rows.push(UpdateRow {
             backend: backend.clone(),
             p,
             iters: samples.len(),
             increments: plan.increments() as u64,
-            changed_parts: medu(&|s| s.changed),
+            changed_parts: medu(&|s| s.expected.parts),
             commit_ms: commit.median,
             detect_ms,
             diff_ms,
@@ -172,19 +153,15 @@ pub(super) fn run_backend(
             .median,
             traverse_ms: traverse.median,
             log_bytes,
-            minimal_log_bytes,
-            commit_record_bytes,
-            log_vs_minimal: ratio(log_bytes - commit_record_bytes, minimal_log_bytes),
-            log_vs_minimal_with_commit: ratio(
-                log_bytes,
-                minimal_log_bytes
-                    + if minimal_log_bytes > 0 {
-                        COMMIT_SIZE as u64
-                    } else {
-                        0
-                    },
-            ),
-            expected_minimal_log_bytes: medu(&|s| s.minimal),
+            commit_record_bytes: medu(&Sample::commit_record),
+            minimal_log_bytes: medu(&|s| s.expected.minimal_log_bytes),
+            log_vs_minimal: vs_minimal.iter().copied().fold(f64::NAN, f64::max),
+            log_vs_minimal_median: summarize(&vs_minimal).median,
+            engine_minimal_log_bytes: medu(&|s| s.stats.minimal_log_bytes),
+            log_vs_engine_minimal: samples
+                .iter()
+                .map(|s| ratio(s.records(), s.stats.minimal_log_bytes))
+                .fold(f64::NAN, f64::max),
             changed_bytes: medu(&|s| s.stats.changed_bytes),
             blocks: medu(&|s| s.stats.blocks),
             wchar: medu(&|s| s.wchar),

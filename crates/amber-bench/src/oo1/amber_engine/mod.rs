@@ -54,11 +54,20 @@ pub struct AmberFactory {
     backend: BackendChoice,
 }
 
+/// Amber's OO1 schema ([`schema`]), as the table names it.
+pub const SCHEMA: &str = "inline objects: a part object holds its 3 outgoing connections (target PRef, kind, length) and a PVec of the PRefs of the parts connecting to it; a traversal step is one pointer load; ids through a two-level index (a PVec of chunks of 128 part PRefs)";
+
+/// What an Amber commit makes durable.
+pub const DURABILITY: &str = "fdatasync per commit: a commit appends its changed bytes to the log and fdatasyncs it before returning (Amber has no setting that skips it)";
+
+/// What [`Engine::install`] does for Amber.
+pub const INSTALL: &str = "Db::checkpoint(): the logged changes written into the page file with new metadata, synced, the superblock switched (otherwise a checkpoint comes after 64 MiB of log)";
+
 impl AmberFactory {
     /// `amber`: the backend Amber chooses (userfaultfd when available).
     pub const DEFAULT: AmberFactory = AmberFactory {
         name: "amber",
-        summary: "Amber, default fault backend (userfaultfd where available): parts as persistent objects shaped as memory's (outgoing connections inline with their target PRef, incoming from-parts in a PVec of PRefs), PRefs swizzled at fault time, the id index two-level (a PVec of chunks of 128 PRefs); reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
+        summary: "Amber, default fault backend (userfaultfd where available): PRefs swizzled at fault time, reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
         backend: BackendChoice::Auto,
     };
 
@@ -117,6 +126,9 @@ impl EngineFactory for AmberFactory {
         EngineInfo {
             name: self.name,
             summary: self.summary,
+            schema: SCHEMA,
+            durability: DURABILITY,
+            install: INSTALL,
             cache_budget: true,
         }
     }
@@ -364,6 +376,10 @@ impl Engine for AmberOo1 {
 
     fn last_commit_log_bytes(&self) -> Option<u64> {
         self.last_log_bytes
+    }
+
+    fn install(&mut self) -> Result<(), EngineError> {
+        self.db.checkpoint().ctx("checkpointing")
     }
 
     fn close(self: Box<Self>) -> Result<(), EngineError> {
