@@ -2,18 +2,11 @@
 
 use crate::error::CliError;
 use amber::Error;
-use amber::internals::format::superblock::{MAGIC, SLOT_OFFSETS};
-use amber::internals::io::real::RealVfs;
-use amber::internals::store::checkpoint::CheckpointReport;
-use amber::internals::store::{RecoveryReport, Store, StoreOptions, verify, wal_path};
-use amber::internals::wal::header::{self as log_header, LogHeader};
-use amber::internals::wal::scan::Tail;
+use amber::inspect::{self, FindingClass, Installed, RecoveryReport, Tail};
 use std::fmt::Write as _;
 use std::fs;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// Checks, before opening, that `path` is a database with its log, so that
 /// a missing file, a directory, a foreign file or a missing `-wal` each get
@@ -29,17 +22,13 @@ pub fn precheck(path: &Path) -> Result<(), CliError> {
             "{shown}: is a directory, not a database"
         )));
     }
-    let f = fs::File::open(path).map_err(|e| CliError::msg(format!("{shown}: {e}")))?;
-    let has_magic = SLOT_OFFSETS.iter().any(|&off| {
-        let mut m = [0u8; 8];
-        f.read_exact_at(&mut m, off).is_ok() && &m == MAGIC
-    });
-    if !has_magic {
+    let sbs = inspect::read_superblocks(path)?;
+    if !sbs.has_magic() {
         return Err(CliError::msg(format!(
             "{shown}: not an Amber database (no superblock magic in either copy)"
         )));
     }
-    let wal = wal_path(path);
+    let wal = inspect::wal_path(path);
     match fs::metadata(&wal) {
         Ok(m) if m.is_file() => Ok(()),
         Ok(_) => Err(CliError::msg(format!(
@@ -56,28 +45,22 @@ pub fn precheck(path: &Path) -> Result<(), CliError> {
 
 /// `amber create PATH [--page-size N]`.
 pub fn create(path: &Path, page_size: usize, out: &mut String) -> Result<ExitCode, CliError> {
-    let opts = StoreOptions {
-        page_size,
-        ..StoreOptions::default()
-    };
-    let s = Store::create(Arc::new(RealVfs), path, opts)?;
-    let st = s.stats();
+    let st = inspect::create(path, page_size)?;
     let _ = writeln!(
         out,
         "created {} (page size {}, {} pages) and its log {}",
         path.display(),
         st.page_size,
         st.page_count,
-        s.wal_path().display()
+        inspect::wal_path(path).display()
     );
-    s.close()?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `amber verify PATH`: exit status 1 when anything is damaged.
-pub fn verify(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
+/// `amber verify [--deep] PATH`: exit status 1 when anything is damaged.
+pub fn verify(path: &Path, deep: bool, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
-    let rep = verify::verify(Arc::new(RealVfs), path)?;
+    let rep = inspect::verify(path)?;
     // A file that is not a database at all is an error, not damage.
     if let [e @ Error::NotADatabase { .. }] = rep.problems.as_slice() {
         return Err(CliError::msg(e.to_string()));
@@ -100,80 +83,112 @@ pub fn verify(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
             format!("{} problem(s)", rep.problems.len())
         }
     );
-    Ok(if rep.is_ok() {
+    let deep_damage = deep && verify_deep(path, out)?;
+    Ok(if rep.is_ok() && !deep_damage {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
 }
 
-fn open_writable(path: &Path) -> Result<Store, CliError> {
-    precheck(path)?;
-    Ok(Store::open(
-        Arc::new(RealVfs),
-        path,
-        StoreOptions::default(),
-    )?)
+/// The `--deep` half of `verify`: every pointer of every object. Returns
+/// whether it found damage (dangling references are not).
+fn verify_deep(path: &Path, out: &mut String) -> Result<bool, CliError> {
+    let rep = match inspect::verify_deep(path) {
+        Ok(r) => r,
+        // The first half reported why the store cannot be opened.
+        Err(e) if e.is_corruption() => {
+            let _ = writeln!(
+                out,
+                "{}: deep: not run (the database cannot be opened: {e})",
+                path.display()
+            );
+            return Ok(true);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for f in &rep.findings {
+        let class = match f.class {
+            FindingClass::Damage => "damage",
+            FindingClass::Dangling => "dangling",
+        };
+        let _ = writeln!(out, "{class}: {f}");
+    }
+    let omitted = (rep.damage + rep.dangling).saturating_sub(rep.findings.len() as u64);
+    if omitted > 0 {
+        let _ = writeln!(out, "({omitted} more finding(s) not listed)");
+    }
+    for n in &rep.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    let unchecked = if rep.unchecked > 0 {
+        format!(
+            " ({} not checked: their targets' blocks or types cannot be read)",
+            rep.unchecked
+        )
+    } else {
+        String::new()
+    };
+    let damage = if rep.is_damaged() {
+        format!("{} damaged", rep.damage)
+    } else {
+        "no damage found".to_string()
+    };
+    let dangling = if rep.dangling > 0 {
+        format!(
+            "; {} dangling reference(s) to objects the program freed (not damage)",
+            rep.dangling
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "{}: deep: checked {} pointer(s){unchecked} of {} object(s) in {} block(s): {damage}{dangling}",
+        path.display(),
+        rep.pointers,
+        rep.objects,
+        rep.blocks
+    );
+    Ok(rep.is_damaged())
 }
 
-fn installed(ck: &CheckpointReport, generation: u64) -> String {
+fn installed(ck: &Installed) -> String {
     format!(
         "{} data block(s), {} bytes written to the page file (metadata included); \
-         checkpoint LSN {}, superblock generation {generation}; log recycled",
-        ck.blocks, ck.bytes, ck.lsn
+         checkpoint LSN {}, superblock generation {}; log recycled",
+        ck.blocks, ck.bytes, ck.lsn, ck.generation
     )
 }
 
 /// `amber checkpoint PATH`.
 pub fn checkpoint(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
-    let s = open_writable(path)?;
-    let rec = s.recovery_report();
-    if let Some(ck) = s.open_checkpoint() {
+    precheck(path)?;
+    let o = inspect::checkpoint(path)?;
+    if let Some(ck) = &o.at_open {
+        let rec = &o.recovery;
         let _ = writeln!(
             out,
             "open: recovery replayed {} record(s) of {} committed transaction(s) (LSN {} to {})",
             rec.redone, rec.committed, rec.from_lsn, rec.end_lsn
         );
-        let _ = writeln!(
-            out,
-            "open: installed {}",
-            installed(&ck, s.superblock().generation)
-        );
+        let _ = writeln!(out, "open: installed {}", installed(ck));
     }
-    let ck = s.checkpoint()?;
-    let sb = s.superblock();
-    if ck.blocks == 0 && ck.bytes == 0 {
+    let ck = &o.checkpoint;
+    if ck.is_nothing() {
         let _ = writeln!(
             out,
             "checkpoint: nothing (more) to install; checkpoint LSN {}, superblock generation {}",
-            sb.checkpoint_lsn, sb.generation
+            ck.lsn, ck.generation
         );
     } else {
-        let _ = writeln!(
-            out,
-            "checkpoint: installed {}",
-            installed(&ck, sb.generation)
-        );
+        let _ = writeln!(out, "checkpoint: installed {}", installed(ck));
     }
-    s.close()?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether the log's newest header was written by a clean close: then the
-/// bytes after its (empty) epoch are older records, not a torn batch.
-pub fn closed_cleanly(wal: &[u8]) -> bool {
-    log_header::SLOT_OFFSETS
-        .iter()
-        .filter_map(|&off| {
-            let b = wal.get(off as usize..)?;
-            LogHeader::decode(&b[..b.len().min(log_header::SLOT_SIZE)]).ok()
-        })
-        .max_by_key(|h| h.generation)
-        .is_some_and(|h| h.closed)
-}
-
-/// One line describing how the log ended; `closed` is what
-/// [`closed_cleanly`] says.
+/// One line describing how the log ended; `closed`: whether the log's
+/// newest header was written by a clean close.
 pub fn tail_line(t: &Tail, closed: bool) -> String {
     match (t, closed) {
         (Tail::Clean, _) => "clean".to_string(),
@@ -225,29 +240,20 @@ fn recovery_lines(out: &mut String, r: &RecoveryReport, closed: bool) {
 /// `amber recover PATH`.
 pub fn recover(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
-    // Read before the open, which may start a new log epoch: only to tell
-    // a clean close from a torn tail.
-    let closed = closed_cleanly(&fs::read(wal_path(path)).unwrap_or_default());
-    let s = open_writable(path)?;
-    let rep = s.recovery_report();
+    let o = inspect::recover(path)?;
     let _ = writeln!(out, "recovery of {}", path.display());
-    recovery_lines(out, rep, closed);
-    match s.open_checkpoint() {
+    recovery_lines(out, &o.recovery, o.closed_cleanly);
+    match &o.installed {
         Some(ck) => {
-            let _ = writeln!(
-                out,
-                "  installed:     {}",
-                installed(&ck, s.superblock().generation)
-            );
+            let _ = writeln!(out, "  installed:     {}", installed(ck));
         }
         None => {
             let _ = writeln!(
                 out,
                 "  installed:     nothing (no changes since checkpoint LSN {})",
-                s.superblock().checkpoint_lsn
+                o.checkpoint_lsn
             );
         }
     }
-    s.close()?;
     Ok(ExitCode::SUCCESS)
 }

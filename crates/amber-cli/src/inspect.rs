@@ -1,31 +1,25 @@
 //! `amber inspect PATH`: what is in a database, read without changing it.
 //!
-//! The superblock copies and the log are decoded from the files directly, so
-//! that they are shown even when the store cannot be opened (damage); the
-//! rest comes from a read-only [`Store::open`], which runs recovery in memory
-//! and writes nothing. The fault backend that opening the database would
+//! Everything comes from `amber::inspect`: the superblock copies and the log
+//! are read from the files directly, so that they are shown even when the
+//! store cannot be opened (damage); the rest from a read-only
+//! [`Inspector`], which runs recovery in memory and writes nothing. The fault backend that opening the database would
 //! choose on this machine is shown with the reason (`Db::probe_backend`).
 //! The schema catalog's descriptors are decoded (types
 //! by name, with their fields); `--page N` and `--object PAGE:OFFSET` dump
 //! objects field by field (`objects.rs`).
 
-use crate::admin::{closed_cleanly, precheck, tail_line};
+use crate::admin::{precheck, tail_line};
 use crate::error::CliError;
 use crate::objects;
-use amber::internals::format::PageNo;
-use amber::internals::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
-use amber::internals::io::real::RealVfs;
-use amber::internals::io::{OpenMode, Vfs};
-use amber::internals::store::{Store, StoreOptions, wal_path};
-use amber::internals::wal::Record;
-use amber::internals::wal::header::{self as log_header, LogHeader};
-use amber::internals::wal::scan;
+use amber::inspect::{
+    self, CatalogEntry, Extent, Inspector, LogHeaderCopy, LogRecords, RecordKind, Superblock,
+    SuperblockCopy,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// How many items of a long list are shown before summarising.
 const SHOWN: usize = 8;
@@ -36,7 +30,7 @@ pub enum Show {
     /// The whole database, summarised.
     Summary,
     /// One page (the block holding it), object by object.
-    Page(PageNo),
+    Page(u64),
     /// One object, `PAGE:OFFSET`.
     Object(String),
 }
@@ -44,13 +38,8 @@ pub enum Show {
 /// `amber inspect PATH [--page N | --object PAGE:OFFSET]`.
 pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
-    let vfs: Arc<dyn Vfs> = Arc::new(RealVfs);
-    let opts = StoreOptions {
-        read_only: true,
-        ..StoreOptions::default()
-    };
     if *show != Show::Summary {
-        let s = Store::open(vfs, path, opts)?;
+        let s = Inspector::open(path)?;
         let _ = writeln!(out, "database {}", path.display());
         match show {
             Show::Page(p) => objects::page(&s, path, *p, out)?,
@@ -61,19 +50,20 @@ pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, C
     }
     // Open first: it takes the database's lock, so the raw reads below see
     // files no one is changing. Damage is shown as far as possible.
-    let (store, damage) = match Store::open(vfs.clone(), path, opts) {
+    let (store, damage) = match Inspector::open(path) {
         Ok(s) => (Some(s), None),
         Err(e) if e.is_corruption() => (None, Some(e)),
         Err(e) => return Err(e.into()),
     };
     let _ = writeln!(out, "database {}", path.display());
-    let current = superblocks(&*vfs, path, out)?;
+    let current = superblocks(path, out)?;
     backend(current.as_ref(), out);
-    log(path, current.as_ref(), out)?;
+    log(path, out)?;
     if let Some(s) = &store {
+        let cat = s.catalog();
         pages(s, out);
-        catalog(s, out);
-        roots(s, out);
+        catalog(&cat, out);
+        roots(s, &cat, out);
     }
     match damage {
         None => Ok(ExitCode::SUCCESS),
@@ -111,31 +101,14 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Prints both superblock copies; returns the one in charge.
-fn superblocks(
-    vfs: &dyn Vfs,
-    path: &Path,
-    out: &mut String,
-) -> Result<Option<Superblock>, CliError> {
-    let f = vfs
-        .open(path, OpenMode::ReadOnly)
-        .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
-    let size = f
-        .size()
-        .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
-    let mut slots: Vec<Result<Superblock, SlotError>> = Vec::new();
-    for off in SLOT_OFFSETS {
-        let mut b = [0u8; SLOT_SIZE];
-        amber::internals::io::read_at_most(&*f, &mut b, off)
-            .map_err(|e| CliError::msg(format!("{}: {e}", path.display())))?;
-        slots.push(Superblock::decode(&b));
-    }
-    let chosen = superblock::choose(slots[0].clone(), slots[1].clone()).ok();
-    let _ = writeln!(out, "page file: {size} bytes");
+fn superblocks(path: &Path, out: &mut String) -> Result<Option<Superblock>, CliError> {
+    let sbs = inspect::read_superblocks(path)?;
+    let _ = writeln!(out, "page file: {} bytes", sbs.file_size);
     let _ = writeln!(out, "superblock");
-    for (i, s) in slots.iter().enumerate() {
-        match s {
-            Ok(sb) => {
-                let mark = if chosen.is_some_and(|(_, slot)| usize::from(slot) == i) {
+    for (i, c) in sbs.copies.iter().enumerate() {
+        match c {
+            SuperblockCopy::Valid(sb) => {
+                let mark = if sbs.current == Some(i) {
                     "  (current)"
                 } else {
                     ""
@@ -154,116 +127,95 @@ fn superblocks(
                     sb.next_txid
                 );
             }
-            Err(e) => {
+            SuperblockCopy::Damaged(e) => {
                 let _ = writeln!(out, "  copy {i}: DAMAGED: {e}");
+            }
+            SuperblockCopy::NoMagic => {
+                let _ = writeln!(out, "  copy {i}: DAMAGED: bad magic");
             }
         }
     }
-    Ok(chosen.map(|(sb, _)| sb))
+    Ok(sbs.current().copied())
+}
+
+/// The name a record kind is counted under.
+fn kind_name(k: &RecordKind) -> &'static str {
+    match k {
+        RecordKind::Range {
+            before_image: true, ..
+        } => "range (with before-image)",
+        RecordKind::Range { .. } => "range",
+        RecordKind::Page { .. } => "page",
+        RecordKind::Alloc { .. } => "alloc",
+        RecordKind::Free { .. } => "free",
+        RecordKind::Commit => "commit",
+        RecordKind::Root { .. } => "root",
+        RecordKind::Type { .. } => "type",
+        RecordKind::Intent { .. } => "intent",
+    }
 }
 
 /// Prints the log: header copies, and the records since the checkpoint.
-fn log(path: &Path, sb: Option<&Superblock>, out: &mut String) -> Result<(), CliError> {
-    let wal = wal_path(path);
-    let bytes =
-        std::fs::read(&wal).map_err(|e| CliError::msg(format!("{}: {e}", wal.display())))?;
-    let _ = writeln!(out, "log {}: {} bytes", wal.display(), bytes.len());
-    let mut best: Option<LogHeader> = None;
-    for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
-        let slot = bytes.get(*off as usize..).unwrap_or(&[]);
-        let slot = &slot[..slot.len().min(log_header::SLOT_SIZE)];
-        match LogHeader::decode(slot) {
-            Ok(h) => {
-                let belongs = sb.is_none_or(|sb| sb.db_id == h.db_id);
+fn log(path: &Path, out: &mut String) -> Result<(), CliError> {
+    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    let mut committed = BTreeSet::new();
+    let view = inspect::read_log(path, &mut |r| {
+        *kinds.entry(kind_name(&r.kind)).or_default() += 1;
+        if let Some(t) = r.txid {
+            seen.insert(t);
+            if r.kind == RecordKind::Commit {
+                committed.insert(t);
+            }
+        }
+    })?;
+    let _ = writeln!(out, "log {}: {} bytes", view.path.display(), view.size);
+    for (i, c) in view.headers.iter().enumerate() {
+        match c {
+            LogHeaderCopy::Valid { header: h, belongs } => {
                 let _ = writeln!(
                     out,
                     "  header copy {i}: generation {}, base LSN {}, page size {}{}",
                     h.generation,
                     h.base_lsn,
                     h.page_size,
-                    if belongs {
+                    if *belongs {
                         ""
                     } else {
                         " (belongs to ANOTHER database)"
                     }
                 );
-                if belongs && best.is_none_or(|b| h.generation > b.generation) {
-                    best = Some(h);
-                }
             }
-            Err(e) => {
+            LogHeaderCopy::Damaged(e) => {
                 let _ = writeln!(out, "  header copy {i}: DAMAGED: {e}");
             }
         }
     }
-    let (Some(sb), Some(h)) = (sb, best) else {
-        let _ = writeln!(
-            out,
-            "  records: not scanned (no valid superblock and log header pair)"
-        );
-        return Ok(());
+    let (from_lsn, records, end_lsn, tail) = match &view.records {
+        LogRecords::NoPair => {
+            let _ = writeln!(
+                out,
+                "  records: not scanned (no valid superblock and log header pair)"
+            );
+            return Ok(());
+        }
+        LogRecords::StartsAfterCheckpoint {
+            base_lsn,
+            checkpoint_lsn,
+        } => {
+            let _ = writeln!(
+                out,
+                "  records: not scanned: the log starts at LSN {base_lsn} after the checkpoint LSN {checkpoint_lsn}"
+            );
+            return Ok(());
+        }
+        LogRecords::Scanned {
+            from_lsn,
+            records,
+            end_lsn,
+            tail,
+        } => (*from_lsn, *records, *end_lsn, tail),
     };
-    if h.base_lsn > sb.checkpoint_lsn {
-        let _ = writeln!(
-            out,
-            "  records: not scanned: the log starts at LSN {} after the checkpoint LSN {}",
-            h.base_lsn, sb.checkpoint_lsn
-        );
-        return Ok(());
-    }
-    let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut seen = BTreeSet::new();
-    let mut committed = BTreeSet::new();
-    let mut undecodable = None;
-    let logf = RealVfs
-        .open(&wal, OpenMode::ReadOnly)
-        .map_err(|e| CliError::msg(format!("{}: {e}", wal.display())))?;
-    let ps = sb.page_size as usize;
-    let s = scan::scan(
-        &*logf,
-        h.base_lsn,
-        sb.checkpoint_lsn,
-        ps,
-        &mut |lsn, run| {
-            for rec in scan::records(lsn, run, ps) {
-                let r = match rec {
-                    Ok((_, r)) => r,
-                    Err(e) => {
-                        undecodable = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                };
-                let k = match r {
-                    Record::Range {
-                        before: Some(_), ..
-                    } => "range (with before-image)",
-                    Record::Range { .. } => "range",
-                    Record::Page { .. } => "page",
-                    Record::Alloc { .. } => "alloc",
-                    Record::Free { .. } => "free",
-                    Record::Commit { txid, .. } => {
-                        committed.insert(txid);
-                        "commit"
-                    }
-                    Record::Root { .. } => "root",
-                    Record::Type { .. } => "type",
-                    Record::Intent { .. } => "intent",
-                };
-                *kinds.entry(k).or_default() += 1;
-                if let Some(t) = r.txid() {
-                    seen.insert(t);
-                }
-            }
-            ControlFlow::Continue(())
-        },
-    )
-    .map_err(|e| CliError::msg(format!("{}: {e}", wal.display())))?;
-    if let Some(e) = undecodable {
-        return Err(CliError::msg(format!(
-            "{}: a record the scan accepted does not decode ({e})",
-            wal.display()
-        )));
-    }
     let by_kind = if kinds.is_empty() {
         String::new()
     } else {
@@ -278,11 +230,8 @@ fn log(path: &Path, sb: Option<&Superblock>, out: &mut String) -> Result<(), Cli
     };
     let _ = writeln!(
         out,
-        "  since checkpoint LSN {}: {} record(s), {} bytes, ending at LSN {}{by_kind}",
-        sb.checkpoint_lsn,
-        s.records,
-        s.end_lsn.saturating_sub(sb.checkpoint_lsn),
-        s.end_lsn
+        "  since checkpoint LSN {from_lsn}: {records} record(s), {} bytes, ending at LSN {end_lsn}{by_kind}",
+        end_lsn.saturating_sub(from_lsn),
     );
     let _ = writeln!(
         out,
@@ -290,11 +239,7 @@ fn log(path: &Path, sb: Option<&Superblock>, out: &mut String) -> Result<(), Cli
         committed.len(),
         seen.len() - seen.intersection(&committed).count()
     );
-    let _ = writeln!(
-        out,
-        "  tail: {}",
-        tail_line(&s.tail, closed_cleanly(&bytes))
-    );
+    let _ = writeln!(out, "  tail: {}", tail_line(tail, view.closed_cleanly));
     Ok(())
 }
 
@@ -306,17 +251,18 @@ fn list<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
     v.join(", ")
 }
 
-fn pages(s: &Store, out: &mut String) {
+fn pages(s: &Inspector, out: &mut String) {
     let st = s.stats();
     let sb = s.superblock();
-    let first = amber::internals::format::first_data_page(st.page_size);
     let _ = writeln!(out, "pages (page size {})", st.page_size);
     let _ = writeln!(
         out,
-        "  page count: {} (pages below {first} hold the superblocks)",
-        st.page_count
+        "  page count: {} (pages below {} hold the superblocks)",
+        st.page_count,
+        s.first_data_page()
     );
     let free = s.free_extents();
+    let extent = |e: &Extent| format!("{}+{}", e.start, e.pages);
     let _ = writeln!(
         out,
         "  free: {} page(s) in {} extent(s){}",
@@ -325,11 +271,11 @@ fn pages(s: &Store, out: &mut String) {
         if free.is_empty() {
             String::new()
         } else {
-            format!(": {}", list(&free, |(p, n)| format!("{p}+{n}")))
+            format!(": {}", list(&free, extent))
         }
     );
     let blocks = s.blocks();
-    let runs: Vec<(PageNo, u32)> = blocks.iter().copied().filter(|(_, n)| *n > 1).collect();
+    let runs: Vec<Extent> = blocks.iter().copied().filter(|b| b.pages > 1).collect();
     let _ = writeln!(
         out,
         "  allocated: {} block(s), {} of them multi-page run(s){}",
@@ -338,7 +284,7 @@ fn pages(s: &Store, out: &mut String) {
         if runs.is_empty() {
             String::new()
         } else {
-            format!(": {}", list(&runs, |(p, n)| format!("{p}+{n}")))
+            format!(": {}", list(&runs, extent))
         }
     );
     let _ = writeln!(
@@ -353,17 +299,17 @@ fn pages(s: &Store, out: &mut String) {
     );
 }
 
-fn catalog(s: &Store, out: &mut String) {
-    let types = s.types();
-    let _ = writeln!(out, "schema catalog: {} type(s)", types.len());
-    for (id, desc) in &types {
+fn catalog(cat: &[CatalogEntry], out: &mut String) {
+    let _ = writeln!(out, "schema catalog: {} type(s)", cat.len());
+    for c in cat {
         // Descriptors the object layer wrote decode; anything else (a
         // storage-level user's bytes, damage) is shown in hex.
-        if let Ok(t) = amber::internals::schema::desc::StoredType::decode(desc) {
-            objects::describe_type(*id, &t, out);
+        if let Ok(t) = &c.decoded {
+            objects::describe_type(c.id, t, out);
             continue;
         }
         const MAX: usize = 32;
+        let desc = &c.descriptor;
         let more = if desc.len() > MAX {
             format!(" … ({} more bytes)", desc.len() - MAX)
         } else {
@@ -371,22 +317,21 @@ fn catalog(s: &Store, out: &mut String) {
         };
         let _ = writeln!(
             out,
-            "  type {id}: {} byte(s): hex {}{more}",
+            "  type {}: {} byte(s): hex {}{more}",
+            c.id,
             desc.len(),
             hex(&desc[..desc.len().min(MAX)])
         );
     }
 }
 
-fn roots(s: &Store, out: &mut String) {
+fn roots(s: &Inspector, cat: &[CatalogEntry], out: &mut String) {
     let roots = s.roots();
-    let cat = objects::catalog(s);
-    let shift = s.page_size().trailing_zeros();
+    let ps = s.page_size() as u64;
     let _ = writeln!(out, "roots: {}", roots.len());
     for r in &roots {
-        let page = r.addr >> shift;
-        let off = r.addr & ((1u64 << shift) - 1);
-        let name = match cat.get(&r.type_id) {
+        let (page, off) = (r.addr / ps, r.addr % ps);
+        let name = match cat.iter().find(|c| c.id == r.type_id).map(|c| &c.decoded) {
             Some(Ok(t)) => format!(" {}", t.name),
             _ => String::new(),
         };

@@ -1,9 +1,10 @@
 //! The `amber` command: create, inspect, verify, checkpoint and recover a
 //! database, and run the benchmarks.
 //!
-//! Exit status: 0 success; 1 `verify` found damage; 2 any error (bad
-//! arguments, missing or foreign files, a locked database, an I/O failure),
-//! reported as one line on stderr, `amber: <message>`.
+//! Exit status: 0 success; 1 `verify` found damage (`verify --deep`: or a
+//! damaged pointer; a dangling reference alone is reported with status 0);
+//! 2 any error (bad arguments, missing or foreign files, a locked database,
+//! an I/O failure), reported as one line on stderr, `amber: <message>`.
 #![deny(clippy::unwrap_used)]
 
 mod admin;
@@ -36,7 +37,7 @@ enum Command {
         /// The database file to create.
         path: PathBuf,
         /// Page size in bytes: a power of two from 4096 to 32768.
-        #[arg(long, value_name = "N", default_value_t = amber::internals::format::DEFAULT_PAGE_SIZE)]
+        #[arg(long, value_name = "N", default_value_t = amber::Options::default().page_size)]
         page_size: usize,
     },
     /// Describe a database without changing it: superblocks, free space,
@@ -59,6 +60,13 @@ enum Command {
     Verify {
         /// The database file.
         path: PathBuf,
+        /// Also check every pointer of every object: that it is null only
+        /// where its type allows, and otherwise the start of a live object
+        /// of the field's type; that every vector's buffer holds its
+        /// capacity; that every index is whole. A pointer to an object the
+        /// program freed is reported as dangling, not as damage.
+        #[arg(long)]
+        deep: bool,
     },
     /// Install every committed change into the page file and recycle the log.
     Checkpoint {
@@ -94,7 +102,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             };
             inspect::inspect(&path, &show, out)
         }
-        Command::Verify { path } => admin::verify(&path, out),
+        Command::Verify { path, deep } => admin::verify(&path, deep, out),
         Command::Checkpoint { path } => admin::checkpoint(&path, out),
         Command::Recover { path } => admin::recover(&path, out),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),

@@ -52,6 +52,7 @@ internal_modules! {
     vm;
 }
 mod error;
+pub mod inspect;
 mod ptr;
 
 // Lets `#[derive(Persistent)]`, which names `::amber`, be used inside Amber.

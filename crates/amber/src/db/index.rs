@@ -27,13 +27,14 @@ use std::collections::HashSet;
 use std::num::NonZeroU64;
 use std::path::Path;
 
+// The node format is shared with the deep verification (`inspect/deep`).
 /// Keys per node.
-const F: usize = 252;
+pub(crate) const F: usize = 252;
 /// u64 words per node.
-const WORDS: usize = 3 + 2 * F;
-const LEAF: u64 = 1 << 63;
-const KEYS: usize = 2;
-const VALS: usize = 2 + F;
+pub(crate) const WORDS: usize = 3 + 2 * F;
+pub(crate) const LEAF: u64 = 1 << 63;
+pub(crate) const KEYS: usize = 2;
+pub(crate) const VALS: usize = 2 + F;
 
 /// Reads nodes through the frame table.
 ///
@@ -52,7 +53,7 @@ struct Nodes<'a> {
 }
 
 /// Bytes of a node.
-const NODE_BYTES: usize = WORDS * 8;
+pub(crate) const NODE_BYTES: usize = WORDS * 8;
 
 /// The virtual address of the node at `paddr`, after checking that it lies
 /// within one page, after an object header, and that its page can be read.

@@ -26,7 +26,7 @@ mod alloc;
 mod commit;
 mod dead;
 mod fetch;
-mod index;
+pub(crate) mod index;
 pub mod options;
 pub(crate) mod pager;
 mod readahead;

@@ -1,0 +1,509 @@
+//! The second pass of deep verification: every live object's fields walked
+//! by its stored descriptor, every pointer looked up in the object map.
+//!
+//! A vector's buffer is checked from the vector (its type, and that it holds
+//! `cap` elements), and so are its elements, up to `len`: the spare capacity
+//! past it may still hold what a `pop` left, which is not part of any value.
+//! An index is walked from its root: every node must be a live node object,
+//! every value a pointer to an object of the index's value type, and the
+//! entries must number the index's `len`. Buffers and nodes are read through
+//! the block cache, so a finding names the owner's field (`Part.to[2]`,
+//! `Part.idx[key 17]`).
+
+use super::map::{Blocks, Located, ObjectMap, Start};
+use super::{DeepReport, FindingClass, Place, Types};
+use crate::db::index::{F, KEYS, LEAF, NODE_BYTES, VALS, WORDS};
+use crate::format::bytes::{get_u32, get_u64};
+use crate::format::meta::RootEntry;
+use crate::format::objects::walk as walk_objects;
+use crate::format::page::PageHeader;
+use crate::schema::compare::{PROGRAM_DATABASE, difference};
+use crate::schema::desc::{
+    Nullability, Prim, Shape, StoredField, StoredKind, StoredType, kind_name,
+};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// One step of a field path.
+#[derive(Debug, Clone, Copy)]
+enum Seg<'a> {
+    /// The object's type name (the first step).
+    Type(&'a str),
+    Field(&'a str),
+    Index(u64),
+    Key(u64),
+}
+
+/// What a pointer must point at.
+#[derive(Debug, Clone, Copy)]
+enum Want<'a> {
+    /// A live object of the struct type of this name (`PRef<T>`,
+    /// `Smart<T>`, an index value).
+    Struct(&'a str),
+    /// A live object of this type id (a root).
+    Id(u32),
+    /// A live buffer of `[elem]`, `elem_size` bytes each (`PVec`, `PBytes`).
+    Buffer(&'a StoredKind, u32),
+    /// A live index node.
+    Node,
+}
+
+/// `[u64]`: the type of index nodes (and of `PVec<u64>` buffers).
+const NODE_ELEM: StoredKind = StoredKind::Prim(Prim::U64);
+
+/// Whose pointers are being checked.
+#[derive(Debug, Clone)]
+enum Owner {
+    /// The object whose body is at this address.
+    Object(u64),
+    /// A named root.
+    Root(String),
+}
+
+/// Walks objects and checks their pointers.
+pub(super) struct Walker<'a> {
+    map: &'a ObjectMap,
+    types: &'a Types,
+    report: &'a mut DeepReport,
+    /// Whose pointers are at hand, and (for an object) the path to the
+    /// value at hand.
+    owner: Owner,
+    path: Vec<Seg<'a>>,
+    /// Whether a type id is the array type of elements of a kind (keyed by
+    /// the kind's address in `types`): the comparison clones descriptors.
+    buffer_types: HashMap<(u32, usize), bool>,
+}
+
+/// Whether values of kind `k` hold anything to check.
+fn has_pointers(k: &StoredKind) -> bool {
+    match k {
+        StoredKind::Prim(_) => false,
+        StoredKind::Array { elem, .. } => has_pointers(elem),
+        StoredKind::Struct { fields, .. } => fields.iter().any(|f| has_pointers(&f.kind)),
+        _ => true,
+    }
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(map: &'a ObjectMap, types: &'a Types, report: &'a mut DeepReport) -> Walker<'a> {
+        Walker {
+            map,
+            types,
+            report,
+            owner: Owner::Object(0),
+            path: Vec::new(),
+            buffer_types: HashMap::new(),
+        }
+    }
+
+    fn ty(&self, id: u32) -> Option<&'a StoredType> {
+        self.types.get(&id).and_then(Option::as_ref)
+    }
+
+    /// `page:offset`.
+    fn at(&self, addr: u64) -> String {
+        let ps = self.map.page_size;
+        format!("{}:{}", addr / ps, addr % ps)
+    }
+
+    fn type_label(&self, id: u32) -> String {
+        match self.types.get(&id) {
+            Some(Some(t)) => format!("`{}`", t.name),
+            Some(None) => format!("type id {id} (undecodable descriptor)"),
+            None => format!("type id {id} (not in the catalog)"),
+        }
+    }
+
+    fn path_string(&self) -> String {
+        let mut s = String::new();
+        for seg in &self.path {
+            match seg {
+                Seg::Type(t) => s.push_str(t),
+                Seg::Field(f) => {
+                    s.push('.');
+                    s.push_str(f);
+                }
+                Seg::Index(i) => s.push_str(&format!("[{i}]")),
+                Seg::Key(k) => s.push_str(&format!("[key {k}]")),
+            }
+        }
+        s
+    }
+
+    /// A finding at the root, or the object's field the path names.
+    fn found(&mut self, class: FindingClass, what: String) {
+        let ps = self.map.page_size;
+        let place = match &self.owner {
+            Owner::Object(object) => Place::Field {
+                object: *object,
+                page: object / ps,
+                offset: object % ps,
+                path: self.path_string(),
+            },
+            Owner::Root(name) => Place::Root { name: name.clone() },
+        };
+        self.report.add(class, place, what);
+    }
+
+    /// Walks every live object of the data block `image` starting at page
+    /// `head` (its object map was checked by the first pass).
+    pub fn block(&mut self, image: &[u8], head: u64, blocks: &mut Blocks<'_>) {
+        let used = PageHeader::read(image).map_or(0, |h| h.used as usize);
+        for e in walk_objects(image, used).map_while(Result::ok) {
+            let Some(t) = self.ty(e.type_id) else {
+                continue;
+            };
+            let Shape::Struct(fields) = &t.shape else {
+                continue; // buffers and nodes: checked from their owners
+            };
+            if e.is_free() || !fields.iter().any(|f| has_pointers(&f.kind)) {
+                continue;
+            }
+            self.owner = Owner::Object(head * self.map.page_size + e.body as u64);
+            self.path.clear();
+            self.path.push(Seg::Type(&t.name));
+            let body = image.get(e.body..e.body + e.size).unwrap_or(&[]);
+            self.fields(body, 0, fields, blocks);
+        }
+    }
+
+    fn fields(&mut self, b: &[u8], at: usize, fields: &'a [StoredField], blocks: &mut Blocks<'_>) {
+        for f in fields {
+            if !has_pointers(&f.kind) {
+                continue;
+            }
+            self.path.push(Seg::Field(&f.name));
+            self.value(b, at + f.offset as usize, &f.kind, blocks);
+            self.path.pop();
+        }
+    }
+
+    /// Checks the value of kind `k` at `at` in `b` (an object's body, or a
+    /// buffer's). Bytes past the end were reported with the object's size.
+    fn value(&mut self, b: &[u8], at: usize, k: &'a StoredKind, blocks: &mut Blocks<'_>) {
+        match k {
+            StoredKind::Prim(_) => {}
+            StoredKind::Array {
+                elem,
+                elem_size,
+                len,
+            } => {
+                for i in 0..*len as usize {
+                    self.path.push(Seg::Index(i as u64));
+                    self.value(b, at + i * *elem_size as usize, elem, blocks);
+                    self.path.pop();
+                }
+            }
+            StoredKind::Struct { fields, .. } => self.fields(b, at, fields, blocks),
+            StoredKind::Ref {
+                target,
+                nullability,
+                ..
+            }
+            | StoredKind::Smart {
+                target,
+                nullability,
+                ..
+            } => match get_u64(b, at) {
+                None => {}
+                Some(0) if *nullability == Nullability::NonNull => self.found(
+                    FindingClass::Damage,
+                    format!(
+                        "null in a non-null `{}` (a page holding it is refused when fetched)",
+                        kind_name(k)
+                    ),
+                ),
+                Some(0) => {}
+                Some(v) => {
+                    self.pointer(v, Want::Struct(target));
+                }
+            },
+            StoredKind::Vec { elem, elem_size } => self.vector(b, at, elem, *elem_size, blocks),
+            StoredKind::Bytes => self.vector(b, at, &StoredKind::Prim(Prim::U8), 1, blocks),
+            StoredKind::Index { target, .. } => {
+                if let (Some(root), Some(len)) = (get_u64(b, at), get_u64(b, at + 8)) {
+                    self.index(root, len, target, blocks);
+                }
+            }
+        }
+    }
+
+    /// Checks that `v` points at what `want` says; returns the object when
+    /// it does (live, of the right type).
+    fn pointer(&mut self, v: u64, want: Want<'_>) -> Option<&'a Start> {
+        self.report.pointers += 1;
+        let map = self.map;
+        let s = match map.locate(v) {
+            Located::Start(s) => s,
+            Located::Unreadable => {
+                self.report.unchecked += 1;
+                return None;
+            }
+            l => {
+                let what = format!("holds {}, {}", self.at(v), self.nowhere(l));
+                self.found(FindingClass::Damage, what);
+                return None;
+            }
+        };
+        let matches = match want {
+            Want::Id(id) => Some(s.type_id() == id),
+            Want::Struct(name) => match self.types.get(&s.type_id()) {
+                Some(Some(t)) => Some(t.name == name && matches!(t.shape, Shape::Struct(_))),
+                Some(None) => None,
+                None => Some(false),
+            },
+            Want::Buffer(elem, size) => self.is_buffer_type(s.type_id(), elem, size),
+            Want::Node => self
+                .is_buffer_type(s.type_id(), &NODE_ELEM, 8)
+                .map(|ok| ok && s.size as usize == NODE_BYTES),
+        };
+        let wanted = || match want {
+            Want::Id(id) => self.type_label(id),
+            Want::Struct(name) => format!("`{name}`"),
+            Want::Buffer(elem, _) => format!("`[{}]` buffer", kind_name(elem)),
+            Want::Node => format!("index node (a `[u64]` of {NODE_BYTES} bytes)"),
+        };
+        match matches {
+            None => {
+                self.report.unchecked += 1;
+                None
+            }
+            Some(false) => {
+                let what = format!(
+                    "holds {}, the start of a {} object of {} bytes, not a {}",
+                    self.at(v),
+                    self.type_label(s.type_id()),
+                    s.size,
+                    wanted()
+                );
+                self.found(FindingClass::Damage, what);
+                None
+            }
+            Some(true) if s.is_free() => {
+                // Only the program frees the targets of its own pointers;
+                // buffers and nodes are Amber's, freed only once unlinked.
+                let (class, whose) = match want {
+                    Want::Struct(_) | Want::Id(_) => {
+                        (FindingClass::Dangling, "the program freed it")
+                    }
+                    _ => (FindingClass::Damage, "a live owner still points at it"),
+                };
+                let what = format!("holds {}, a freed {} ({whose})", self.at(v), wanted());
+                self.found(class, what);
+                None
+            }
+            Some(true) => Some(s),
+        }
+    }
+
+    /// Whether type `id` is the array type of `elem` elements of `size`
+    /// bytes (`None`: its descriptor does not decode).
+    fn is_buffer_type(&mut self, id: u32, elem: &StoredKind, size: u32) -> Option<bool> {
+        let key = (id, std::ptr::from_ref(elem) as usize);
+        if let Some(&ok) = self.buffer_types.get(&key) {
+            return Some(ok);
+        }
+        let ok = match self.types.get(&id)? {
+            None => return None,
+            Some(t) => {
+                let want = StoredType::array_of(elem.clone(), size);
+                matches!(t.shape, Shape::Array(_))
+                    && difference(&want, t, PROGRAM_DATABASE).is_none()
+            }
+        };
+        self.buffer_types.insert(key, ok);
+        Some(ok)
+    }
+
+    /// What is at an address that is no object's start.
+    fn nowhere(&self, l: Located<'_>) -> String {
+        match l {
+            Located::Start(s) => format!("the start of the object at {}", self.at(s.addr)),
+            Located::Inside { obj, by } => format!(
+                "{by} bytes into the {} object at {}",
+                self.type_label(obj.type_id()),
+                self.at(obj.addr)
+            ),
+            Located::Header(obj) => format!(
+                "inside the header of the {} object at {}",
+                self.type_label(obj.type_id()),
+                self.at(obj.addr)
+            ),
+            Located::Gap { block, offset } => format!(
+                "where the data block at page {block} holds no object (block offset {offset})"
+            ),
+            Located::Other { block, what } => format!("inside the {what} at page {block}"),
+            Located::Unreadable => "inside a block that cannot be read".into(),
+            Located::Reserved => "inside the superblocks, below the first data page".into(),
+            Located::FreePage(p) => format!("on page {p}, which is free"),
+            Located::Beyond { page, pages } => {
+                format!("on page {page}, past the end of the database ({pages} pages)")
+            }
+        }
+    }
+
+    /// The committed image of the block holding `s`, and `s`'s body's
+    /// offset in it.
+    fn image_of(&self, s: &Start, blocks: &mut Blocks<'_>) -> Option<(Arc<Vec<u8>>, usize)> {
+        let ps = self.map.page_size;
+        let b = self.map.block_of(s.addr / ps)?;
+        let image = blocks.get(b.start)?;
+        Some((image, (s.addr - b.start * ps) as usize))
+    }
+
+    /// A `PVec` (or `PBytes`: `u8` elements) at `at` in `b`.
+    fn vector(
+        &mut self,
+        b: &[u8],
+        at: usize,
+        elem: &'a StoredKind,
+        elem_size: u32,
+        blocks: &mut Blocks<'_>,
+    ) {
+        let (Some(buf), Some(len), Some(cap)) =
+            (get_u64(b, at), get_u32(b, at + 8), get_u32(b, at + 12))
+        else {
+            return;
+        };
+        if len > cap {
+            self.found(
+                FindingClass::Damage,
+                format!("len {len} is more than cap {cap}"),
+            );
+        }
+        if buf == 0 {
+            if cap > 0 {
+                self.found(
+                    FindingClass::Damage,
+                    format!("no buffer, but len {len} and cap {cap}"),
+                );
+            }
+            return;
+        }
+        let Some(s) = self.pointer(buf, Want::Buffer(elem, elem_size)) else {
+            return;
+        };
+        let need = u64::from(cap) * u64::from(elem_size);
+        if u64::from(s.size) < need {
+            let what = format!(
+                "its buffer at {} is {} bytes, too small for cap {cap} elements of {elem_size} bytes ({need} bytes)",
+                self.at(buf),
+                s.size
+            );
+            self.found(FindingClass::Damage, what);
+        }
+        if len == 0 || !has_pointers(elem) || elem_size == 0 {
+            return;
+        }
+        let Some((image, off)) = self.image_of(s, blocks) else {
+            return;
+        };
+        let n = u64::from(len).min(u64::from(s.size / elem_size));
+        let body = image.get(off..off + s.size as usize).unwrap_or(&[]);
+        for i in 0..n {
+            self.path.push(Seg::Index(i));
+            self.value(body, (i * u64::from(elem_size)) as usize, elem, blocks);
+            self.path.pop();
+        }
+    }
+
+    /// The words of the index node at `paddr`, if it is one.
+    fn node(&mut self, paddr: u64, blocks: &mut Blocks<'_>) -> Option<Vec<u64>> {
+        let s = self.pointer(paddr, Want::Node)?;
+        let (image, off) = self.image_of(s, blocks)?;
+        (0..WORDS).map(|i| get_u64(&image, off + i * 8)).collect()
+    }
+
+    /// A `PIndex` whose root node is at `root` and which says it holds
+    /// `len` entries of values of type `target`: walked from the root.
+    fn index(&mut self, root: u64, len: u64, target: &'a str, blocks: &mut Blocks<'_>) {
+        if root == 0 {
+            if len != 0 {
+                self.found(
+                    FindingClass::Damage,
+                    format!("an empty index (no root node) whose len is {len}"),
+                );
+            }
+            return;
+        }
+        let mut entries = 0u64;
+        let mut seen = HashSet::new();
+        let mut work = vec![(root, 0u32)];
+        let mut whole = true;
+        while let Some((at, depth)) = work.pop() {
+            let here = self.at(at);
+            let problem = if !seen.insert(at) {
+                Some(format!(
+                    "index node {here} is reached twice (a loop, or a shared node)"
+                ))
+            } else {
+                (depth > 64).then(|| format!("index node {here} is deeper than 64 levels"))
+            };
+            if let Some(what) = problem {
+                self.found(FindingClass::Damage, what);
+                whole = false;
+                continue;
+            }
+            let Some(n) = self.node(at, blocks) else {
+                whole = false;
+                continue;
+            };
+            let count = (n[0] & !LEAF) as usize;
+            let keys = &n[KEYS..KEYS + count.min(F - 1)];
+            if count >= F || keys.windows(2).any(|w| w[0] >= w[1]) {
+                self.found(
+                    FindingClass::Damage,
+                    format!("index node {here} holds {count} keys, not fewer than {F} in ascending order"),
+                );
+                whole = false;
+                continue;
+            }
+            if n[0] & LEAF == 0 {
+                for (i, &child) in n[VALS..=VALS + count].iter().enumerate() {
+                    if child == 0 {
+                        self.found(
+                            FindingClass::Damage,
+                            format!("index node {here}: child {i} is null"),
+                        );
+                        whole = false;
+                    } else {
+                        work.push((child, depth + 1));
+                    }
+                }
+                continue;
+            }
+            entries += count as u64;
+            if n[1] != 0 {
+                self.node(n[1], blocks);
+            }
+            for (i, &key) in keys.iter().enumerate() {
+                self.path.push(Seg::Key(key));
+                match n[VALS + i] {
+                    0 => self.found(FindingClass::Damage, "the value is null".into()),
+                    v => {
+                        self.pointer(v, Want::Struct(target));
+                    }
+                }
+                self.path.pop();
+            }
+        }
+        if whole && entries != len {
+            self.found(
+                FindingClass::Damage,
+                format!("the index holds {entries} entries, its len says {len}"),
+            );
+        }
+    }
+
+    /// A named root: it must point at a live object of its type. A root
+    /// whose type has no decodable descriptor is a storage-level user's,
+    /// and is not checked.
+    pub fn root(&mut self, r: &RootEntry) {
+        if r.addr == 0 || self.ty(r.type_id).is_none() {
+            return;
+        }
+        self.owner = Owner::Root(r.name.clone());
+        self.path.clear();
+        self.pointer(r.addr, Want::Id(r.type_id));
+    }
+}
