@@ -130,7 +130,7 @@ fn verify_deep(path: &Path, out: &mut String) -> Result<bool, CliError> {
         String::new()
     };
     let damage = if rep.is_damaged() {
-        format!("{} damaged", rep.damage)
+        format!("{} problem(s)", rep.damage)
     } else {
         "no damage found".to_string()
     };

@@ -258,10 +258,10 @@ impl<'a> Walker<'a> {
                 .map(|ok| ok && s.size as usize == NODE_BYTES),
         };
         let wanted = || match want {
-            Want::Id(id) => self.type_label(id),
-            Want::Struct(name) => format!("`{name}`"),
-            Want::Buffer(elem, _) => format!("`[{}]` buffer", kind_name(elem)),
-            Want::Node => format!("index node (a `[u64]` of {NODE_BYTES} bytes)"),
+            Want::Id(id) => format!("a {}", self.type_label(id)),
+            Want::Struct(name) => format!("a `{name}`"),
+            Want::Buffer(elem, _) => format!("a `[{}]` buffer", kind_name(elem)),
+            Want::Node => format!("an index node (a `[u64]` of {NODE_BYTES} bytes)"),
         };
         match matches {
             None => {
@@ -270,7 +270,7 @@ impl<'a> Walker<'a> {
             }
             Some(false) => {
                 let what = format!(
-                    "holds {}, the start of a {} object of {} bytes, not a {}",
+                    "holds {}, the start of a {} object of {} bytes, not {}",
                     self.at(v),
                     self.type_label(s.type_id()),
                     s.size,
@@ -282,13 +282,20 @@ impl<'a> Walker<'a> {
             Some(true) if s.is_free() => {
                 // Only the program frees the targets of its own pointers;
                 // buffers and nodes are Amber's, freed only once unlinked.
-                let (class, whose) = match want {
-                    Want::Struct(_) | Want::Id(_) => {
-                        (FindingClass::Dangling, "the program freed it")
-                    }
-                    _ => (FindingClass::Damage, "a live owner still points at it"),
+                let (class, what) = match want {
+                    Want::Struct(_) | Want::Id(_) => (
+                        FindingClass::Dangling,
+                        format!("holds {}, {} the program freed", self.at(v), wanted()),
+                    ),
+                    Want::Buffer(..) | Want::Node => (
+                        FindingClass::Damage,
+                        format!(
+                            "holds {}, {} that is free though this live owner points at it",
+                            self.at(v),
+                            wanted()
+                        ),
+                    ),
                 };
-                let what = format!("holds {}, a freed {} ({whose})", self.at(v), wanted());
                 self.found(class, what);
                 None
             }
