@@ -16,11 +16,11 @@ const ELEMS: usize = 16;
 /// Bytes of a byte array shown as a string before the rest is summarised.
 const BYTES: usize = 256;
 
-/// The name of type `id`, for listings.
-pub fn type_name(cat: &[CatalogEntry], id: u32) -> String {
-    match cat.iter().find(|c| c.id == id).map(|c| &c.decoded) {
-        Some(Ok(t)) => format!("`{}`", t.name),
-        Some(Err(_)) => "(undecodable descriptor)".into(),
+/// The name of an object's type, or why there is none.
+fn type_name(o: &ObjectView, cat: &[CatalogEntry]) -> String {
+    match &o.type_name {
+        Some(name) => format!("`{name}`"),
+        None if cat.iter().any(|c| c.id == o.type_id) => "(undecodable descriptor)".into(),
         None => "(not in the catalog)".into(),
     }
 }
@@ -196,7 +196,7 @@ fn object(o: &ObjectView, cat: &[CatalogEntry], ps: u64, out: &mut String) {
         addr(o.addr, ps),
         o.header_offset,
         o.type_id,
-        type_name(cat, o.type_id),
+        type_name(o, cat),
         o.size
     );
     match &o.value {

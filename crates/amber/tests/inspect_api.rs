@@ -104,6 +104,7 @@ fn create_read_inspect_checkpoint_recover() {
         assert!(block.pending, "committed in the log only");
         let o = ins.object(a + 3).expect("an address inside the object");
         assert_eq!((o.addr, o.type_id, o.is_free()), (a, item.id, false));
+        assert_eq!(o.type_name.as_deref(), Some("Item"));
         let ObjectValue::Struct { fields, .. } = &o.value else {
             panic!("{:?}", o.value)
         };

@@ -79,6 +79,9 @@ pub struct ObjectView {
     pub header_offset: usize,
     /// Its type id (see [`Inspector::catalog`]).
     pub type_id: u32,
+    /// Its type's name; `None` when the catalog has no decodable
+    /// descriptor for the id.
+    pub type_name: Option<String>,
     /// Body bytes.
     pub size: usize,
     /// Flag bits: see [`is_free`](Self::is_free), [`is_marked`](Self::is_marked).
@@ -332,6 +335,7 @@ fn object(
         addr: head * ps as u64 + e.body as u64,
         header_offset: e.header,
         type_id: e.type_id,
+        type_name: types.get(&e.type_id).map(|t| t.name.clone()),
         size: e.size,
         flags: e.flags,
         value,

@@ -8,6 +8,7 @@
 //! included), built in one pass over the blocks in page order; a lookup is
 //! a binary search, which also finds the object an address falls inside.
 
+use crate::error::{Error, Result};
 use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER, align_up};
 use crate::format::page::BlockKind;
 use crate::store::Store;
@@ -167,6 +168,9 @@ pub(super) struct Blocks<'s> {
     kept: HashMap<u64, Arc<Vec<u8>>>,
     order: VecDeque<u64>,
     bytes: usize,
+    /// The first read that failed other than by damage (which the first
+    /// pass reported): the check did not run to its end.
+    failed: Option<Error>,
 }
 
 impl<'s> Blocks<'s> {
@@ -176,16 +180,26 @@ impl<'s> Blocks<'s> {
             kept: HashMap::new(),
             order: VecDeque::new(),
             bytes: 0,
+            failed: None,
         }
     }
 
     /// The committed image of the block starting at `head`; `None` if it
-    /// cannot be read (the first pass reported it).
+    /// cannot be read (damage the first pass reported, or an error kept for
+    /// [`result`](Self::result)).
     pub fn get(&mut self, head: u64) -> Option<Arc<Vec<u8>>> {
         if let Some(b) = self.kept.get(&head) {
             return Some(b.clone());
         }
-        let b = Arc::new(self.store.read_block(head).ok()?);
+        let b = match self.store.read_block(head) {
+            Ok(b) => Arc::new(b),
+            Err(e) => {
+                if !e.is_corruption() && self.failed.is_none() {
+                    self.failed = Some(e);
+                }
+                return None;
+            }
+        };
         while self.bytes + b.len() > CACHE_BYTES
             && let Some(old) = self.order.pop_front()
         {
@@ -197,5 +211,10 @@ impl<'s> Blocks<'s> {
         self.order.push_back(head);
         self.kept.insert(head, b.clone());
         Some(b)
+    }
+
+    /// Whether every read that was not of a damaged block succeeded.
+    pub fn result(&mut self) -> Result<()> {
+        self.failed.take().map_or(Ok(()), Err)
     }
 }

@@ -229,7 +229,7 @@ fn types(store: &Store, report: &mut DeepReport) -> Types {
 fn check(store: &Store) -> Result<DeepReport> {
     let mut report = DeepReport::default();
     let types = types(store, &mut report);
-    let map = map_objects(store, &types, &mut report);
+    let map = map_objects(store, &types, &mut report)?;
     let mut blocks = Blocks::new(store);
     let mut w = Walker::new(&map, &types, &mut report);
     for b in &map.blocks {
@@ -244,13 +244,15 @@ fn check(store: &Store) -> Result<DeepReport> {
     for r in store.roots() {
         w.root(&r);
     }
+    blocks.result()?;
     Ok(report)
 }
 
 /// The first pass: every block's kind and every object's start. Damage met
-/// here (an unreadable block, a damaged object map, an object of a type not
-/// in the catalog or smaller than its type) is reported.
-fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> ObjectMap {
+/// here (a damaged block or object map, an object of a type not in the
+/// catalog or smaller than its type) is reported; an I/O error ends the
+/// check.
+fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> Result<ObjectMap> {
     let ps = store.page_size() as u64;
     let mut blocks = Vec::new();
     let mut starts = Vec::new();
@@ -258,6 +260,7 @@ fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> ObjectM
         report.blocks += 1;
         let image = match store.read_block(start) {
             Ok(i) => i,
+            Err(e) if !e.is_corruption() => return Err(e),
             Err(e) => {
                 report.add(
                     FindingClass::Damage,
@@ -272,14 +275,13 @@ fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> ObjectM
                 continue;
             }
         };
-        let h = PageHeader::read(&image).map_or(0, |h| h.kind);
-        let held = map::held(h);
+        let (kind, used) = PageHeader::read(&image).map_or((0, 0), |h| (h.kind, h.used));
+        let held = map::held(kind);
         blocks.push(Block { start, pages, held });
         if held != Held::Data {
             continue;
         }
-        let used = PageHeader::read(&image).map_or(0, |h| h.used as usize);
-        for e in walk_objects(&image, used) {
+        for e in walk_objects(&image, used as usize) {
             let e = match e {
                 Ok(e) => e,
                 Err(err) => {
@@ -323,11 +325,11 @@ fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> ObjectM
     }
     // Blocks and objects come in address order; sorting is a check.
     starts.sort_unstable_by_key(|s| s.addr);
-    ObjectMap {
+    Ok(ObjectMap {
         page_size: ps,
         first_page: store.first_data_page(),
         page_count: store.page_count(),
         blocks,
         starts,
-    }
+    })
 }
