@@ -51,6 +51,10 @@ fn make(path: &Path, dangle: bool) -> Vec<u64> {
             .expect("push");
     }
     tx.set_root("first", parts[0]).expect("root");
+    let addrs = parts
+        .iter()
+        .map(|&p| tx.to_smart(p).expect("paddr").paddr())
+        .collect();
     tx.commit().expect("commit");
     let mut tx = db.begin().expect("begin");
     if !dangle {
@@ -59,12 +63,6 @@ fn make(path: &Path, dangle: bool) -> Vec<u64> {
     tx.pop(parts[6], |p| &mut p.to);
     tx.free(parts[7]).expect("free");
     tx.commit().expect("commit");
-    let tx = db.begin().expect("begin");
-    let addrs = parts
-        .iter()
-        .map(|&p| tx.to_smart(p).expect("paddr").paddr())
-        .collect();
-    tx.abort().expect("abort");
     db.close().expect("close");
     addrs
 }

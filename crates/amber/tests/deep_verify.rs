@@ -148,11 +148,16 @@ fn make(path: &Path, page_size: usize, dangle: bool) -> Made {
         .expect("alloc");
     tx.set_root("first", parts[0]).expect("root");
     tx.set_root("blob", blob).expect("root");
+    let made = Made {
+        parts: parts.iter().map(|&p| paddr(&tx, p)).collect(),
+        leaves: leaves.iter().map(|&l| paddr(&tx, l)).collect(),
+        blob: paddr(&tx, blob),
+        freed: paddr(&tx, parts[21]),
+    };
     tx.commit().expect("commit");
     // Part 21 goes; part 20's pointers to it stay (dangle) or are cleared.
     let (p20, p21) = (parts[20], parts[21]);
     let mut tx = db.begin().expect("begin");
-    let freed = tx.to_smart(p21).expect("smart").paddr();
     for (i, &p) in parts.iter().enumerate() {
         if i == 21 {
             continue;
@@ -162,7 +167,7 @@ fn make(path: &Path, page_size: usize, dangle: bool) -> Made {
         if n.next == Some(p21) && !keep {
             n.next = None;
         }
-        if n.maybe.is_some_and(|m| m.paddr() == freed) {
+        if n.maybe.is_some_and(|m| m.paddr() == made.freed) {
             n.maybe = None;
         }
         let to = tx.slice_mut(p, |x| &mut x.to);
@@ -182,25 +187,16 @@ fn make(path: &Path, page_size: usize, dangle: bool) -> Made {
     }
     tx.free(p21).expect("free");
     tx.commit().expect("commit");
-    let tx = db.begin().expect("begin");
-    let made = Made {
-        parts: parts
-            .iter()
-            .map(|&p| tx.to_smart(p).expect("smart").paddr())
-            .collect(),
-        leaves: leaves
-            .iter()
-            .map(|&p| tx.to_smart(p).expect("smart").paddr())
-            .collect(),
-        blob: tx.to_smart(blob).expect("smart").paddr(),
-        freed,
-    };
-    tx.abort().expect("abort");
     let rep = db.verify_deep().expect("verify_deep on the open database");
     assert_eq!(rep.damage, 0, "{:#?}", rep.findings);
     assert_eq!(rep.dangling, u64::from(dangle), "{:#?}", rep.findings);
     db.close().expect("close");
     made
+}
+
+/// The persistent address of `p`.
+fn paddr<T: Persistent>(tx: &amber::Tx<'_>, p: PRef<T>) -> u64 {
+    tx.to_smart(p).expect("smart").paddr()
 }
 
 fn tempdir() -> tempfile::TempDir {
