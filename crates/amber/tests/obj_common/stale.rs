@@ -62,9 +62,33 @@ fn big(tx: &mut Tx<'_>, anchor: PRef<Anchor>, id: u64) -> PRef<Big> {
     .expect("alloc big")
 }
 
+thread_local! {
+    /// Set while this thread runs code expected to panic: the hook below
+    /// keeps those panics out of the output (the userfaultfd suite's
+    /// harness does not capture it).
+    static EXPECTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs, once, a panic hook that stays quiet for expected panics.
+fn quiet_expected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !EXPECTING.with(|e| e.get()) {
+                default(info);
+            }
+        }));
+    });
+}
+
 /// The message of the panic `f` raises; fails if it returns.
 fn panic_message<R>(f: impl FnOnce() -> R) -> String {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    quiet_expected_panics();
+    EXPECTING.with(|e| e.set(true));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    EXPECTING.with(|e| e.set(false));
+    match result {
         Ok(_) => panic!("expected a panic naming a dangling pointer"),
         Err(p) => p
             .downcast_ref::<String>()
