@@ -7,8 +7,10 @@
 //! write-ahead log.
 //!
 //! The public API is what a program needs: [`Db`], [`Tx`], [`Options`], the
-//! pointer and collection types, the [`Persistent`] derive, [`Error`] and
-//! the statistics. Everything else (the virtual-memory module, the store, the
+//! pointer and collection types, the [`Persistent`] derive, [`Error`], the
+//! statistics, and the read-only [`inspect`] module (files, committed state,
+//! verification, deep verification) that the `amber` command is built on.
+//! Everything else (the virtual-memory module, the store, the
 //! on-disk formats, the log, the I/O layer) is private: no safe call writes
 //! raw bytes into a data block or names a root with an object of another
 //! type. Amber's own tests, benchmarks and fuzzers reach the internals
