@@ -81,7 +81,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
     let cfg = VmConfig {
         backend: choice,
         reserve_bytes: 4 << 30,
-        uffd_spin: spin,
+        service_spin: spin,
         ..VmConfig::default()
     };
     let s = match FrameSpace::new(cfg, service) {

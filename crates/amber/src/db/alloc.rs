@@ -152,10 +152,10 @@ impl Tx<'_> {
         let f = self
             .fs
             .assign(head, pages)
-            .map_err(|e| Error::invalid(format!("frame space: {e}")))?;
+            .map_err(|e| e.into_error(self.pager.store.path(), "assigning frames"))?;
         self.fs
             .install(f, &img, InstallAs::Dirty)
-            .map_err(|e| Error::invalid(format!("installing a new page: {e}")))?;
+            .map_err(|e| e.into_error(self.pager.store.path(), "installing a new page"))?;
         self.pager.installed(self.fs, f, pages);
         self.new_blocks.insert(head, pages);
         Ok(head)

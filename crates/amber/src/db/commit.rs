@@ -34,7 +34,7 @@ impl Tx<'_> {
     fn written_frames(&self) -> Result<Vec<FrameNo>> {
         self.fs
             .take_written()
-            .map_err(|e| Error::invalid(format!("listing written pages: {e}")))
+            .map_err(|e| e.into_error(self.pager.store.path(), "listing written pages"))
     }
 
     /// The blocks of `frames`, as head page → (first frame, pages).
@@ -83,7 +83,7 @@ impl Tx<'_> {
                     None => self
                         .fs
                         .copy_out(f, 0, dst)
-                        .map_err(|e| Error::invalid(format!("reading page {head}: {e}")))?,
+                        .map_err(|e| e.into_error(self.pager.store.path(), "reading a page"))?,
                 }
             }
             if complete {
@@ -108,7 +108,7 @@ impl Tx<'_> {
         let mut img = vec![0u8; run as usize * self.page_size];
         self.fs
             .copy_out(frame, 0, &mut img)
-            .map_err(|e| Error::invalid(format!("reading page {head}: {e}")))?;
+            .map_err(|e| e.into_error(self.pager.store.path(), "reading a page"))?;
         self.unswizzle(head, &mut img)?;
         Ok(img)
     }
@@ -175,7 +175,7 @@ impl Tx<'_> {
         stx.log_early()?;
         self.fs
             .write_protect(frame, 1)
-            .map_err(|e| Error::invalid(format!("re-protecting page {head}: {e}")))?;
+            .map_err(|e| e.into_error(self.pager.store.path(), "re-protecting a page"))?;
         // Clean-looking now, but its changes are only in the log: should it
         // be evicted, it must fault back with them.
         self.remember_changes(head, &regions, &dirty);
@@ -274,6 +274,7 @@ impl Tx<'_> {
         if let Some(b) = self.pager.rbuf.get() {
             b.clear();
         }
+        self.fs.set_writers(false);
         self.done = true;
     }
 
@@ -316,6 +317,7 @@ impl Tx<'_> {
         if let Some(stx) = self.stx.take() {
             stx.abort();
         }
+        self.fs.set_writers(false);
     }
 
     fn restore(&mut self) -> Result<()> {
@@ -342,7 +344,7 @@ impl Tx<'_> {
             self.fs
                 .copy_in(frame, 0, &img)
                 .and_then(|()| self.fs.write_protect(frame, run))
-                .map_err(|e| Error::invalid(format!("restoring page {head}: {e}")))?;
+                .map_err(|e| e.into_error(self.pager.store.path(), "restoring a page"))?;
         }
         let news: Vec<(PageNo, u32)> = self.new_blocks.drain().collect();
         for (head, run) in news {
@@ -350,7 +352,7 @@ impl Tx<'_> {
                 self.pager.forget(f);
                 self.fs
                     .evict(f, run)
-                    .map_err(|e| Error::invalid(format!("dropping new page {head}: {e}")))?;
+                    .map_err(|e| e.into_error(self.pager.store.path(), "dropping a new page"))?;
             }
         }
         Ok(())

@@ -88,6 +88,7 @@ impl<'db> Tx<'db> {
             heap,
         } = db;
         let page_size = store.page_size();
+        fs.set_writers(true);
         Ok(Tx {
             stx: Some(store.begin()?),
             access,

@@ -89,9 +89,11 @@
 mod buffer;
 mod fault;
 mod frame_table;
+mod held;
 mod lock;
 mod pagemap;
 mod residency;
+mod service;
 mod sigsegv;
 mod space;
 mod sys;
@@ -101,7 +103,8 @@ mod types;
 mod uffd;
 
 pub use buffer::BigBuf;
-pub use sigsegv::prepare_thread;
+pub use held::{AmberLock, Held, HeldSet, held};
+pub use lock::{SpinGuard, SpinLock};
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, Persistent, check_layout};
 pub use types::{

@@ -205,7 +205,6 @@ pub fn concurrent_readers(b: BackendChoice, test: &str) {
             for t in 0..2usize {
                 let (db, s) = (&db, &s);
                 sc.spawn(move || {
-                    amber::internals::vm::prepare_thread();
                     for round in 0..20 {
                         for i in 0..s.len() {
                             let k = if t == 0 { i } else { s.len() - 1 - i };
