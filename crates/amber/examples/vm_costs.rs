@@ -184,8 +184,22 @@ fn main() {
         "vm_costs: {pages} pages of 4 KiB; Linux {}; {ncpu} CPUs; {cpu}",
         kernel.trim()
     );
-    let configs: [(&str, BackendChoice, Duration); 4] = [
-        ("sigsegv", BackendChoice::Sigsegv, Duration::ZERO),
+    let configs: [(&str, BackendChoice, Duration); 6] = [
+        (
+            "sigsegv, service blocking",
+            BackendChoice::Sigsegv,
+            Duration::ZERO,
+        ),
+        (
+            "sigsegv, spin 200 µs then block (default)",
+            BackendChoice::Sigsegv,
+            Duration::from_micros(200),
+        ),
+        (
+            "sigsegv, always spinning",
+            BackendChoice::Sigsegv,
+            Duration::MAX,
+        ),
         ("uffd, blocking read", BackendChoice::Uffd, Duration::ZERO),
         (
             "uffd, spin 200 µs then block (default)",
@@ -199,12 +213,12 @@ fn main() {
         .filter_map(|&(n, c, s)| measure(n, c, s, pages))
         .collect();
     println!(
-        "{:<40} {:>14} {:>14} {:>12} {:>16} {:>14}",
+        "{:<44} {:>14} {:>14} {:>12} {:>16} {:>14}",
         "backend", "cold fault", "cold, idle", "1st write", "take_written/pg", "evict+refault"
     );
     for r in rows {
         println!(
-            "{:<40} {:>14} {:>14} {:>12} {:>16} {:>14}",
+            "{:<44} {:>14} {:>14} {:>12} {:>16} {:>14}",
             r.name,
             us(r.cold_burst),
             us(r.cold_isolated),

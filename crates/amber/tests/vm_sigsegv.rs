@@ -94,3 +94,11 @@ fn load_on_unprepared_thread_works() {
     let (status, stderr) = common::in_child("load_on_unprepared_thread_works", "unprepared");
     assert!(status.success(), "status {status:?}, stderr:\n{stderr}");
 }
+#[test]
+fn eviction_races_writers() {
+    common::eviction_races_writers(B);
+}
+#[test]
+fn reservation_aligned_despite_hint() {
+    common::reservation_aligned_despite_hint(B);
+}

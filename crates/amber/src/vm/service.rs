@@ -26,8 +26,10 @@
 //! after serving, the thread keeps polling (yielding) for
 //! `VmConfig::service_spin` before it sleeps on the doorbell, so a burst of
 //! faults pays the wake-up at most once and an idle program pays no CPU.
-//! The faulting thread sleeps on its slot at once: on two CPUs, spinning
-//! there would take the CPU from the service it waits for.
+//! The faulting thread, too, polls its slot (yielding, so that a service
+//! thread queued on its CPU runs) for that long before it sleeps on it: a
+//! futex wake-up of a sleeping thread costs an inter-processor interrupt,
+//! which in a virtual machine is several microseconds.
 
 use std::cell::UnsafeCell;
 use std::sync::Arc;
@@ -67,6 +69,8 @@ pub(crate) struct Requests {
     doorbell: AtomicU32,
     sleeping: AtomicBool,
     stop: AtomicBool,
+    /// How long a faulting thread polls for its answer before it sleeps.
+    wait_poll_ns: u64,
 }
 
 // SAFETY: the message buffers are written only by the service thread while
@@ -75,7 +79,8 @@ pub(crate) struct Requests {
 unsafe impl Sync for Requests {}
 
 impl Requests {
-    pub(crate) fn new() -> Box<Requests> {
+    /// Requests whose posters poll for `wait_poll` before they sleep.
+    pub(crate) fn new(wait_poll: Duration) -> Box<Requests> {
         Box::new(Requests {
             slots: [const {
                 Slot {
@@ -89,6 +94,7 @@ impl Requests {
             doorbell: AtomicU32::new(0),
             sleeping: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            wait_poll_ns: u64::try_from(wait_poll.as_nanos()).unwrap_or(u64::MAX),
         })
     }
 
@@ -104,10 +110,16 @@ impl Requests {
         if self.sleeping.load(Ordering::SeqCst) {
             sys::futex_wake(&self.doorbell, 1);
         }
+        let since = sys::monotonic_ns();
         let outcome = loop {
             let s = slot.state.load(Ordering::Acquire);
             if s == DONE || s == FAILED {
                 break s;
+            }
+            if sys::monotonic_ns().saturating_sub(since) < self.wait_poll_ns {
+                // SAFETY: sched_yield has no preconditions.
+                unsafe { libc::sched_yield() };
+                continue;
             }
             sys::futex_wait(&slot.state, s);
         };

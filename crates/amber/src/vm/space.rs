@@ -206,7 +206,7 @@ impl FrameSpace {
         let place = (fs, cfg.address_hint);
         let (imp, main, backend) = match choice {
             BackendChoice::Sigsegv => {
-                let (imp, main) = new_sigsegv(len, nframes, place)?;
+                let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
                 (imp, main, Backend::Sigsegv)
             }
             BackendChoice::Uffd => match new_uffd(len, cfg.track_writes, place) {
@@ -225,7 +225,7 @@ impl FrameSpace {
                 }
                 Err(why) => {
                     reason = format!("auto: userfaultfd unusable ({why}); using SIGSEGV");
-                    let (imp, main) = new_sigsegv(len, nframes, place)?;
+                    let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
                     (imp, main, Backend::Sigsegv)
                 }
             },
@@ -445,6 +445,7 @@ fn new_sigsegv(
     len: usize,
     nframes: u32,
     (align, hint): Placement,
+    wait_poll: std::time::Duration,
 ) -> Result<(Imp, Mapping), VmError> {
     // SAFETY: memfd_create takes a C string and flags, returns a new fd or -1.
     let fd = unsafe { libc::memfd_create(c"amber-frames".as_ptr(), libc::MFD_CLOEXEC) };
@@ -480,7 +481,7 @@ fn new_sigsegv(
         staging,
         written,
         wlen: UnsafeCell::new(0),
-        requests: Requests::new().into(),
+        requests: Requests::new(wait_poll).into(),
         service: Mutex::new(None),
     };
     Ok((Imp::Sigsegv(st), main))

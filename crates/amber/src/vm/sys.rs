@@ -247,6 +247,21 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
     }
 }
 
+/// Nanoseconds of `CLOCK_MONOTONIC`. Async-signal-safe (`std::time` does not
+/// promise to be).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; it is on POSIX's
+    // list of async-signal-safe functions.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
 /// Wakes up to `n` threads sleeping in [`futex_wait`] on `word`.
 /// Async-signal-safe.
 pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {

@@ -60,7 +60,9 @@ pub struct VmConfig {
     pub track_writes: bool,
     /// How long the thread serving faults (the userfaultfd handler thread,
     /// the SIGSEGV backend's service thread) keeps polling for the next one
-    /// after serving a fault before it sleeps (see `uffd.rs`).
+    /// after serving a fault before it sleeps (see `uffd.rs`); with SIGSEGV
+    /// also how long a faulting thread polls for its answer before it
+    /// sleeps (see `service.rs`).
     pub service_spin: Duration,
     /// Pages `0..direct_pages` have frames `0..direct_pages`, one to one,
     /// without being assigned (the identity region, at most half the
