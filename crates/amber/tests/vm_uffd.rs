@@ -89,3 +89,7 @@ fn eviction_races_writers() {
 fn reservation_aligned_despite_hint() {
     common::reservation_aligned_despite_hint(B);
 }
+#[test]
+fn abandoned_eviction_keeps_tracking() {
+    common::abandoned_eviction_keeps_tracking(B);
+}

@@ -71,10 +71,11 @@ impl FrameSpace {
 
     /// `fill` for a caller outside the fault path (`copy_out`, `copy_in`):
     /// refused while the calling thread holds Amber locks, which the
-    /// service may need.
+    /// service may need -- whether or not the frame happens to be resident,
+    /// so that such a call fails in every test, not only in unlucky runs.
     pub(crate) fn fill_here(&self, f: FrameNo) -> Result<(), VmError> {
         let held = held::local();
-        if !held.is_empty() && !self.is_resident(f) {
+        if !held.is_empty() {
             return Err(VmError::LockHeld { frame: f, held });
         }
         self.fill(f).map_err(VmError::Fault)

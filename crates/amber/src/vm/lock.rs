@@ -106,7 +106,8 @@ impl Drop for Unlock<'_> {
     }
 }
 
-/// A value behind an [`OwnerLock`]: a mutex the SIGSEGV handler may take.
+/// A value behind an owner-recording spinlock: a mutex the SIGSEGV handler
+/// may take.
 pub struct SpinLock<T> {
     lock: OwnerLock,
     value: UnsafeCell<T>,

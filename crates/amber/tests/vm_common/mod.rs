@@ -690,6 +690,31 @@ pub fn eviction_races_writers(b: Backend) {
     }
 }
 
+/// An eviction abandoned because part of its block was written leaves the
+/// rest of the block tracked: a later write to a page it found clean is
+/// still noticed. (With userfaultfd the victim was made read-only and
+/// writable again around the check; the pages' own write protection must
+/// survive that. With SIGSEGV the frames it claimed are given back.)
+pub fn abandoned_eviction_keeps_tracking(b: Backend) {
+    let Some((s, _toy)) = space(b) else { return };
+    s.set_writers(true);
+    let f = s.assign(40_000, 2).expect("assign");
+    check_frame(&s, f, 40_000);
+    assert_eq!(s.take_written().expect("take"), Vec::<FrameNo>::new());
+    store(&s, f + 1, 5, 0xEE);
+    assert!(!s.evict_clean(f, 2).expect("evict_clean"), "half written");
+    assert!(s.is_resident(f) && s.is_resident(f + 1));
+    store(&s, f, 7, 0xEE);
+    assert_eq!(s.take_written().expect("take"), vec![f, f + 1]);
+    assert_eq!((load(&s, f, 7), load(&s, f + 1, 5)), (0xEE, 0xEE));
+    // Clean now (as if committed): it goes, and a write after it is not
+    // lost either (it lands on the page fetched again).
+    assert!(s.evict_clean(f, 2).expect("evict_clean"));
+    assert!(!s.is_resident(f) && !s.is_resident(f + 1));
+    store(&s, f, 9, 1);
+    assert_eq!(s.take_written().expect("take"), vec![f]);
+}
+
 /// The reservation is offered a place that is 4 KiB- but not
 /// frame-aligned (an address hint just past a 1 MiB boundary of a free
 /// area): it must come out aligned to the frame size anyway, and frame
