@@ -37,16 +37,18 @@
 //! # Measured costs
 //!
 //! `cargo run --release -p amber --example vm_costs` on the 2-vCPU AMD EPYC
-//! guest, Linux 6.18, 4 KiB frames, medians over 4,000 pages (ranges over
-//! five runs):
+//! guest, Linux 6.18, 4 KiB frames, medians over 3,000-4,000 pages (ranges
+//! over three to six runs, while other builds kept the load average at
+//! 3-5; the default spin of 200 µs):
 //!
-//! | event | `Sigsegv` | `Uffd` (default spin 200 µs) |
+//! | event | `Sigsegv` | `Uffd` |
 //! |---|---|---|
-//! | cold read fault, fill by one memcpy | 7.9–8.2 µs | 7.2–16 µs |
-//! | the same after 1 ms idle | 11–21 µs | 9.5–15 µs |
-//! | first write to a tracked page | 5.1–5.4 µs | 0.75–1.0 µs |
-//! | `take_written`, per page scanned (1 in 10 written) | 270–305 ns | 6–10 ns |
-//! | evict + refault | 17–18 µs | 15–18 µs |
+//! | cold read fault, fill by one memcpy | 9-15 µs (8.1-8.6 when served in the handler) | 8.1-9.0 µs |
+//! | the same after 1 ms idle | 22-37 µs | 16-20 µs |
+//! | first write to a tracked page | 4.8-6.4 µs | 0.73-1.0 µs |
+//! | `take_written`, per page scanned (1 in 10 written) | 270-450 ns | 6-9 ns |
+//! | evict + refault | 20-27 µs | 11-12 µs |
+//! | `evict_clean` + refault, no writers / writers may run | 20-26 / 20-28 µs | 12-13 / 17-25 µs |
 //!
 //! # Errors during a fault
 //!
