@@ -31,7 +31,8 @@ use super::VmError;
 use super::space::FrameSpace;
 use super::sys;
 
-const SLOTS: usize = 64;
+/// Live frame spaces at most (every space registers, userfaultfd ones too).
+pub(crate) const SLOTS: usize = 256;
 
 struct Slot {
     space: AtomicPtr<FrameSpace>,

@@ -219,7 +219,7 @@ pub enum VmError {
         frame: FrameNo,
         held: HeldSet,
     },
-    /// More live `Sigsegv` FrameSpaces than the handler's registry holds.
+    /// More live FrameSpaces than the SIGSEGV handler's registry holds.
     TooManySpaces,
     /// `take_written` or a write-protect call without `track_writes`.
     NotTracking,
@@ -268,7 +268,11 @@ impl fmt::Display for VmError {
                 "frame {frame} was to be made resident by a thread holding {held} \
                  (a bug in Amber: the fault path takes those locks)"
             ),
-            VmError::TooManySpaces => write!(f, "too many live sigsegv FrameSpaces (limit 64)"),
+            VmError::TooManySpaces => write!(
+                f,
+                "too many live frame spaces (limit {})",
+                super::sigsegv::SLOTS
+            ),
             VmError::NotTracking => write!(f, "write tracking is off for this FrameSpace"),
             VmError::Fault(e) => write!(f, "{e}"),
             VmError::Os { op, err } => write!(f, "{op} failed: {err}"),

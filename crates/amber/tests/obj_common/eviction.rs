@@ -192,8 +192,9 @@ pub fn early_logged_pages_stay(b: BackendChoice) {
 
 /// Two threads read the same pages at once under a four-page budget: one
 /// thread's fault may evict the block another's fault just installed, before
-/// that fault checks it (SIGSEGV: both services run at once, each in its
-/// thread's signal handler). The fault must fetch it again, not abort the
+/// that fault checks it (as when SIGSEGV faults were served in each thread's
+/// signal handler; `try_get` still runs the service beside the thread that
+/// serves faults). The fault must fetch it again, not abort the
 /// process ("the fault service returned without installing frame N").
 /// Runs in a child, because the failure was an abort.
 pub fn concurrent_readers(b: BackendChoice, test: &str) {
