@@ -106,3 +106,11 @@ fn reservation_aligned_despite_hint() {
 fn abandoned_eviction_keeps_tracking() {
     common::abandoned_eviction_keeps_tracking(B);
 }
+#[test]
+fn stack_overflow_still_reported() {
+    if common::child_scenario().is_some() {
+        return common::stack_overflow(B);
+    }
+    let (status, stderr) = common::in_child("stack_overflow_still_reported", "overflow");
+    common::check_aborted(status, &stderr, "has overflowed its stack");
+}

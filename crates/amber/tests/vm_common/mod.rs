@@ -782,3 +782,30 @@ fn free_area(len: usize, align: usize) -> usize {
         (p as usize).next_multiple_of(align)
     }
 }
+
+/// Child side: with Amber's SIGSEGV handler installed (every backend
+/// installs it), a thread that overflows its stack must still be reported
+/// by Rust's own handler, which Amber's chains to for addresses outside its
+/// reservations (on the thread's alternate signal stack: SA_ONSTACK).
+pub fn stack_overflow(b: Backend) {
+    let Some((s, _toy)) = space(b) else {
+        std::process::exit(0)
+    };
+    let f = s.assign(8, 1).expect("assign");
+    assert_eq!(load(&s, f, 0), pattern(8, 0));
+    fn deep(n: u64) -> u64 {
+        let pad = std::hint::black_box([n; 64]);
+        if n == u64::MAX {
+            0
+        } else {
+            deep(n + 1) + pad[7]
+        }
+    }
+    let h = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(|| deep(0))
+        .expect("spawn");
+    let v = h.join();
+    eprintln!("the recursion returned {v:?}: it should have overflowed");
+    std::process::exit(3);
+}
