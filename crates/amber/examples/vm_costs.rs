@@ -70,6 +70,9 @@ struct Row {
     first_write: Duration,
     scan_per_page: Duration,
     evict_refault: Duration,
+    /// `evict_clean` of a clean page and a touch, outside a transaction and
+    /// inside one (writers: userfaultfd write-protects the victim first).
+    evict_clean_refault: [Duration; 2],
 }
 
 fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Option<Row> {
@@ -81,7 +84,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
     let cfg = VmConfig {
         backend: choice,
         reserve_bytes: 4 << 30,
-        uffd_spin: spin,
+        service_spin: spin,
         ..VmConfig::default()
     };
     let s = match FrameSpace::new(cfg, service) {
@@ -141,6 +144,23 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
     }
     let evict_refault = median(t);
 
+    // The same through evict_clean (the pager's eviction), without and
+    // with threads that may be writing.
+    let mut evict_clean_refault = [Duration::ZERO; 2];
+    for (i, writers) in [false, true].into_iter().enumerate() {
+        s.set_writers(writers);
+        s.take_written().expect("take");
+        let mut t = Vec::with_capacity(frames.len());
+        for &f in &frames {
+            let a = s.frame_addr(f);
+            let t0 = Instant::now();
+            assert!(s.evict_clean(f, 1).expect("evict_clean"));
+            black_box(load(&acc, a));
+            t.push(t0.elapsed());
+        }
+        evict_clean_refault[i] = median(t);
+    }
+
     // Isolated cold faults: the program was idle (1 ms) before each one.
     let mut t = Vec::new();
     for &f in frames.iter().take(200) {
@@ -160,6 +180,7 @@ fn measure(name: &str, choice: BackendChoice, spin: Duration, pages: u32) -> Opt
         first_write,
         scan_per_page,
         evict_refault,
+        evict_clean_refault,
     })
 }
 
@@ -184,8 +205,22 @@ fn main() {
         "vm_costs: {pages} pages of 4 KiB; Linux {}; {ncpu} CPUs; {cpu}",
         kernel.trim()
     );
-    let configs: [(&str, BackendChoice, Duration); 4] = [
-        ("sigsegv", BackendChoice::Sigsegv, Duration::ZERO),
+    let configs: [(&str, BackendChoice, Duration); 6] = [
+        (
+            "sigsegv, service blocking",
+            BackendChoice::Sigsegv,
+            Duration::ZERO,
+        ),
+        (
+            "sigsegv, spin 200 µs then block (default)",
+            BackendChoice::Sigsegv,
+            Duration::from_micros(200),
+        ),
+        (
+            "sigsegv, always spinning",
+            BackendChoice::Sigsegv,
+            Duration::MAX,
+        ),
         ("uffd, blocking read", BackendChoice::Uffd, Duration::ZERO),
         (
             "uffd, spin 200 µs then block (default)",
@@ -199,18 +234,27 @@ fn main() {
         .filter_map(|&(n, c, s)| measure(n, c, s, pages))
         .collect();
     println!(
-        "{:<40} {:>14} {:>14} {:>12} {:>16} {:>14}",
-        "backend", "cold fault", "cold, idle", "1st write", "take_written/pg", "evict+refault"
+        "{:<44} {:>11} {:>11} {:>10} {:>15} {:>14} {:>14} {:>14}",
+        "backend",
+        "cold fault",
+        "cold, idle",
+        "1st write",
+        "take_written/pg",
+        "evict+refault",
+        "evict_clean+rf",
+        "…, writers"
     );
     for r in rows {
         println!(
-            "{:<40} {:>14} {:>14} {:>12} {:>16} {:>14}",
+            "{:<44} {:>11} {:>11} {:>10} {:>15} {:>14} {:>14} {:>14}",
             r.name,
             us(r.cold_burst),
             us(r.cold_isolated),
             us(r.first_write),
             format!("{} ns", r.scan_per_page.as_nanos()),
-            us(r.evict_refault)
+            us(r.evict_refault),
+            us(r.evict_clean_refault[0]),
+            us(r.evict_clean_refault[1])
         );
     }
 }

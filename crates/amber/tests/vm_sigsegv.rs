@@ -87,11 +87,30 @@ fn concurrent_first_writes() {
     common::concurrent_first_writes(B);
 }
 #[test]
-fn load_on_unprepared_thread_aborts_with_advice() {
+fn load_on_unprepared_thread_works() {
     if common::child_scenario().is_some() {
         return common::load_on_unprepared_thread(B);
     }
-    let (status, stderr) =
-        common::in_child("load_on_unprepared_thread_aborts_with_advice", "unprepared");
-    common::check_aborted(status, &stderr, "call amber::vm::prepare_thread()");
+    let (status, stderr) = common::in_child("load_on_unprepared_thread_works", "unprepared");
+    assert!(status.success(), "status {status:?}, stderr:\n{stderr}");
+}
+#[test]
+fn eviction_races_writers() {
+    common::eviction_races_writers(B);
+}
+#[test]
+fn reservation_aligned_despite_hint() {
+    common::reservation_aligned_despite_hint(B);
+}
+#[test]
+fn abandoned_eviction_keeps_tracking() {
+    common::abandoned_eviction_keeps_tracking(B);
+}
+#[test]
+fn stack_overflow_still_reported() {
+    if common::child_scenario().is_some() {
+        return common::stack_overflow(B);
+    }
+    let (status, stderr) = common::in_child("stack_overflow_still_reported", "overflow");
+    common::check_aborted(status, &stderr, "has overflowed its stack");
 }

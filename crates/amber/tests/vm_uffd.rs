@@ -81,3 +81,23 @@ fn load_on_unprepared_thread_works() {
     let (status, stderr) = common::in_child("load_on_unprepared_thread_works", "unprepared");
     assert!(status.success(), "status {status:?}, stderr:\n{stderr}");
 }
+#[test]
+fn eviction_races_writers() {
+    common::eviction_races_writers(B);
+}
+#[test]
+fn reservation_aligned_despite_hint() {
+    common::reservation_aligned_despite_hint(B);
+}
+#[test]
+fn abandoned_eviction_keeps_tracking() {
+    common::abandoned_eviction_keeps_tracking(B);
+}
+#[test]
+fn stack_overflow_still_reported() {
+    if common::child_scenario().is_some() {
+        return common::stack_overflow(B);
+    }
+    let (status, stderr) = common::in_child("stack_overflow_still_reported", "overflow");
+    common::check_aborted(status, &stderr, "has overflowed its stack");
+}

@@ -13,7 +13,6 @@
 //! reachability pass, future work — so space is not reclaimed yet, and an
 //! object that is allocated but unreachable at commit is still stored.
 
-use super::session::vm_err;
 use super::tx::Tx;
 use crate::error::{Error, Result};
 use crate::format::PageNo;
@@ -134,13 +133,13 @@ impl Tx<'_> {
         let f = self
             .fs
             .assign(head, pages)
-            .map_err(|e| vm_err(format_args!("frames for new page {head}"), e))?;
+            .map_err(|e| e.into_error(self.store().path(), &format!("frames for new page {head}")))?;
         // Recorded before it is installed: should installing fail, the
         // rollback still knows the block is this transaction's.
         self.session.tx.new_blocks.insert(head, pages);
         self.fs
             .install(f, &img, InstallAs::Dirty)
-            .map_err(|e| vm_err(format_args!("installing new page {head}"), e))?;
+            .map_err(|e| e.into_error(self.store().path(), &format!("installing new page {head}")))?;
         self.pager.installed(self.fs, f, pages);
         Ok(head)
     }

@@ -23,7 +23,7 @@
 
 use super::dead::Dead;
 use super::fetch::FrameMap;
-use super::session::{self, vm_err};
+use super::session;
 use super::tx::{CommitStats, Tx};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
@@ -112,7 +112,7 @@ impl Tx<'_> {
                     None => self
                         .fs
                         .copy_out(f, 0, dst)
-                        .map_err(|e| vm_err(format_args!("reading page {head}"), e))?,
+                        .map_err(|e| e.into_error(self.store().path(), &format!("reading page {head}")))?,
                 }
             }
             if complete {
@@ -149,7 +149,7 @@ impl Tx<'_> {
         let mut img = vec![0u8; run as usize * self.page_size];
         self.fs
             .copy_out(frame, 0, &mut img)
-            .map_err(|e| vm_err(format_args!("reading page {head}"), e))?;
+            .map_err(|e| e.into_error(self.store().path(), &format!("reading page {head}")))?;
         self.unswizzle(head, &mut img)?;
         Ok(img)
     }
@@ -216,7 +216,7 @@ impl Tx<'_> {
         stx.log_early()?;
         self.fs
             .write_protect(frame, 1)
-            .map_err(|e| vm_err(format_args!("re-protecting page {head}"), e))?;
+            .map_err(|e| e.into_error(self.store().path(), &format!("re-protecting page {head}")))?;
         // Clean-looking now, but its changes are only in the log: should it
         // be evicted, it must fault back with them.
         self.remember_changes(head, &regions, &dirty);
@@ -266,7 +266,7 @@ impl Tx<'_> {
         let frames = self
             .fs
             .take_written()
-            .map_err(|e| vm_err("listing written pages", e))?;
+            .map_err(|e| e.into_error(self.store().path(), "listing written pages"))?;
         let blocks = self.parts().blocks_of(&frames);
         // From here the backend no longer lists these blocks as written:
         // should the commit fail, the rollback finds them here.
@@ -311,6 +311,7 @@ impl Tx<'_> {
             b.clear();
         }
         self.session.tx = Default::default();
+        self.fs.set_writers(false);
     }
 
     /// Abandons the transaction: memory returns to the committed state.

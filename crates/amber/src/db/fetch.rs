@@ -30,7 +30,10 @@ use crate::format::page::{BlockKind, PageHeader};
 use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
-use crate::vm::{FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs, Installer};
+use crate::vm::{
+    AmberLock, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
+    held,
+};
 use std::cell::Cell;
 use std::sync::TryLockError;
 use std::sync::atomic::Ordering;
@@ -154,7 +157,10 @@ impl AddrMap for FrameMap<'_> {
             .fs
             .page_of(f)
             .ok_or_else(|| format!("pointer {va:#x} points to an unassigned frame"))?;
-        Ok(((head + u64::from(idx)) << self.shift) | (va & ((1 << self.shift) - 1)))
+        // The offset from the frame's base, never `va` masked: that would
+        // assume the reservation aligned to the page size.
+        let off = va - self.fs.frame_addr(f) as u64;
+        Ok(((head + u64::from(idx)) << self.shift) + off)
     }
 }
 
@@ -420,8 +426,8 @@ impl FaultService for Pager {
         let lo = head - head % window;
         let mut spare = Scratch::default();
         let mut kept = match self.scratch.try_lock() {
-            Ok(g) => Some(g),
-            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Ok(g) => Some(held(AmberLock::PagerScratch, g)),
+            Err(TryLockError::Poisoned(p)) => Some(held(AmberLock::PagerScratch, p.into_inner())),
             // Another thread's fault is using it (SIGSEGV backend).
             Err(TryLockError::WouldBlock) => None,
         };

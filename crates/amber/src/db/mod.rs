@@ -146,10 +146,11 @@ impl Db {
             reserve_bytes: opts.reserve_bytes,
             track_writes: true,
             direct_pages: store.page_count(),
+            writers: false,
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, pager.clone())
-            .map_err(|e| Error::invalid(format!("cannot set up the frame space: {e}")))?;
+            .map_err(|e| e.into_error(store.path(), "setting up the frame space"))?;
         let access =
             Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
         // The choice depends on the kernel and the environment, and a
@@ -190,7 +191,7 @@ impl Db {
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, Arc::new(NoPages))
-            .map_err(|e| Error::invalid(format!("cannot set up a frame space: {e}")))?;
+            .map_err(|e| e.into_error(Path::new(""), "setting up a frame space"))?;
         Ok((fs.backend(), fs.backend_reason().to_string()))
     }
 
@@ -470,6 +471,6 @@ pub(crate) fn translate(fs: &FrameSpace, paddr: u64, pages: u32) -> Result<u64> 
     let shift = fs.frame_size().trailing_zeros();
     let f = fs
         .assign(paddr >> shift, pages)
-        .map_err(|e| Error::invalid(format!("persistent address {paddr:#x}: {e}")))?;
+        .map_err(|e| e.into_error(Path::new(""), &format!("persistent address {paddr:#x}")))?;
     Ok(fs.frame_addr(f) as u64 + (paddr & ((1 << shift) - 1)))
 }

@@ -12,14 +12,17 @@
 //! nothing on the fault path and, for traversals that sweep the database,
 //! evicts what LRU would.
 //!
-//! Faults run inside the SIGSEGV handler of the faulting thread (sigsegv
-//! backend) or on the handler thread (userfaultfd); either way the faulting
-//! thread resumes only when the service returns, so evicting a block found
-//! unwritten cannot race with a write to it. Concurrent faults of other
-//! threads may evict what one installed: the caller fetches again
-//! (`FrameSpace::fill`). The service takes the store's and the pager's locks,
-//! which Amber never holds while touching frame memory, so the code a fault
-//! interrupts can never be holding them.
+//! Faults are served by the frame space's service thread (SIGSEGV backend)
+//! or handler thread (userfaultfd), or in a thread calling `try_get`, while
+//! the program's other threads run: a transaction's threads may be writing
+//! the very blocks a fault evicts to make room. `FrameSpace::evict_clean`
+//! makes "found unwritten, dropped" one step as far as any writer can tell
+//! (see there); a block written meanwhile stays. Concurrent faults may evict
+//! what one installed: the caller fetches again (`FrameSpace::fill`). The
+//! service takes the store's and the pager's locks, which Amber never holds
+//! while touching frame memory; every accessor counts them as held
+//! (`vm::held`), so a fault taken while holding one is refused with a
+//! message naming it instead of deadlocking.
 
 use super::dead::Dead;
 use super::readahead::Readahead;
@@ -28,7 +31,7 @@ use crate::format::PageNo;
 use crate::format::page::BlockKind;
 use crate::schema::registry::Registry;
 use crate::store::Store;
-use crate::vm::{FrameNo, FrameSpace};
+use crate::vm::{AmberLock, FrameNo, FrameSpace, Held, held};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -161,12 +164,18 @@ impl Pager {
         }
     }
 
-    fn fifo(&self) -> MutexGuard<'_, VecDeque<(FrameNo, u32)>> {
-        self.fifo.lock().unwrap_or_else(|e| e.into_inner())
+    fn fifo(&self) -> Held<MutexGuard<'_, VecDeque<(FrameNo, u32)>>> {
+        held(
+            AmberLock::PagerQueue,
+            self.fifo.lock().unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
-    pub(crate) fn spills(&self) -> MutexGuard<'_, HashMap<PageNo, Spill>> {
-        self.spilled.lock().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn spills(&self) -> Held<MutexGuard<'_, HashMap<PageNo, Spill>>> {
+        held(
+            AmberLock::PagerSpills,
+            self.spilled.lock().unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     /// The budget in frames, if any.
@@ -213,10 +222,17 @@ impl Pager {
                 // Written in the open transaction (or already gone): keep it
                 // in line, it becomes evictable after the commit.
                 Ok(false) if fs.is_resident(f) => self.fifo().push_back((f, n)),
-                Ok(false) | Err(_) => {
+                Ok(false) => {
                     self.stats
                         .resident
                         .fetch_sub(u64::from(n), Ordering::Relaxed);
+                }
+                // Could not be dropped (an mprotect refused for want of map
+                // entries): still resident, and so would the next be.
+                Err(e) => {
+                    log::warn!("cannot evict frames {f}..{}: {e}", f + n);
+                    self.fifo().push_front((f, n));
+                    break;
                 }
             }
         }

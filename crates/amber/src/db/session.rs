@@ -80,21 +80,6 @@ pub(crate) struct Parts<'a> {
     pub(crate) registry: &'a Registry,
 }
 
-/// A virtual-memory failure as an error, with what Amber was doing.
-pub(crate) fn vm_err(doing: impl std::fmt::Display, e: VmError) -> Error {
-    match e {
-        VmError::Os { op, err } => Error::Vm {
-            what: format!("{doing}: {op}"),
-            source: Some(err),
-        },
-        e @ (VmError::MapCount { .. } | VmError::Exhausted { .. }) => Error::Vm {
-            what: format!("{doing}: {e}"),
-            source: None,
-        },
-        e => Error::internal(format!("{doing}: {e}")),
-    }
-}
-
 impl Parts<'_> {
     /// The blocks of `frames`, as head page → (first frame, pages).
     pub(crate) fn blocks_of(&self, frames: &[FrameNo]) -> BTreeMap<PageNo, (FrameNo, u32)> {
@@ -123,7 +108,7 @@ impl Parts<'_> {
         self.fs
             .copy_in(frame, 0, &img)
             .and_then(|()| self.fs.write_protect(frame, run))
-            .map_err(|e| vm_err(format_args!("restoring page {head}"), e))
+            .map_err(|e| e.into_error(self.store.path(), &format!("restoring page {head}")))
     }
 
     /// Drops block `head` from memory: its next touch fetches it.
@@ -199,5 +184,6 @@ pub(crate) fn rollback(p: &Parts<'_>, st: &mut TxState, current: &mut Option<Pag
     }
     *current = None;
     *st = TxState::default();
+    p.fs.set_writers(false);
     broken
 }

@@ -13,7 +13,7 @@
 //! spilled changes with the rest.
 
 use super::tx::Tx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::vm::FrameNo;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -45,7 +45,7 @@ impl Tx<'_> {
         let all = self
             .fs
             .peek_written()
-            .map_err(|e| Error::invalid(format!("listing written pages: {e}")))?;
+            .map_err(|e| e.into_error(self.store().path(), "listing written pages"))?;
         let written: BTreeSet<FrameNo> = all.iter().copied().collect();
         let target = budget - budget / 8;
         let ps = self.page_size as u64;
@@ -79,7 +79,7 @@ impl Tx<'_> {
             self.pager.forget(frame);
             self.fs
                 .evict(frame, run)
-                .map_err(|e| Error::invalid(format!("spilling page {head}: {e}")))?;
+                .map_err(|e| e.into_error(self.store().path(), &format!("spilling page {head}")))?;
             self.session.tx.early_pages.insert(head, run);
             self.pager.stats.spilled.fetch_add(1, Ordering::Relaxed);
             spilled = true;

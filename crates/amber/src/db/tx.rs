@@ -82,6 +82,9 @@ impl<'db> Tx<'db> {
         let page_size = store.page_size();
         let stx = store.begin()?;
         session.tx.start(stx.id());
+        // Threads of this transaction may write frames from now on: eviction
+        // must make sure it drops none written meanwhile.
+        fs.set_writers(true);
         Ok(Tx {
             stx: Some(stx),
             access,

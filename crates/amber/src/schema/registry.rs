@@ -12,6 +12,7 @@ use super::layout::Layout;
 use crate::error::{Error, Result};
 use std::any::TypeId;
 use std::collections::HashMap;
+use crate::vm::{AmberLock, Held, held};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One type of the database.
@@ -75,8 +76,8 @@ impl Registry {
         Ok(r)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Held<MutexGuard<'_, Inner>> {
+        held(AmberLock::Registry, self.inner.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     fn insert(&self, id: u32, stored: StoredType, rust: Option<TypeId>) {
@@ -97,10 +98,7 @@ impl Registry {
 
     /// The current snapshot of layouts by id.
     pub fn snapshot(&self) -> Snapshot {
-        self.snapshot
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        held(AmberLock::Registry, self.snapshot.lock().unwrap_or_else(|e| e.into_inner())).clone()
     }
 
     /// One type by id.

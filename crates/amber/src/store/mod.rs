@@ -34,6 +34,7 @@ use crate::io::{IoFile, Vfs};
 use crate::wal::writer::LogWriter;
 use state::State;
 use std::path::{Path, PathBuf};
+use crate::vm::{AmberLock, Held, held};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 pub use read::ClusterBlock;
@@ -127,8 +128,8 @@ fn corrupt(path: &Path, file: FileKind, at: Location, what: impl Into<String>) -
 }
 
 impl Store {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn lock(&self) -> Held<MutexGuard<'_, State>> {
+        held(AmberLock::StoreState, self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The database's path.

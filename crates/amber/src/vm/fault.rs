@@ -1,15 +1,16 @@
-//! What happens on each event: a userfaultfd message, a SIGSEGV, a
-//! synchronous `ensure_resident`, and the locked memcpys behind
-//! `copy_out`/`copy_in`.
+//! What happens on each event: a userfaultfd message, a SIGSEGV, a request
+//! to the SIGSEGV backend's service thread, a synchronous `ensure_resident`,
+//! and the locked memcpys behind `copy_out`/`copy_in`.
 
 use std::cell::Cell;
+use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use super::frame_table::{CLEAN, DIRTY, NOT_RESIDENT, WRITE_PENDING};
+use super::frame_table::{CLEAN, DIRTY, EVICTING, NOT_RESIDENT, WRITE_PENDING};
+use super::held;
 use super::lock::Guard;
-use super::sigsegv::{MIN_SERVICE_STACK, altstack_room};
 use super::space::{FrameSpace, Imp, Installer};
-use super::sys::fatal;
+use super::sys::{StackBuf, fatal};
 use super::uffd::{UFFD_PAGEFAULT_FLAG_WP, UffdMsg};
 use super::{FaultError, FaultKind, FrameNo, VmError};
 
@@ -22,6 +23,9 @@ thread_local! {
     /// turn a touch of that frame from inside the callback (which would wait
     /// for itself) into a clear abort.
     static FIRST_WRITE_OF: Cell<usize> = const { Cell::new(0) };
+    /// The frame space this thread serves faults of (its service thread):
+    /// a fault of its own there would wait for itself.
+    static SERVING: Cell<usize> = const { Cell::new(0) };
 }
 
 impl FrameSpace {
@@ -46,8 +50,8 @@ impl FrameSpace {
             hit: false,
         };
         // The service installs the frame, but a service running at the same
-        // time for another thread (SIGSEGV: each faulting thread runs it in
-        // its signal handler) may evict it again, under a cache budget,
+        // time for another thread (an `ensure_resident`, or a fault served
+        // while this one is) may evict it again, under a cache budget,
         // before it is checked here: fetch it again. A bounded number of
         // times, so that a service that never installs cannot loop forever.
         for _ in 0..FILL_TRIES {
@@ -63,6 +67,18 @@ impl FrameSpace {
                 "the fault service returned {FILL_TRIES} times without frame {f} being resident"
             ),
         ))
+    }
+
+    /// `fill` for a caller outside the fault path (`copy_out`, `copy_in`):
+    /// refused while the calling thread holds Amber locks, which the
+    /// service may need -- whether or not the frame happens to be resident,
+    /// so that such a call fails in every test, not only in unlucky runs.
+    pub(crate) fn fill_here(&self, f: FrameNo) -> Result<(), VmError> {
+        let held = held::local();
+        if !held.is_empty() {
+            return Err(VmError::LockHeld { frame: f, held });
+        }
+        self.fill(f).map_err(VmError::Fault)
     }
 
     /// userfaultfd: one message, on the handler thread.
@@ -83,6 +99,14 @@ impl FrameSpace {
             let _ = u.uffd.writeprotect(page_addr, self.host_page, false);
             return;
         }
+        let held = held::of_thread(m.thread_id());
+        if !held.is_empty() {
+            fatal(format_args!(
+                "frame {f} at {addr:#x} was touched by thread {} while it holds {held}; \
+                 Amber never touches persistent memory holding its own locks (a bug in Amber)",
+                m.thread_id()
+            ));
+        }
         if self.is_unassigned(f) {
             fatal(format_args!(
                 "access to frame {f} at {addr:#x}, which is not assigned to any page (a wild or stale pointer)"
@@ -97,22 +121,52 @@ impl FrameSpace {
         let _ = u.uffd.wake(page_addr, self.host_page);
     }
 
-    /// sigsegv: a fault at `addr` inside this reservation, on the faulting
-    /// thread, inside the signal handler. Returning retries the access.
+    /// sigsegv: a request from the handler, on the service thread. False,
+    /// with the message in `msg`, if `f` could not be made resident.
+    pub(crate) fn serve_request(&self, f: FrameNo, msg: &mut StackBuf) -> bool {
+        SERVING.with(|c| c.set(self as *const FrameSpace as usize));
+        match self.fill(f) {
+            Ok(()) => true,
+            Err(e) => {
+                let _ = write!(msg, "page {}: {}", e.page, e.message);
+                false
+            }
+        }
+    }
+
+    /// A SIGSEGV at `addr` inside this reservation, on the faulting thread,
+    /// inside the signal handler. Returning retries the access. Only
+    /// async-signal-safe work happens here: the fetch itself is the service
+    /// thread's.
     pub(crate) fn on_sigsegv(&self, addr: usize, write: Option<bool>) {
         let Some(f) = self.frame_at(addr) else { return };
+        let held = held::local();
+        if !held.is_empty() {
+            fatal(format_args!(
+                "frame {f} at {addr:#x} was touched while this thread holds {held}; \
+                 Amber never touches persistent memory holding its own locks (a bug in Amber)"
+            ));
+        }
+        if SERVING.with(|c| c.get()) == self as *const FrameSpace as usize {
+            fatal(format_args!(
+                "the fault service touched frame {f} at {addr:#x} (a bug in Amber: it must \
+                 read frames with copy_out)"
+            ));
+        }
+        let Imp::Sigsegv(s) = &self.imp else {
+            // userfaultfd: a write to a victim that eviction write-protected
+            // while it checks it (`evict_clean`); wait until that is over,
+            // then retry (the frame is gone, or writable again).
+            while self.state(f) == EVICTING {
+                // SAFETY: sched_yield has no preconditions.
+                unsafe { libc::sched_yield() };
+            }
+            return;
+        };
         loop {
             match self.state(f) {
                 NOT_RESIDENT => {
-                    if let Some(room) = altstack_room().filter(|&r| r < MIN_SERVICE_STACK) {
-                        fatal(format_args!(
-                            "frame {f} was touched on a thread whose signal stack has only {room} bytes left; \
-                             call amber::vm::prepare_thread() on threads that dereference persistent pointers"
-                        ));
-                    }
-                    if let Err(e) = self.fill(f) {
-                        fatal(format_args!("page {}: {}", e.page, e.message));
-                    }
+                    s.requests.request(f);
                     return;
                 }
                 CLEAN => {
@@ -137,6 +191,12 @@ impl FrameSpace {
                     // SAFETY: sched_yield has no preconditions.
                     unsafe { libc::sched_yield() };
                 }
+                EVICTING => {
+                    // Being evicted (by the service thread, or a thread
+                    // making room): wait, then fetch it again.
+                    // SAFETY: sched_yield has no preconditions.
+                    unsafe { libc::sched_yield() };
+                }
                 DIRTY => return,
                 _ => fatal(format_args!(
                     "access to frame {f} at {addr:#x}, which is not assigned to any page (a wild or stale pointer)"
@@ -151,7 +211,7 @@ impl FrameSpace {
         let off = self.frame_addr(f) - self.base();
         // The frame is read-only in the program's view and WRITE_PENDING, so
         // only `copy_in` (the layer above, which coordinates with itself)
-        // could change it while the slice lives.
+        // could change it while the slice lives, and eviction leaves it.
         let (start, len) = (s.staging.ptr().wrapping_add(off), self.frame_size);
         // SAFETY: the staging view covers the reservation and `off..off +
         // frame_size` is inside it; nothing else writes it (above).
@@ -160,11 +220,12 @@ impl FrameSpace {
         self.service.first_write(f, clean);
         FIRST_WRITE_OF.with(|c| c.set(0));
         let g = self.lock.lock();
-        // Evicted meanwhile: leave it; the retried write faults it back in.
         if self.state(f) != WRITE_PENDING {
             return;
         }
         if let Err(e) = self.protect(f, 1, libc::PROT_READ | libc::PROT_WRITE) {
+            // A store cannot return an error: this is the one place an
+            // mprotect failure is fatal (see `VmError::MapCount`).
             drop(g);
             fatal(format_args!("enabling writes to frame {f}: {e}"));
         }

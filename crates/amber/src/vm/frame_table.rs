@@ -58,9 +58,13 @@ pub(crate) const DIRTY: u32 = 4;
 /// An identity frame whose page's block has frames elsewhere (a block
 /// crossing the end of the identity region): never resident.
 pub(crate) const FORWARDED: u32 = 5;
+/// Claimed by an eviction that found it clean (from CLEAN, or with
+/// userfaultfd DIRTY: see `evict_clean`); becomes NOT_RESIDENT, or CLEAN
+/// again if the eviction is abandoned. Counts as not resident.
+pub(crate) const EVICTING: u32 = 6;
 
 pub(crate) fn is_resident_state(s: u32) -> bool {
-    s >= CLEAN
+    matches!(s, CLEAN | WRITE_PENDING | DIRTY)
 }
 
 #[repr(C)]
@@ -505,7 +509,7 @@ mod tests {
 
     #[test]
     fn assigns_lazily_and_contiguously() {
-        let lock = OwnerLock::new();
+        let lock = OwnerLock::new(crate::vm::held::AmberLock::FrameTable);
         let t = FrameTable::new(100_000, 0).expect("table");
         let g = lock.lock();
         assert_eq!(t.lookup(5), None);
@@ -542,7 +546,7 @@ mod tests {
 
     #[test]
     fn spans_follow_the_page_layout() {
-        let lock = OwnerLock::new();
+        let lock = OwnerLock::new(crate::vm::held::AmberLock::FrameTable);
         let t = FrameTable::new(1000, 0).expect("table");
         let g = lock.lock();
         let before = t.assign(&g, 12, 1).expect("assign");
@@ -569,7 +573,7 @@ mod tests {
 
     #[test]
     fn identity_region() {
-        let lock = OwnerLock::new();
+        let lock = OwnerLock::new(crate::vm::held::AmberLock::FrameTable);
         let t = FrameTable::new(100, 20).expect("table");
         let g = lock.lock();
         assert_eq!((t.direct(), t.assigned()), (20, 20));
@@ -606,7 +610,7 @@ mod tests {
 
     #[test]
     fn exhaustion_is_an_error() {
-        let lock = OwnerLock::new();
+        let lock = OwnerLock::new(crate::vm::held::AmberLock::FrameTable);
         let t = FrameTable::new(4, 0).expect("table");
         let g = lock.lock();
         t.assign(&g, 0, 3).expect("fits");

@@ -1,10 +1,14 @@
-//! The one lock of a FrameSpace: a spinlock that knows its owner.
+//! The locks the SIGSEGV handler may take: spinlocks that know their owner.
 //!
-//! It must be usable from the SIGSEGV handler, so it cannot be a futex-backed
-//! mutex whose slow path might allocate or whose state a signal could find half
-//! updated. It records the owning thread so that the only way it could deadlock
-//! — the owner itself re-entering it from a fault taken while holding it — is
-//! turned into an immediate, clearly worded abort.
+//! [`OwnerLock`] is the one lock of a FrameSpace; [`SpinLock`] wraps a
+//! value in one (the recovery buffer's, which the handler fills at a first
+//! write). They must be usable from the SIGSEGV handler, so they cannot be
+//! futex-backed mutexes whose slow path might allocate or whose state a
+//! signal could find half updated. They record the owning thread so that
+//! the only way one could deadlock -- the owner itself re-entering it from
+//! a fault taken while holding it -- is turned into an immediate, clearly
+//! worded abort, and they count as Amber locks held by the thread
+//! (`held.rs`), so that any fault taken while holding one is refused.
 //!
 //! Why no other deadlock is possible: every critical section is short and
 //! straight-line (table updates, a memcpy through the staging view, mprotect,
@@ -13,9 +17,11 @@
 //! application's view (so none can fault into our own handler). A thread that
 //! spins therefore waits for at most one such section of another thread.
 
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::held::{AmberLock, Held, held_local};
 use super::sys::fatal;
 
 thread_local! {
@@ -31,16 +37,23 @@ pub(crate) fn thread_token() -> usize {
 
 pub(crate) struct OwnerLock {
     owner: AtomicUsize,
+    kind: AmberLock,
 }
 
+/// Holds an [`OwnerLock`] until dropped.
 pub(crate) struct Guard<'a> {
-    lock: &'a OwnerLock,
+    _held: Held<Unlock<'a>>,
 }
+
+/// Releases the lock when dropped (inside [`Held`], so that the thread's
+/// record of held locks is updated after the lock is released).
+struct Unlock<'a>(&'a OwnerLock);
 
 impl OwnerLock {
-    pub(crate) const fn new() -> OwnerLock {
+    pub(crate) const fn new(kind: AmberLock) -> OwnerLock {
         OwnerLock {
             owner: AtomicUsize::new(0),
+            kind,
         }
     }
 
@@ -52,11 +65,16 @@ impl OwnerLock {
                 .owner
                 .compare_exchange_weak(0, me, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return Guard { lock: self },
+                Ok(_) => {
+                    return Guard {
+                        _held: held_local(self.kind, Unlock(self)),
+                    };
+                }
                 Err(cur) if cur == me => fatal(format_args!(
-                    "the frame table lock was re-entered by the thread holding it \
-                     (a persistent page was touched from a signal handler or from \
-                     inside the vm module while it held the lock)"
+                    "{} was re-entered by the thread holding it (a persistent \
+                     page was touched from a signal handler, or from inside \
+                     Amber while it held the lock)",
+                    self.kind.name()
                 )),
                 Err(_) => {
                     spins += 1;
@@ -82,9 +100,72 @@ impl OwnerLock {
     }
 }
 
-impl Drop for Guard<'_> {
+impl Drop for Unlock<'_> {
     fn drop(&mut self) {
-        self.lock.owner.store(0, Ordering::Release);
+        self.0.owner.store(0, Ordering::Release);
+    }
+}
+
+/// A value behind an owner-recording spinlock: a mutex the SIGSEGV handler
+/// may take.
+pub struct SpinLock<T> {
+    lock: OwnerLock,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is only reached through a guard, which the lock makes
+// exclusive; moving the lock moves the value (hence `T: Send` for both).
+unsafe impl<T: Send> Send for SpinLock<T> {}
+// SAFETY: as above: `&SpinLock` gives `&mut T` to one thread at a time.
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+/// Exclusive access to a [`SpinLock`]'s value.
+pub struct SpinGuard<'a, T> {
+    _guard: Guard<'a>,
+    value: &'a mut T,
+}
+
+impl<T> SpinLock<T> {
+    /// `value` behind a lock named `kind` in messages and in the thread's
+    /// record of held locks.
+    pub fn new(kind: AmberLock, value: T) -> SpinLock<T> {
+        SpinLock {
+            lock: OwnerLock::new(kind),
+            value: UnsafeCell::new(value),
+        }
+    }
+
+    /// Spins until the lock is free (usable in a signal handler). Re-entry
+    /// by the holder aborts with a message naming the lock.
+    pub fn lock(&self) -> SpinGuard<'_, T> {
+        let guard = self.lock.lock();
+        // SAFETY: the lock is held until `guard` drops, and the reference
+        // does not outlive it (both live in the SpinGuard), so it is the
+        // only reference to the value.
+        let value = unsafe { &mut *self.value.get() };
+        SpinGuard {
+            _guard: guard,
+            value,
+        }
+    }
+}
+
+impl<T> Deref for SpinGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value
+    }
+}
+
+impl<T> DerefMut for SpinGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.value
+    }
+}
+
+impl<T> std::fmt::Debug for SpinLock<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SpinLock({})", self.lock.kind.name())
     }
 }
 
@@ -95,7 +176,7 @@ mod tests {
 
     #[test]
     fn excludes_other_threads() {
-        let lock = Arc::new(OwnerLock::new());
+        let lock = Arc::new(OwnerLock::new(AmberLock::FrameTable));
         let counter = Arc::new(AtomicUsize::new(0));
         let hs: Vec<_> = (0..4)
             .map(|_| {

@@ -23,10 +23,11 @@
 //! | event | `Uffd` | `Sigsegv` |
 //! |---|---|---|
 //! | reservation | private anonymous, registered with one userfaultfd (missing + write-protect) | a memfd mapped twice: the program's view `PROT_NONE`, a staging view always read-write |
-//! | first touch of a non-resident frame | the kernel queues a message; the handler thread calls `missing`, which installs with `UFFDIO_COPY` (atomic); the thread is woken when `missing` returns | SIGSEGV; the handler calls `missing` on the faulting thread; install writes the memfd (`pwrite`), then `mprotect`s the frames readable |
-//! | first write to a clean frame (tracking on) | resolved by the kernel (`UFFD_FEATURE_WP_ASYNC`): no signal, no message | SIGSEGV; `first_write(frame, clean)`, then `mprotect` read-write and note the frame |
-//! | `take_written` | `PAGEMAP_SCAN` for written pages, re-protecting them in the same ioctl | the noted frames, `mprotect`ed read-only again |
+//! | first touch of a non-resident frame | the kernel queues a message; the handler thread calls `missing`, which installs with `UFFDIO_COPY` (atomic); the thread is woken when `missing` returns | SIGSEGV; the handler posts the frame to the space's service thread and waits (futex); the service thread calls `missing`; install writes the memfd (`pwrite`), then `mprotect`s the frames readable; the handler returns |
+//! | first write to a clean frame (tracking on) | resolved by the kernel (`UFFD_FEATURE_WP_ASYNC`): no signal, no message | SIGSEGV; in the handler, `first_write(frame, clean)`, then `mprotect` read-write and note the frame |
+//! | `take_written` | `PAGEMAP_SCAN` for written pages, re-protecting them in the same ioctl | the noted frames, `mprotect`ed read-only again (all or nothing) |
 //! | `evict` | `MADV_DONTNEED` | `mprotect(PROT_NONE)`, then punch a hole in the memfd |
+//! | `evict_clean` while writers may run | `mprotect` read-only, `PAGEMAP_SCAN`, `MADV_DONTNEED`, read-write again | claim the frames CLEAN → EVICTING against the first-write handler, then as `evict` |
 //! | `copy_out` / `copy_in` | make resident, then memcpy through the program's view under the lock | memcpy through the staging view under the lock |
 //!
 //! Neither `copy_in` nor `install` counts as a program write: a frame's
@@ -36,43 +37,68 @@
 //! # Measured costs
 //!
 //! `cargo run --release -p amber --example vm_costs` on the 2-vCPU AMD EPYC
-//! guest, Linux 6.18, 4 KiB frames, medians over 4,000 pages (ranges over
-//! five runs):
+//! guest, Linux 6.18, 4 KiB frames, medians over 3,000-4,000 pages (ranges
+//! over three to six runs, while other builds kept the load average at
+//! 3-5; the default spin of 200 µs):
 //!
-//! | event | `Sigsegv` | `Uffd` (default spin 200 µs) |
+//! | event | `Sigsegv` | `Uffd` |
 //! |---|---|---|
-//! | cold read fault, fill by one memcpy | 7.9–8.2 µs | 7.2–16 µs |
-//! | the same after 1 ms idle | 11–21 µs | 9.5–15 µs |
-//! | first write to a tracked page | 5.1–5.4 µs | 0.75–1.0 µs |
-//! | `take_written`, per page scanned (1 in 10 written) | 270–305 ns | 6–10 ns |
-//! | evict + refault | 17–18 µs | 15–18 µs |
+//! | cold read fault, fill by one memcpy | 9-15 µs (8.1-8.6 when served in the handler) | 8.1-9.0 µs |
+//! | the same after 1 ms idle | 22-37 µs | 16-20 µs |
+//! | first write to a tracked page | 4.8-6.4 µs | 0.73-1.0 µs |
+//! | `take_written`, per page scanned (1 in 10 written) | 270-450 ns | 6-9 ns |
+//! | evict + refault | 20-27 µs | 11-12 µs |
+//! | `evict_clean` + refault, no writers / writers may run | 20-26 / 20-28 µs | 12-13 / 17-25 µs |
 //!
 //! # Errors during a fault
 //!
 //! When the program dereferences a pointer into a page that cannot be fetched
-//! (a checksum failure, an I/O error), a plain load has no way to return an
-//! error. Amber then writes one line, `amber: fatal: page N: <message>`, to
-//! stderr and aborts the process: it never installs wrong data and never
-//! leaves the thread hanging. Code that wants an error instead calls
+//! (a checksum failure, an I/O error, `mprotect` out of map entries), a plain
+//! load has no way to return an error. Amber then writes one line,
+//! `amber: fatal: page N: <message>`, to stderr and aborts the process (from
+//! the faulting thread with SIGSEGV, from the handler thread with
+//! userfaultfd): it never installs wrong data and never leaves the thread
+//! hanging. Code that wants an error instead calls
 //! [`FrameSpace::ensure_resident`] before dereferencing: it runs the service in
 //! the calling thread and returns the service's error. Touching a frame that
 //! was never assigned (a wild pointer into the reservation) also aborts with a
-//! message.
+//! message. `VmError::into_error` turns any of these into the crate's
+//! `Error` (`Error::Vm` for the machine's limits, with the remedy).
+//!
+//! # Locks and faults
+//!
+//! The fault service takes locks (the store's, the pager's, the registry's,
+//! the frame table's: [`AmberLock`]). A thread that touched a non-resident
+//! frame while holding one would wait for a service waiting for it. Amber
+//! never does; and rather than rely on it, every such lock is counted per
+//! thread when taken (`held()`), and every way into the fault path checks the
+//! faulting thread's count first: the SIGSEGV handler and the userfaultfd
+//! handler thread (which learns the faulting thread from the kernel) abort
+//! with a message naming the lock, `ensure_resident` and the locked copies
+//! return an error (see `held.rs`).
 //!
 //! # Limits and rules
 //!
 //! - `Sigsegv`: each frame whose protection differs from its neighbour's is a
 //!   separate kernel VMA, and `vm.max_map_count` (65,530 by default) caps them:
 //!   scattered resident frames beyond roughly 32,000 make `mprotect` fail, which
-//!   is reported as [`VmError::MapCount`] (and is fatal inside a fault).
-//!   Installing neighbours together (a fetch cluster) keeps runs merged.
-//! - `Sigsegv`: the fault service runs inside the SIGSEGV handler, on the
-//!   thread's alternate signal stack. Rust gives threads an 8 KiB one, too small,
-//!   so Amber installs a 256 KiB one on every thread that calls into a
-//!   FrameSpace; a thread that only dereferences pointers must call
-//!   [`prepare_thread`] first (a thread without one aborts with a message
-//!   saying so). The handler chains to the previous SIGSEGV handler for
-//!   addresses outside every live FrameSpace.
+//!   is reported as [`VmError::MapCount`], with the remedy (an error from
+//!   `ensure_resident` and the commit path; fatal only for a plain load or
+//!   store, which cannot return one). Installing neighbours together (a fetch
+//!   cluster) keeps runs merged.
+//! - `Sigsegv`: the SIGSEGV handler does only async-signal-safe work (an
+//!   atomic post and a futex wait for a missing page; the recovery-buffer
+//!   copy under a [`SpinLock`] and an `mprotect` for a first write), so any
+//!   thread may touch frames, on any stack, without preparation. The fetch
+//!   runs on the space's service thread (`service.rs`). The handler chains to
+//!   the previous SIGSEGV handler for addresses outside every live
+//!   FrameSpace. Every FrameSpace registers with it, userfaultfd ones too
+//!   (for writes that meet an eviction's write protection).
+//! - Every reservation starts at a multiple of the frame size, by
+//!   construction (`sys::Mapping::reserve`), so frames are page-aligned on
+//!   every backend; still, every address ↔ page conversion takes its offset
+//!   from the frame's base ([`FrameSpace::frame_addr`]), never by masking
+//!   the address.
 //! - `Uffd`: the descriptor is opened with `UFFD_USER_MODE_ONLY`, so a
 //!   non-resident page passed to a system call (`write(fd, ptr, n)`) fails with
 //!   EFAULT instead of being fetched: use `copy_out`, or `ensure_resident` first.
@@ -80,7 +106,7 @@
 //! - The service must not keep a strong `Arc<FrameSpace>` (it would be a cycle,
 //!   and dropping the last one from inside a callback is not supported); it
 //!   reaches the FrameSpace through the [`Installer`].
-//! - Dropping a FrameSpace stops its handler, unregisters it, and replaces the
+//! - Dropping a FrameSpace unregisters it, stops its handler or service thread, and replaces the
 //!   reservation with inaccessible memory that is never unmapped: a stale
 //!   pointer into it crashes (through the previous SIGSEGV handler) rather than
 //!   reading memory that a later `mmap` placed at the same address. The cost is
@@ -89,9 +115,11 @@
 mod buffer;
 mod fault;
 mod frame_table;
+mod held;
 mod lock;
 mod pagemap;
 mod residency;
+mod service;
 mod sigsegv;
 mod space;
 mod sys;
@@ -101,7 +129,8 @@ mod types;
 mod uffd;
 
 pub use buffer::BigBuf;
-pub use sigsegv::prepare_thread;
+pub use held::{AmberLock, Held, HeldSet, held};
+pub use lock::{SpinGuard, SpinLock};
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{

@@ -5,10 +5,9 @@
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
-use super::frame_table::{self, CLEAN, DIRTY, NOT_RESIDENT};
+use super::frame_table::{self, CLEAN, DIRTY, EVICTING, NOT_RESIDENT};
 use super::lock::Guard;
-use super::sigsegv::prepare_thread;
-use super::space::{FrameSpace, Imp};
+use super::space::{FrameSpace, Imp, UffdState};
 use super::sys;
 use super::{FrameNo, InstallAs, VmError};
 
@@ -45,7 +44,6 @@ impl FrameSpace {
         }
         let n = (data.len() / self.frame_size) as u32;
         self.check_frames(frame, n)?;
-        prepare_thread();
         let g = self.lock.lock();
         let dirty = how == InstallAs::Dirty || !self.track_writes;
         let state = if dirty { DIRTY } else { CLEAN };
@@ -132,7 +130,12 @@ impl FrameSpace {
     /// never changed) but keeps them assigned: the next touch faults them in.
     pub fn evict(&self, f: FrameNo, n: u32) -> Result<(), VmError> {
         self.check_frames(f, n)?;
-        let _g = self.lock.lock();
+        let g = self.lock.lock();
+        self.drop_frames(&g, f, n)
+    }
+
+    /// Makes frames `f..f+n` not resident (lock held).
+    fn drop_frames(&self, _g: &Guard<'_>, f: FrameNo, n: u32) -> Result<(), VmError> {
         let (addr, bytes) = (self.frame_addr(f), n as usize * self.frame_size);
         match &self.imp {
             Imp::Uffd(_) => {
@@ -144,6 +147,9 @@ impl FrameSpace {
             Imp::Sigsegv(s) => {
                 // Inaccessible first, so that nobody reads the hole being punched.
                 self.protect(f, n, libc::PROT_NONE)?;
+                // Not resident from here, whatever the memory's fate: the
+                // next touch faults and the install overwrites it.
+                self.set_states(f, n, NOT_RESIDENT);
                 // SAFETY: fallocate on our memfd within its size; the range is
                 // PROT_NONE in the program's view and we hold the lock, so
                 // nobody is reading it through either view.
@@ -163,58 +169,130 @@ impl FrameSpace {
                 }
             }
         }
+        self.set_states(f, n, NOT_RESIDENT);
+        Ok(())
+    }
+
+    /// Gives back frames claimed EVICTING by an eviction that did not
+    /// happen (they are resident and clean as far as the table knows).
+    fn unclaim(&self, f: FrameNo, n: u32) {
         for k in 0..n {
             if let Some(m) = self.table.meta(f + k) {
-                m.state.store(NOT_RESIDENT, Ordering::Release);
+                let _ =
+                    m.state
+                        .compare_exchange(EVICTING, CLEAN, Ordering::AcqRel, Ordering::Acquire);
             }
         }
-        Ok(())
+    }
+
+    fn set_states(&self, f: FrameNo, n: u32, state: u32) {
+        for k in 0..n {
+            if let Some(m) = self.table.meta(f + k) {
+                m.state.store(state, Ordering::Release);
+            }
+        }
     }
 
     /// Drops frames `f..f+n` like [`evict`](Self::evict), but only if none of
     /// them was written since the last [`take_written`](Self::take_written)
     /// (their content would be lost). Returns whether it evicted.
+    ///
+    /// The check and the drop are one step as far as any writer can tell,
+    /// though the program's threads keep running (the fault path evicts to
+    /// make room while other threads, holding mutable references from one
+    /// transaction, write):
+    ///
+    /// - SIGSEGV: every frame is claimed CLEAN → EVICTING first. The first
+    ///   write to a clean frame is a fault whose handler claims it CLEAN →
+    ///   WRITE_PENDING before enabling writes, so exactly one wins: a frame
+    ///   the handler claimed is not evicted; a write to a frame claimed
+    ///   here waits in the handler until it is gone, then fetches it again
+    ///   and writes the fetched copy.
+    /// - userfaultfd: the kernel resolves a first write itself, without
+    ///   telling anyone. While writers may run ([`set_writers`]), the
+    ///   frames are made read-only with `mprotect` before the check: once
+    ///   it returns, no write can land (a write faults, and the SIGSEGV
+    ///   handler waits while the frame is EVICTING), and every earlier
+    ///   write shows in `PAGEMAP_SCAN`. Found unwritten, the frames are
+    ///   dropped (`MADV_DONTNEED`) before the protection is lifted, so a
+    ///   waiting write retries into a missing page and fetches it.
+    ///
+    /// [`set_writers`]: FrameSpace::set_writers
     pub fn evict_clean(&self, f: FrameNo, n: u32) -> Result<bool, VmError> {
         self.check_frames(f, n)?;
-        {
-            let _g = self.lock.lock();
-            let resident =
-                (f..f + n).any(|fr| frame_table::is_resident_state(self.table.state(fr)));
-            if !resident {
-                return Ok(false);
-            }
-            let written = match &self.imp {
-                Imp::Uffd(u) => {
-                    let (lo, hi) = (
-                        self.frame_addr(f),
-                        self.frame_addr(f) + n as usize * self.frame_size,
-                    );
-                    let mut w: Vec<(u64, u64)> = Vec::new();
-                    if self.track_writes {
-                        u.pagemap_written(lo, hi, &mut w)?;
-                    }
-                    // Unpopulated pages look written; only resident ones count.
-                    !w.is_empty()
-                        && (f..f + n).any(|fr| {
-                            let a = self.frame_addr(fr) as u64;
-                            frame_table::is_resident_state(self.table.state(fr))
-                                && w.iter()
-                                    .any(|&(s, e)| a < e && s < a + self.frame_size as u64)
-                        })
-                }
-                Imp::Sigsegv(_) => (f..f + n).any(|fr| {
-                    self.table.state(fr) != CLEAN && self.table.state(fr) != NOT_RESIDENT
-                }),
-            };
-            if written || !self.track_writes {
+        if !self.track_writes {
+            return Ok(false);
+        }
+        let g = self.lock.lock();
+        let claimable: &[u32] = match &self.imp {
+            Imp::Sigsegv(_) => &[CLEAN],
+            // The table does not know which userfaultfd frames are written
+            // (PAGEMAP_SCAN does): any resident one is a candidate.
+            Imp::Uffd(_) => &[CLEAN, DIRTY],
+        };
+        for k in 0..n {
+            let claimed = self.table.meta(f + k).is_some_and(|m| {
+                claimable.iter().any(|&s| {
+                    m.state
+                        .compare_exchange(s, EVICTING, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                })
+            });
+            if !claimed {
+                // Written, being written, or not resident: leave the block.
+                self.unclaim(f, k);
                 return Ok(false);
             }
         }
-        // The program cannot write these frames meanwhile: writes come from
-        // the one thread holding the database exclusively, which is the one
-        // faulting (or calling) now.
-        self.evict(f, n)?;
-        Ok(true)
+        let evicted = match &self.imp {
+            Imp::Sigsegv(_) => self.drop_frames(&g, f, n).map(|()| true),
+            Imp::Uffd(u) => self.evict_if_unwritten(&g, u, f, n),
+        };
+        self.unclaim(f, n);
+        evicted
+    }
+
+    /// userfaultfd: drops frames `f..f+n` (claimed EVICTING) unless
+    /// `PAGEMAP_SCAN` says one was written; see `evict_clean`.
+    fn evict_if_unwritten(
+        &self,
+        _g: &Guard<'_>,
+        u: &UffdState,
+        f: FrameNo,
+        n: u32,
+    ) -> Result<bool, VmError> {
+        let (lo, hi) = (self.frame_addr(f), self.frame_addr(f + n));
+        let shield = self.writers.load(Ordering::Acquire);
+        if shield {
+            self.protect(f, n, libc::PROT_READ)?;
+        }
+        let mut w: Vec<(u64, u64)> = Vec::new();
+        let mut result = u.pagemap_written(lo, hi, &mut w).map(|()| w.is_empty());
+        if let Ok(true) = result {
+            result = sys::madvise(lo, hi - lo, libc::MADV_DONTNEED)
+                .map(|()| true)
+                .map_err(|e| VmError::Os {
+                    op: "madvise",
+                    err: e,
+                });
+        }
+        if shield {
+            // Writable again, as the rest of the reservation. Failing here
+            // would leave writers faulting for ever; it cannot fail for lack
+            // of map entries, since it restores the layout from before.
+            if let Err(e) = self.protect(f, n, libc::PROT_READ | libc::PROT_WRITE) {
+                sys::fatal(format_args!(
+                    "making frames {f}..{} writable again after an eviction check: {e}",
+                    f + n
+                ));
+            }
+        }
+        // Only now: a write waiting for the frames retries into missing
+        // pages, not into the write protection.
+        if let Ok(true) = result {
+            self.set_states(f, n, NOT_RESIDENT);
+        }
+        result
     }
 
     /// Copies bytes out of frames starting at `offset` into frame `f` (may span
@@ -255,12 +333,11 @@ impl FrameSpace {
                 len,
             })?;
         let mut at = start + offset;
-        prepare_thread();
         while at < end {
             let fr = (at >> self.shift) as FrameNo;
             let n = (((fr as usize + 1) << self.shift).min(end)) - at;
             loop {
-                self.fill(fr)?;
+                self.fill_here(fr)?;
                 let g = self.lock.lock();
                 // Evicted between fill and lock: fetch again.
                 if frame_table::is_resident_state(self.table.state(fr)) {

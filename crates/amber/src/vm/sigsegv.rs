@@ -1,12 +1,20 @@
-//! The process-wide SIGSEGV handler, the registry of live `Sigsegv`
-//! FrameSpaces it consults, and the per-thread alternate signal stacks.
+//! The process-wide SIGSEGV handler and the registry of live FrameSpaces it
+//! consults.
 //!
-//! The handler is installed once, with `SA_SIGINFO | SA_ONSTACK | SA_NODEFER`.
-//! SA_NODEFER because the fault service may itself touch another persistent
-//! page (or crash) while we are inside the handler: with SIGSEGV blocked the
-//! kernel would kill the process instead of delivering the nested fault.
-//! Addresses outside every live FrameSpace go to the previous handler, exactly
-//! as it would have been called (Rust's own stack-overflow handler, usually).
+//! The handler serves the SIGSEGV backend's faults (`fault.rs`: a missing
+//! page is handed to the space's service thread, a first write is noted)
+//! and, for userfaultfd spaces, writes that hit a victim write-protected
+//! for eviction (they wait for it). It does only async-signal-safe work,
+//! and little of it, so it runs on whatever stack the thread has: no
+//! thread needs preparing.
+//!
+//! It is installed once, with `SA_SIGINFO | SA_ONSTACK | SA_NODEFER`.
+//! SA_ONSTACK so that a stack overflow, which lands here first, is handled
+//! on the thread's alternate stack and chained to Rust's own handler, which
+//! reports it. SA_NODEFER so that a crash inside the handler is delivered
+//! (and chained) rather than killing the process silently. Addresses
+//! outside every live FrameSpace go to the previous handler, exactly as it
+//! would have been called.
 //!
 //! The registry is a fixed array of slots so that the handler can search it
 //! without allocating or locking. A slot is pinned by a user count while the
@@ -14,7 +22,6 @@
 //! slot and waits for the count to fall to zero (a Dekker pair on SeqCst
 //! atomics), so the handler never touches a freed FrameSpace.
 
-use std::cell::{Cell, RefCell};
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Mutex;
@@ -22,9 +29,10 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use super::VmError;
 use super::space::FrameSpace;
-use super::sys::{self, Mapping};
+use super::sys;
 
-const SLOTS: usize = 64;
+/// Live frame spaces at most (every space registers, userfaultfd ones too).
+pub(crate) const SLOTS: usize = 256;
 
 struct Slot {
     space: AtomicPtr<FrameSpace>,
@@ -174,95 +182,4 @@ unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_
         let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev.sa_sigaction) };
         f(sig);
     }
-}
-
-/// Stack the fault service gets at the least; below this the handler refuses
-/// to run it (and says so) rather than overflow.
-pub(crate) const MIN_SERVICE_STACK: usize = 64 * 1024;
-const ALT_STACK: usize = 256 * 1024;
-
-/// Bytes left on the alternate signal stack, if the handler is running on one.
-pub(crate) fn altstack_room() -> Option<usize> {
-    // SAFETY: an all-zero stack_t is valid to be filled in by sigaltstack.
-    let mut ss: libc::stack_t = unsafe { std::mem::zeroed() };
-    // SAFETY: querying only (new stack null); sigaltstack is async-signal-safe.
-    if unsafe { libc::sigaltstack(ptr::null(), &mut ss) } != 0
-        || ss.ss_flags & libc::SS_ONSTACK == 0
-    {
-        return None;
-    }
-    let here = &ss as *const libc::stack_t as usize;
-    Some(here.saturating_sub(ss.ss_sp as usize))
-}
-
-struct AltStack {
-    map: Mapping,
-    prev: libc::stack_t,
-}
-
-impl Drop for AltStack {
-    fn drop(&mut self) {
-        // SAFETY: an all-zero stack_t is valid to be filled in.
-        let mut cur: libc::stack_t = unsafe { std::mem::zeroed() };
-        // SAFETY: querying, then (only if ours is installed) restoring the
-        // stack that was there before; the thread is not on it (thread exit).
-        unsafe {
-            libc::sigaltstack(ptr::null(), &mut cur);
-            if cur.ss_flags & libc::SS_DISABLE == 0
-                && cur.ss_sp as usize == self.map.addr() + sys::host_page_size()
-            {
-                libc::sigaltstack(&self.prev, ptr::null_mut());
-            }
-        }
-    }
-}
-
-thread_local! {
-    static PREPARED: Cell<bool> = const { Cell::new(false) };
-    static ALT: RefCell<Option<AltStack>> = const { RefCell::new(None) };
-}
-
-/// Gives the calling thread an alternate signal stack big enough to run the
-/// fault service from the SIGSEGV handler (256 KiB plus a guard page).
-///
-/// Every FrameSpace method that may run the service calls it; a thread that
-/// only dereferences persistent pointers must call it once itself when the
-/// `Sigsegv` backend is in use. Cheap after the first call; harmless with the
-/// `Uffd` backend. Must not be called from a signal handler.
-pub fn prepare_thread() {
-    if PREPARED.with(|p| p.get()) {
-        return;
-    }
-    PREPARED.with(|p| p.set(true));
-    // A failure leaves the thread on its previous stack; the handler then
-    // reports a too-small stack if the service cannot run.
-    let _ = ALT.try_with(|a| {
-        if let Ok(mut slot) = a.try_borrow_mut()
-            && slot.is_none()
-        {
-            *slot = new_altstack();
-        }
-    });
-}
-
-fn new_altstack() -> Option<AltStack> {
-    let page = sys::host_page_size();
-    let map = Mapping::anon(ALT_STACK + page, libc::PROT_READ | libc::PROT_WRITE).ok()?;
-    // The lowest page is a guard: an overflowing service faults there instead
-    // of writing into whatever lies below.
-    sys::mprotect(map.addr(), page, libc::PROT_NONE).ok()?;
-    let ss = libc::stack_t {
-        ss_sp: (map.addr() + page) as *mut libc::c_void,
-        ss_flags: 0,
-        ss_size: ALT_STACK,
-    };
-    // SAFETY: an all-zero stack_t is valid to be filled in.
-    let mut prev: libc::stack_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `ss` describes memory we own that outlives its installation (the
-    // AltStack is dropped, restoring `prev`, only at thread exit); we are not on
-    // an alternate stack here (not called from a handler).
-    if unsafe { libc::sigaltstack(&ss, &mut prev) } != 0 {
-        return None;
-    }
-    Some(AltStack { map, prev })
 }

@@ -7,12 +7,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::frame_table::{self, FrameTable, UNASSIGNED};
+use super::held::{self, AmberLock};
 use super::lock::OwnerLock;
 use super::pagemap::PageMap;
-use super::sigsegv::{self, prepare_thread};
+use super::service::{Requests, ServiceThread};
+use super::sigsegv;
 use super::sys::{self, Mapping};
 use super::types::{
-    Backend, BackendChoice, FaultError, FaultService, FrameNo, InstallAs, VmConfig, VmError,
+    Backend, BackendChoice, FaultError, FaultKind, FaultService, FrameNo, InstallAs, VmConfig,
+    VmError,
 };
 use super::uffd::{self, HandlerThread, Uffd};
 
@@ -42,9 +45,9 @@ impl<'a> Installer<'a> {
     /// waiting thread is woken: the faulting thread resumes only when the
     /// service has returned, so whatever the service does after installing
     /// (fetching neighbours, evicting under a cache budget) is done before
-    /// the program runs again, as with the SIGSEGV backend, where the
-    /// service runs on the faulting thread. Eviction relies on it: a frame
-    /// found unwritten must not be written before it is dropped.
+    /// it runs again, as with the SIGSEGV backend, whose faulting thread
+    /// waits for the service thread's answer. (Other threads may run
+    /// meanwhile: eviction does not rely on this, see `evict_clean`.)
     pub fn install(&mut self, frame: FrameNo, data: &[u8], how: InstallAs) -> Result<u32, VmError> {
         self.install_span(frame, data, how, &mut |_, _| {})
     }
@@ -99,11 +102,13 @@ impl UffdState {
 pub(crate) struct SigState {
     pub(crate) memfd: OwnedFd,
     pub(crate) staging: Mapping,
-    slot: AtomicUsize,
     /// Frames made writable since the last `take_written` (may hold stale
     /// entries; filtered by state). Capacity: one entry per frame.
     pub(crate) written: Mapping,
     pub(crate) wlen: UnsafeCell<usize>,
+    /// Missing pages the signal handler asks the service thread for.
+    pub(crate) requests: Arc<Requests>,
+    service: Mutex<Option<ServiceThread>>,
 }
 
 pub(crate) enum Imp {
@@ -127,6 +132,11 @@ pub struct FrameSpace {
     pub(crate) imp: Imp,
     /// Set when dropping starts: late fault messages are then ignored.
     pub(crate) dropping: AtomicBool,
+    /// Whether threads may hold mutable references into frames (see
+    /// [`FrameSpace::set_writers`]).
+    pub(crate) writers: AtomicBool,
+    /// Slot in the SIGSEGV handler's registry.
+    sig_slot: AtomicUsize,
     /// Whether the one `Access` of this space is out.
     pub(crate) access_taken: super::typed::AccessTaken,
     main: Option<Mapping>,
@@ -193,12 +203,13 @@ impl FrameSpace {
         let (choice, mut reason) = choose(cfg.backend, env.as_deref())?;
         let table = FrameTable::new(nframes, cfg.direct_pages)?;
 
+        let place = (fs, cfg.address_hint);
         let (imp, main, backend) = match choice {
             BackendChoice::Sigsegv => {
-                let (imp, main) = new_sigsegv(len, nframes)?;
+                let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
                 (imp, main, Backend::Sigsegv)
             }
-            BackendChoice::Uffd => match new_uffd(len, cfg.track_writes) {
+            BackendChoice::Uffd => match new_uffd(len, cfg.track_writes, place) {
                 Ok((imp, main)) => (imp, main, Backend::Uffd),
                 Err(why) => {
                     return Err(VmError::BackendUnavailable {
@@ -207,14 +218,14 @@ impl FrameSpace {
                     });
                 }
             },
-            BackendChoice::Auto => match new_uffd(len, cfg.track_writes) {
+            BackendChoice::Auto => match new_uffd(len, cfg.track_writes, place) {
                 Ok((imp, main)) => {
                     reason = "auto: userfaultfd opened with WP_ASYNC and PAGEMAP_SCAN".into();
                     (imp, main, Backend::Uffd)
                 }
                 Err(why) => {
                     reason = format!("auto: userfaultfd unusable ({why}); using SIGSEGV");
-                    let (imp, main) = new_sigsegv(len, nframes)?;
+                    let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
                     (imp, main, Backend::Sigsegv)
                 }
             },
@@ -230,13 +241,20 @@ impl FrameSpace {
             reason,
             service,
             table,
-            lock: OwnerLock::new(),
+            lock: OwnerLock::new(AmberLock::FrameTable),
             imp,
             dropping: AtomicBool::new(false),
+            writers: AtomicBool::new(cfg.writers),
+            sig_slot: AtomicUsize::new(usize::MAX),
             access_taken: Default::default(),
             main: Some(main),
         });
-        prepare_thread();
+        // Every space is known to the SIGSEGV handler: the SIGSEGV
+        // backend's faults go there, and so do userfaultfd writes that hit
+        // a victim write-protected for eviction.
+        sigsegv::install()?;
+        let slot = sigsegv::register(Arc::as_ptr(&space))?;
+        space.sig_slot.store(slot, Ordering::Release);
         match &space.imp {
             Imp::Uffd(u) => {
                 let ptr = SendPtr(Arc::as_ptr(&space));
@@ -245,22 +263,44 @@ impl FrameSpace {
                     // SAFETY: see SendPtr: the FrameSpace outlives this thread.
                     unsafe { &*p.0 }.serve_uffd(m);
                 };
-                let t =
-                    HandlerThread::spawn(u.uffd.clone(), cfg.uffd_spin, serve).map_err(|e| {
-                        VmError::Os {
-                            op: "spawn userfaultfd thread",
-                            err: e,
-                        }
-                    })?;
+                let t = HandlerThread::spawn(u.uffd.clone(), cfg.service_spin, serve).map_err(
+                    |e| VmError::Os {
+                        op: "spawn userfaultfd thread",
+                        err: e,
+                    },
+                )?;
                 *u.thread.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
             }
             Imp::Sigsegv(s) => {
-                sigsegv::install()?;
-                let slot = sigsegv::register(Arc::as_ptr(&space))?;
-                s.slot.store(slot, Ordering::Release);
+                let ptr = SendPtr(Arc::as_ptr(&space));
+                let serve = move |f: FrameNo, msg: &mut sys::StackBuf| {
+                    let p = &ptr;
+                    // SAFETY: see SendPtr: the FrameSpace outlives this thread.
+                    unsafe { &*p.0 }.serve_request(f, msg)
+                };
+                let t = ServiceThread::spawn(s.requests.clone(), cfg.service_spin, serve)
+                    .map_err(|e| VmError::Os {
+                        op: "spawn fault service thread",
+                        err: e,
+                    })?;
+                *s.service.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
             }
         }
         Ok(space)
+    }
+
+    /// Says whether threads may now hold mutable references into frames
+    /// (the layer above: whether a transaction is open). Only the
+    /// userfaultfd backend cares: its first write to a clean frame is
+    /// resolved by the kernel without telling Amber, so evicting a frame
+    /// found unwritten could discard a write made just after the check.
+    /// While writers may run, eviction write-protects the victim first
+    /// (`mprotect`, synchronous: a write after it faults and waits), then
+    /// checks, drops, and lifts the protection; without writers it drops
+    /// at once. The SIGSEGV backend's eviction claims the frame's state
+    /// against the first-write handler instead, which costs nothing.
+    pub fn set_writers(&self, may_write: bool) {
+        self.writers.store(may_write, Ordering::Release);
     }
 
     pub fn backend(&self) -> Backend {
@@ -325,7 +365,6 @@ impl FrameSpace {
         {
             return Ok(f);
         }
-        prepare_thread();
         let g = self.lock.lock();
         self.table.assign(&g, page, run_len)
     }
@@ -336,7 +375,6 @@ impl FrameSpace {
     /// neighbouring blocks can be installed with one call. Blocks that have a
     /// frame keep it.
     pub fn assign_span(&self, lo: u64, blocks: &[(u64, u32)]) -> Result<(), VmError> {
-        prepare_thread();
         let g = self.lock.lock();
         self.table.assign_span(&g, lo, blocks)
     }
@@ -352,8 +390,18 @@ impl FrameSpace {
 
     /// Makes `f` resident by running the service in the calling thread, so
     /// that a bad page is an error here instead of an abort on a later load.
+    /// A thread holding Amber locks gets an error (the service might need
+    /// them).
     pub fn ensure_resident(&self, f: FrameNo) -> Result<(), FaultError> {
-        prepare_thread();
+        let held = held::local();
+        if !held.is_empty() {
+            let page = self.page_of(f).map_or(u64::MAX, |(h, i, _)| h + u64::from(i));
+            return Err(FaultError::new(
+                page,
+                FaultKind::Internal,
+                VmError::LockHeld { frame: f, held }.to_string(),
+            ));
+        }
         self.fill(f)
     }
 
@@ -366,10 +414,13 @@ impl FrameSpace {
     }
 }
 
-fn new_uffd(len: usize, track: bool) -> Result<(Imp, Mapping), String> {
-    let uffd = Uffd::open(uffd::UFFD_FEATURE_WP_ASYNC)?;
+/// Frame size and address hint of a reservation.
+type Placement = (usize, usize);
+
+fn new_uffd(len: usize, track: bool, (align, hint): Placement) -> Result<(Imp, Mapping), String> {
+    let uffd = Uffd::open(uffd::UFFD_FEATURE_WP_ASYNC | uffd::UFFD_FEATURE_THREAD_ID)?;
     let pagemap = PageMap::open().map_err(|e| format!("PAGEMAP_SCAN unavailable: {e}"))?;
-    let main = Mapping::anon(len, libc::PROT_READ | libc::PROT_WRITE)
+    let main = Mapping::reserve(len, libc::PROT_READ | libc::PROT_WRITE, None, align, hint)
         .map_err(|e| format!("reserving {len} bytes: {e}"))?;
     advise_reservation(&main);
     let mode = uffd::UFFDIO_REGISTER_MODE_MISSING
@@ -390,7 +441,12 @@ fn new_uffd(len: usize, track: bool) -> Result<(Imp, Mapping), String> {
     ))
 }
 
-fn new_sigsegv(len: usize, nframes: u32) -> Result<(Imp, Mapping), VmError> {
+fn new_sigsegv(
+    len: usize,
+    nframes: u32,
+    (align, hint): Placement,
+    wait_poll: std::time::Duration,
+) -> Result<(Imp, Mapping), VmError> {
     // SAFETY: memfd_create takes a C string and flags, returns a new fd or -1.
     let fd = unsafe { libc::memfd_create(c"amber-frames".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
@@ -409,7 +465,7 @@ fn new_sigsegv(len: usize, nframes: u32) -> Result<(Imp, Mapping), VmError> {
         });
     }
     let os = |op| move |e| VmError::Os { op, err: e };
-    let main = Mapping::shared_fd(len, libc::PROT_NONE, memfd.as_raw_fd())
+    let main = Mapping::reserve(len, libc::PROT_NONE, Some(memfd.as_raw_fd()), align, hint)
         .map_err(os("mmap reservation"))?;
     let staging = Mapping::shared_fd(len, libc::PROT_READ | libc::PROT_WRITE, memfd.as_raw_fd())
         .map_err(os("mmap staging view"))?;
@@ -423,9 +479,10 @@ fn new_sigsegv(len: usize, nframes: u32) -> Result<(Imp, Mapping), VmError> {
     let st = SigState {
         memfd,
         staging,
-        slot: AtomicUsize::new(usize::MAX),
         written,
         wlen: UnsafeCell::new(0),
+        requests: Requests::new(wait_poll).into(),
+        service: Mutex::new(None),
     };
     Ok((Imp::Sigsegv(st), main))
 }
@@ -440,13 +497,13 @@ fn advise_reservation(m: &Mapping) {
 impl Drop for FrameSpace {
     fn drop(&mut self) {
         self.dropping.store(true, Ordering::SeqCst);
+        // First the handler (a fault in flight may still be waiting for the
+        // service thread), then the thread serving faults, joined here
+        // before any field is freed (it holds a raw pointer to self).
+        sigsegv::unregister(self.sig_slot.load(Ordering::Acquire));
         match &self.imp {
-            Imp::Uffd(u) => {
-                // Joined here, before any field is freed (the thread holds a
-                // raw pointer to self).
-                drop(u.thread.lock().unwrap_or_else(|p| p.into_inner()).take());
-            }
-            Imp::Sigsegv(s) => sigsegv::unregister(s.slot.load(Ordering::Acquire)),
+            Imp::Uffd(u) => drop(u.thread.lock().unwrap_or_else(|p| p.into_inner()).take()),
+            Imp::Sigsegv(s) => drop(s.service.lock().unwrap_or_else(|p| p.into_inner()).take()),
         }
         if let Some(m) = self.main.take() {
             m.into_tombstone();

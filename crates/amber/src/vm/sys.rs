@@ -4,6 +4,7 @@
 use std::fmt::{self, Write as _};
 use std::io;
 use std::ptr::NonNull;
+use std::sync::atomic::AtomicU32;
 
 /// The host's virtual-memory page size (4 KiB on x86-64, 16 KiB on some arm64 hosts).
 pub(crate) fn host_page_size() -> usize {
@@ -62,6 +63,82 @@ impl Mapping {
             return Err(io::Error::last_os_error());
         }
         NonNull::new(p.cast::<u8>())
+            .map(|ptr| Mapping { ptr, len })
+            .ok_or_else(|| io::Error::other("mmap returned null"))
+    }
+
+    /// A reservation of `len` bytes starting at a multiple of `align` (a
+    /// power of two, a multiple of the host page size): private anonymous
+    /// memory when `fd` is `None`, else a shared view of `fd` from offset 0.
+    /// `hint`, if not 0, is where to try to put it (the first multiple of
+    /// `align` from there; elsewhere if that is taken).
+    ///
+    /// Alignment holds by construction, not by where the kernel happens to
+    /// place the mapping: a placeholder `align` bytes longer is mapped
+    /// (inaccessible), the reservation is mapped over its first aligned
+    /// address with `MAP_FIXED`, and the placeholder's slack on either side
+    /// is unmapped.
+    pub(crate) fn reserve(
+        len: usize,
+        prot: libc::c_int,
+        fd: Option<libc::c_int>,
+        align: usize,
+        hint: usize,
+    ) -> io::Result<Mapping> {
+        let slack = align.saturating_sub(host_page_size());
+        let total = len
+            .checked_add(slack)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "reservation too large"))?;
+        // SAFETY: without MAP_FIXED the hint only suggests a place; a fresh
+        // mapping cannot alias or clobber any existing Rust object.
+        let p = unsafe {
+            libc::mmap(
+                hint as *mut libc::c_void,
+                total,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let placeholder = Mapping {
+            ptr: NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?,
+            len: total,
+        };
+        let lo = placeholder.addr();
+        let start = lo.next_multiple_of(align);
+        let (flags, fd) = match fd {
+            Some(fd) => (libc::MAP_SHARED, fd),
+            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
+        };
+        // SAFETY: `start..start + len` lies inside the placeholder, which we
+        // own and nothing references: MAP_FIXED replaces only it.
+        let q = unsafe {
+            libc::mmap(
+                start as *mut libc::c_void,
+                len,
+                prot,
+                flags | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                fd,
+                0,
+            )
+        };
+        if q == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // From here the placeholder's middle is the reservation: give back
+        // only the slack, and never unmap the placeholder as a whole.
+        std::mem::forget(placeholder);
+        for (a, n) in [(lo, start - lo), (start + len, lo + total - (start + len))] {
+            if n > 0 {
+                // SAFETY: slack of our own placeholder, outside the reservation.
+                unsafe { libc::munmap(a as *mut libc::c_void, n) };
+            }
+        }
+        NonNull::new(q.cast::<u8>())
             .map(|ptr| Mapping { ptr, len })
             .ok_or_else(|| io::Error::other("mmap returned null"))
     }
@@ -151,6 +228,52 @@ pub(crate) fn pwrite_all(fd: libc::c_int, mut buf: &[u8], mut off: u64) -> io::R
         }
     }
     Ok(())
+}
+
+/// Sleeps while `word` holds `expected` (`FUTEX_WAIT`, process-private);
+/// returns at once if it does not, and on a wake-up or a signal, so callers
+/// check again. Async-signal-safe.
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32) {
+    // SAFETY: FUTEX_WAIT reads the aligned u32 at `word`, valid for the
+    // call; a null timeout waits until woken.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        );
+    }
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`. Async-signal-safe (`std::time` does not
+/// promise to be).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; it is on POSIX's
+    // list of async-signal-safe functions.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Wakes up to `n` threads sleeping in [`futex_wait`] on `word`.
+/// Async-signal-safe.
+pub(crate) fn futex_wake(word: &AtomicU32, n: i32) {
+    // SAFETY: FUTEX_WAKE only uses the address as a key.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            n,
+        );
+    }
 }
 
 /// madvise over a range of one of our mappings.

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use super::frame_table::{self, CLEAN, DIRTY};
 use super::lock::Guard;
 use super::space::{FrameSpace, Imp};
+use super::sys::fatal;
 use super::{FrameNo, VmError};
 
 impl FrameSpace {
@@ -83,21 +84,24 @@ impl FrameSpace {
             }
             Imp::Sigsegv(s) => {
                 // SAFETY: lock held (g); see note_written.
-                let list = unsafe {
-                    let wlen = &mut *s.wlen.get();
-                    let l = std::slice::from_raw_parts(s.written.ptr().cast::<FrameNo>(), *wlen)
-                        .to_vec();
-                    if take {
-                        *wlen = 0;
-                    }
-                    l
+                let mut out = unsafe {
+                    std::slice::from_raw_parts(s.written.ptr().cast::<FrameNo>(), *s.wlen.get())
+                        .to_vec()
                 };
-                let mut out = list;
                 out.sort_unstable();
                 out.dedup();
                 out.retain(|&fr| self.table.state(fr) == DIRTY);
                 if take {
-                    self.reprotect(&g, &out)?;
+                    // All or nothing: should an mprotect fail (ENOMEM), the
+                    // frames protected so far are made writable again and
+                    // the list kept, so that the caller's rollback still
+                    // finds every written frame.
+                    if let Err((done, e)) = self.reprotect(&g, &out) {
+                        self.unprotect(&g, &out[..done]);
+                        return Err(e);
+                    }
+                    // SAFETY: lock held (g); see note_written.
+                    unsafe { *s.wlen.get() = 0 };
                 }
                 Ok(out)
             }
@@ -105,14 +109,16 @@ impl FrameSpace {
     }
 
     /// sigsegv: makes DIRTY frames (ascending) read-only and CLEAN again.
-    fn reprotect(&self, _g: &Guard<'_>, frames: &[FrameNo]) -> Result<(), VmError> {
+    /// On failure, how many of them it did, and why it stopped.
+    fn reprotect(&self, _g: &Guard<'_>, frames: &[FrameNo]) -> Result<(), (usize, VmError)> {
         let mut i = 0;
         while i < frames.len() {
             let mut j = i + 1;
             while j < frames.len() && frames[j] == frames[j - 1] + 1 {
                 j += 1;
             }
-            self.protect(frames[i], (j - i) as u32, libc::PROT_READ)?;
+            self.protect(frames[i], (j - i) as u32, libc::PROT_READ)
+                .map_err(|e| (i, e))?;
             for &fr in &frames[i..j] {
                 if let Some(m) = self.table.meta(fr) {
                     m.state.store(CLEAN, Ordering::Release);
@@ -121,6 +127,26 @@ impl FrameSpace {
             i = j;
         }
         Ok(())
+    }
+
+    /// sigsegv: undoes `reprotect` of `frames` (ascending). Restoring the
+    /// protection they had a moment ago needs no more map entries than
+    /// there were then, so it does not fail for want of them; should it
+    /// fail anyway, the written set can no longer be trusted, and nothing
+    /// could report that later: the process stops.
+    fn unprotect(&self, _g: &Guard<'_>, frames: &[FrameNo]) {
+        for &fr in frames {
+            if let Err(e) = self.protect(fr, 1, libc::PROT_READ | libc::PROT_WRITE) {
+                fatal(format_args!(
+                    "making frame {fr} writable again after a failed write-protect: {e}"
+                ));
+            }
+            if let Some(m) = self.table.meta(fr) {
+                let _ = m
+                    .state
+                    .compare_exchange(CLEAN, DIRTY, Ordering::AcqRel, Ordering::Acquire);
+            }
+        }
     }
 
     /// Write-protects frames `f..f+n` again without reporting them (e.g. after
@@ -143,7 +169,7 @@ impl FrameSpace {
                 let dirty: Vec<FrameNo> = (f..f + n)
                     .filter(|&fr| self.table.state(fr) == DIRTY)
                     .collect();
-                self.reprotect(&g, &dirty)
+                self.reprotect(&g, &dirty).map_err(|(_, e)| e)
             }
         }
     }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use super::held::HeldSet;
 use super::space::Installer;
 
 /// Index of a frame in a [`super::FrameSpace`]; 32 bits cover 16 TiB of 4 KiB frames.
@@ -57,14 +58,25 @@ pub struct VmConfig {
     /// Install frames write-protected and report written ones through
     /// `take_written`. Off: frames are installed writable.
     pub track_writes: bool,
-    /// userfaultfd only: how long the handler thread keeps polling the
-    /// descriptor after serving a fault before it blocks (see `uffd.rs`).
-    pub uffd_spin: Duration,
+    /// How long the thread serving faults (the userfaultfd handler thread,
+    /// the SIGSEGV backend's service thread) keeps polling for the next one
+    /// after serving a fault before it sleeps (see `uffd.rs`); with SIGSEGV
+    /// also how long a faulting thread polls for its answer before it
+    /// sleeps (see `service.rs`).
+    pub service_spin: Duration,
     /// Pages `0..direct_pages` have frames `0..direct_pages`, one to one,
     /// without being assigned (the identity region, at most half the
     /// reservation; see `frame_table.rs`). A database passes the pages its
     /// file has when it is opened. 0: every page gets its frame lazily.
     pub direct_pages: u64,
+    /// Where to try to put the reservation (rounded up to a multiple of
+    /// `frame_size`); 0: where the kernel likes. Elsewhere if taken.
+    pub address_hint: usize,
+    /// Whether threads may hold mutable references into frames from the
+    /// start. While they may, userfaultfd's eviction write-protects a
+    /// victim before checking that it is unwritten (see
+    /// [`FrameSpace::set_writers`](super::FrameSpace::set_writers)).
+    pub writers: bool,
 }
 
 impl Default for VmConfig {
@@ -74,8 +86,10 @@ impl Default for VmConfig {
             frame_size: 4096,
             reserve_bytes: 64 << 30,
             track_writes: true,
-            uffd_spin: Duration::from_micros(200),
+            service_spin: Duration::from_micros(200),
             direct_pages: 0,
+            address_hint: 0,
+            writers: true,
         }
     }
 }
@@ -93,11 +107,11 @@ pub enum InstallAs {
 /// Implemented by the layer above: it fetches a page, verifies its checksum and
 /// swizzles it.
 ///
-/// With the `Sigsegv` backend the methods run inside the SIGSEGV handler of
-/// the faulting thread (a synchronous fault in program code, so the allocator
-/// and stdio locks are not held by the interrupted code); with `Uffd`,
-/// `missing` runs on the handler thread. Either way they must not touch a
-/// non-resident frame through a pointer (use `Installer::space().copy_out`).
+/// `missing` runs on the thread that serves the space's faults (the
+/// userfaultfd handler thread, or the SIGSEGV backend's service thread), or
+/// in a thread calling `ensure_resident` or a locked copy; it must not touch
+/// frame memory through a pointer. `first_write` runs inside the SIGSEGV
+/// handler of the writing thread.
 pub trait FaultService: Send + Sync + 'static {
     /// The program touched `frame`, which is assigned to a page but not
     /// resident. Must make at least the block containing `frame` resident
@@ -108,7 +122,8 @@ pub trait FaultService: Send + Sync + 'static {
     /// `Sigsegv` backend with write tracking only: the first write to a
     /// resident, write-protected frame, called before write access is enabled;
     /// `clean` is the frame's current content (to copy into a recovery
-    /// buffer). Must not allocate.
+    /// buffer). Runs in a signal handler, so it must be async-signal-safe:
+    /// no allocation, no std lock (a [`SpinLock`](super::SpinLock) is fine).
     fn first_write(&self, frame: super::FrameNo, clean: &[u8]);
 }
 
@@ -198,7 +213,13 @@ pub enum VmError {
     MapCount {
         frame: FrameNo,
     },
-    /// More live `Sigsegv` FrameSpaces than the handler's registry holds.
+    /// A thread holding Amber locks asked for a frame to be made resident:
+    /// the service might need those locks (a bug in Amber).
+    LockHeld {
+        frame: FrameNo,
+        held: HeldSet,
+    },
+    /// More live FrameSpaces than the SIGSEGV handler's registry holds.
     TooManySpaces,
     /// `take_written` or a write-protect call without `track_writes`.
     NotTracking,
@@ -241,12 +262,17 @@ impl fmt::Display for VmError {
                     "{len} bytes at offset {offset} of frame {frame} reach past the assigned frames"
                 )
             }
-            VmError::MapCount { frame } => write!(
+            VmError::MapCount { frame } => write!(f, "mprotect of frame {frame}: {MAP_COUNT_REMEDY}"),
+            VmError::LockHeld { frame, held } => write!(
                 f,
-                "mprotect of frame {frame} failed with ENOMEM: too many separately protected \
-                 frames for vm.max_map_count (raise it, or install neighbouring pages together)"
+                "frame {frame} was to be made resident by a thread holding {held} \
+                 (a bug in Amber: the fault path takes those locks)"
             ),
-            VmError::TooManySpaces => write!(f, "too many live sigsegv FrameSpaces (limit 64)"),
+            VmError::TooManySpaces => write!(
+                f,
+                "too many live frame spaces (limit {})",
+                super::sigsegv::SLOTS
+            ),
             VmError::NotTracking => write!(f, "write tracking is off for this FrameSpace"),
             VmError::Fault(e) => write!(f, "{e}"),
             VmError::Os { op, err } => write!(f, "{op} failed: {err}"),
@@ -255,6 +281,41 @@ impl fmt::Display for VmError {
 }
 
 impl std::error::Error for VmError {}
+
+/// What an ENOMEM from `mprotect` means, and what to do about it.
+pub(crate) const MAP_COUNT_REMEDY: &str = "ENOMEM: more separately protected ranges than \
+    vm.max_map_count allows (the SIGSEGV backend protects pages one by one); raise the \
+    limit (sysctl -w vm.max_map_count=1048576) or use the userfaultfd backend";
+
+impl VmError {
+    /// This error as an [`Error`](crate::Error), `doing` saying what failed
+    /// (`"listing written pages"`): a fault as the error of its kind
+    /// (a damaged page, an I/O error, ...), a misuse of the frame space as
+    /// an internal error, anything else as [`Error::Vm`](crate::Error::Vm)
+    /// with the remedy, if there is one, in its text. The one conversion
+    /// every caller uses.
+    pub(crate) fn into_error(self, path: &std::path::Path, doing: &str) -> crate::Error {
+        match self {
+            VmError::Fault(e) => crate::db::fault_error(path, e),
+            VmError::InvalidConfig(m) => crate::Error::invalid(format!("{doing}: {m}")),
+            VmError::Os { op, err } => crate::Error::Vm {
+                what: format!("{doing}: {op} failed"),
+                source: Some(err),
+            },
+            e @ (VmError::InvalidArgument(_)
+            | VmError::RunConflict { .. }
+            | VmError::BadPage { .. }
+            | VmError::BadFrame { .. }
+            | VmError::OutOfBounds { .. }
+            | VmError::NotTracking
+            | VmError::LockHeld { .. }) => crate::Error::internal(format!("{doing}: {e}")),
+            e => crate::Error::Vm {
+                what: format!("{doing}: {e}"),
+                source: None,
+            },
+        }
+    }
+}
 
 impl From<FaultError> for VmError {
     fn from(e: FaultError) -> Self {

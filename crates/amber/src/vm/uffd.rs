@@ -16,6 +16,9 @@ use super::sys::{self, ior, iowr};
 const UFFD_API: u64 = 0xAA;
 const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 pub(crate) const UFFD_FEATURE_WP_ASYNC: u64 = 1 << 15;
+/// Fault messages name the faulting thread (so that the handler can check
+/// the Amber locks it holds, `held.rs`).
+pub(crate) const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
 const UFFD_EVENT_PAGEFAULT: u8 = 0x12;
 pub(crate) const UFFD_PAGEFAULT_FLAG_WP: u64 = 1 << 1;
 pub(crate) const UFFDIO_REGISTER_MODE_MISSING: u64 = 1 << 0;
@@ -101,6 +104,10 @@ impl UffdMsg {
     }
     pub(crate) fn address(&self) -> u64 {
         self.arg[1]
+    }
+    /// The faulting thread's kernel id (`UFFD_FEATURE_THREAD_ID`).
+    pub(crate) fn thread_id(&self) -> i32 {
+        self.arg[2] as u32 as i32
     }
 }
 

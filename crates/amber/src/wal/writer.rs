@@ -16,6 +16,7 @@ use super::record::{Record, TxId};
 use crate::error::{Error, Result};
 use crate::io::IoFile;
 use std::path::PathBuf;
+use crate::vm::{AmberLock, Held, held};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// The log's append side.
@@ -115,8 +116,8 @@ impl LogWriter {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, WState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Held<MutexGuard<'_, WState>> {
+        held(AmberLock::LogWriter, self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The next LSN to be assigned.
@@ -249,7 +250,7 @@ impl LogWriter {
                 return Ok(());
             }
             if s.leader {
-                s = self.flushed.wait(s).unwrap_or_else(|e| e.into_inner());
+                s = held(AmberLock::LogWriter, self.flushed.wait(s.into_inner()).unwrap_or_else(|e| e.into_inner()));
                 continue;
             }
             // Become the leader for everything buffered so far.

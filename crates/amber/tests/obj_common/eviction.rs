@@ -193,8 +193,9 @@ pub fn early_logged_pages_stay(b: Cfg) {
 
 /// Two threads read the same pages at once under a four-page budget: one
 /// thread's fault may evict the block another's fault just installed, before
-/// that fault checks it (SIGSEGV: both services run at once, each in its
-/// thread's signal handler). The fault must fetch it again, not abort the
+/// that fault checks it (as when SIGSEGV faults were served in each thread's
+/// signal handler; `try_get` still runs the service beside the thread that
+/// serves faults). The fault must fetch it again, not abort the
 /// process ("the fault service returned without installing frame N").
 /// Runs in a child, because the failure was an abort.
 pub fn concurrent_readers(b: Cfg, test: &str) {
@@ -209,7 +210,6 @@ pub fn concurrent_readers(b: Cfg, test: &str) {
             for t in 0..2usize {
                 let (db, s) = (&db, &s);
                 sc.spawn(move || {
-                    amber::internals::vm::prepare_thread();
                     for round in 0..20 {
                         for i in 0..s.len() {
                             let k = if t == 0 { i } else { s.len() - 1 - i };
