@@ -371,17 +371,9 @@ impl Pager {
         let map = FrameMap::with_spans(fs, self, Box::default());
         self.prepare(run, &mut img, &map, &self.registry.snapshot())
             .map_err(|m| FaultError::new(head, FaultKind::Corrupt, m))?;
-        let ready = [Ready {
-            head,
-            frame,
-            pages: run,
-            at: 0,
-        }];
-        self.install_ready(inst, &img, &ready, head)
+        self.install_block(inst, head, frame, run, &img)
     }
-}
 
-impl Pager {
     /// "Fetches" a block of a transaction that did not commit, touched
     /// through a stale pointer: zeros, whose object headers say no object
     /// is there, so the dereference that faulted refuses the pointer
@@ -394,13 +386,25 @@ impl Pager {
         run: u32,
     ) -> Result<(), FaultError> {
         let zeros = vec![0u8; run as usize * self.page_size];
+        self.install_block(inst, head, frame, run, &zeros)
+    }
+
+    /// Installs the image `img` of the one block `head` at `frame`.
+    fn install_block(
+        &self,
+        inst: &mut Installer<'_>,
+        head: PageNo,
+        frame: FrameNo,
+        run: u32,
+        img: &[u8],
+    ) -> Result<(), FaultError> {
         let ready = [Ready {
             head,
             frame,
             pages: run,
             at: 0,
         }];
-        self.install_ready(inst, &zeros, &ready, head)
+        self.install_ready(inst, img, &ready, head)
     }
 }
 

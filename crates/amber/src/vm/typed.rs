@@ -416,9 +416,7 @@ impl Access {
             return &[];
         }
         self.check_elements::<T>(addr, count);
-        // SAFETY: `check_elements` proved the `count` elements aligned and in
-        // the mapped reservation; shared as in `obj`.
-        unsafe { std::slice::from_raw_parts(addr as *const T, count) }
+        self.slice(addr, count)
     }
 
     /// [`elements`](Self::elements), mutably.
@@ -428,8 +426,7 @@ impl Access {
             return &mut [];
         }
         self.check_elements::<T>(addr, count);
-        // SAFETY: as in `elements`; exclusive as in `obj_mut`.
-        unsafe { std::slice::from_raw_parts_mut(addr as *mut T, count) }
+        self.slice_mut(addr, count)
     }
 
     #[inline(always)]

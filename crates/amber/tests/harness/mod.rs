@@ -60,9 +60,52 @@ fn unavailable(needs: Needs) -> Option<String> {
     }
 }
 
-/// Runs `cases`.
+/// The command line, with the test-name filters taken out: the standard
+/// harness takes any number of them (`cargo test -- killed bigger`), this
+/// one only one, so they are applied here.
+fn arguments() -> (Arguments, Vec<String>) {
+    // Options of the standard harness that take a value.
+    const VALUED: [&str; 7] = [
+        "--test-threads",
+        "--skip",
+        "--format",
+        "--color",
+        "--logfile",
+        "-Z",
+        "--report-time",
+    ];
+    let mut rest = Vec::new();
+    let mut filters = Vec::new();
+    let mut args = std::env::args();
+    rest.extend(args.next());
+    while let Some(a) = args.next() {
+        if a.starts_with('-') {
+            let takes_value = VALUED.contains(&a.as_str());
+            rest.push(a);
+            if takes_value {
+                rest.extend(args.next());
+            }
+        } else {
+            filters.push(a);
+        }
+    }
+    (Arguments::from_iter(rest), filters)
+}
+
+/// Runs `cases` (those the command line's filters name, or all).
 pub fn run(cases: Vec<Case>) -> ExitCode {
-    let args = Arguments::from_args();
+    let (args, filters) = arguments();
+    let named = |name: &str| {
+        filters.is_empty()
+            || filters.iter().any(|f| {
+                if args.exact {
+                    name == f
+                } else {
+                    name.contains(f.as_str())
+                }
+            })
+    };
+    let cases: Vec<Case> = cases.into_iter().filter(|c| named(c.0)).collect();
     let required = std::env::var("AMBER_REQUIRE_UFFD").is_ok_and(|v| v == "1");
     let mut said = std::collections::BTreeSet::new();
     let trials = cases
