@@ -124,12 +124,15 @@ impl Patch {
     }
 
     /// Turns the patch into a whole image (after an installation read).
-    pub fn materialize(&mut self, mut file_image: Box<[u8]>) {
+    pub fn materialize(&mut self, file_image: Box<[u8]>) {
+        *self = self.materialized(file_image);
+    }
+
+    /// The whole-image patch equal to this one laid over `file_image`, the
+    /// block's page-file image (an installation read).
+    pub fn materialized(&self, mut file_image: Box<[u8]>) -> Patch {
         self.apply(&mut file_image);
-        self.data = Box::default();
-        self.written = Box::default();
-        self.unmarked = Vec::new();
-        self.base = Base::Image(file_image);
+        Patch::image(self.run_len, file_image, self.lsn)
     }
 
     /// The final image of a block whose base is in memory, sealed with the

@@ -1,15 +1,19 @@
 //! Reading committed blocks: the page-file image, verified, with the changes
 //! logged since the checkpoint laid over it; one block, or a fetch cluster
-//! of them with one `pread`.
+//! of them with one `pread`. Reads hold the state lock only to take what
+//! they need of it, never across I/O, so a page fault never waits for a
+//! checkpoint's writes and syncs (docs/design.md §3.1 says what a read
+//! sees at each step of a checkpoint).
 
-use super::pending::Base;
+use super::pending::{Base, Patch};
 use super::state::State;
-use super::{Store, corrupt};
+use super::{Core, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::page;
 use crate::io::IoFile;
 use std::path::Path;
+use std::sync::Arc;
 
 /// One block of a fetch cluster read by [`Store::read_cluster`].
 #[derive(Debug)]
@@ -24,20 +28,31 @@ pub struct ClusterBlock {
     pub image: Result<()>,
 }
 
-impl Store {
+impl Core {
     /// The committed image of the block whose first page is `head`.
     pub fn read_block(&self, head: PageNo) -> Result<Vec<u8>> {
-        let st = self.lock();
-        let (h, len) = st
-            .fsm
-            .block_of(head)
-            .filter(|&(h, _)| h == head)
-            .ok_or_else(|| {
-                Error::invalid(format!("page {head} does not start an allocated block"))
-            })?;
-        let mut buf = vec![0u8; len as usize * self.page_size];
-        self.read_committed(&st, h, len, &mut buf)?;
-        Ok(buf)
+        loop {
+            let (len, patch, installs) = {
+                let st = self.lock();
+                let (_, len) = st
+                    .fsm
+                    .block_of(head)
+                    .filter(|&(h, _)| h == head)
+                    .ok_or_else(|| {
+                        Error::invalid(format!("page {head} does not start an allocated block"))
+                    })?;
+                (len, st.pending.get(&head).cloned(), st.installs)
+            };
+            let mut buf = vec![0u8; len as usize * self.page_size];
+            if !has_image(patch.as_deref()) {
+                read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf)?;
+                if self.lock().installs != installs {
+                    continue;
+                }
+            }
+            self.committed_in_place(head, len, patch.as_deref(), &mut buf)?;
+            return Ok(buf);
+        }
     }
 
     /// The allocated blocks `(head, pages)` that start in pages
@@ -52,42 +67,69 @@ impl Store {
     /// so that a fault does not allocate it again). Each block says where its image
     /// starts in `buf` and whether it is good; the images are verified and
     /// carry the changes committed since the last checkpoint.
+    ///
+    /// The state lock is held only to list the blocks and take their pending
+    /// changes, and again for a moment after the `pread` to check that no
+    /// checkpoint began writing blocks meanwhile (if one did, the read is
+    /// done again): never across the `pread`.
     pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
-        let st = self.lock();
         let ps = self.page_size;
-        let blocks = heads_in(&st, from, pages);
-        let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
-            return Vec::new();
-        };
-        let span = (last + u64::from(last_n) - first) as usize * ps;
-        if buf.len() < span {
-            buf.resize(span, 0);
+        loop {
+            let (blocks, installs) = {
+                let st = self.lock();
+                let blocks: Vec<(PageNo, u32, Option<Arc<Patch>>)> = heads_in(&st, from, pages)
+                    .into_iter()
+                    .map(|(h, n)| (h, n, st.pending.get(&h).cloned()))
+                    .collect();
+                (blocks, st.installs)
+            };
+            let (Some(&(first, _, _)), Some(&(last, last_n, _))) = (blocks.first(), blocks.last())
+            else {
+                return Vec::new();
+            };
+            let span = (last + u64::from(last_n) - first) as usize * ps;
+            if buf.len() < span {
+                buf.resize(span, 0);
+            }
+            let raw = &mut buf[..span];
+            let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
+            let from_file = blocks.iter().any(|(_, _, p)| !has_image(p.as_deref()));
+            if from_file && self.lock().installs != installs {
+                continue;
+            }
+            return blocks
+                .into_iter()
+                .map(|(head, pages, patch)| {
+                    let at = (head - first) as usize * ps;
+                    let img = &mut raw[at..at + pages as usize * ps];
+                    let image = match (&read, has_image(patch.as_deref())) {
+                        (Err(e), false) => {
+                            Err(Error::invalid(format!("reading pages {first}..: {e}")))
+                        }
+                        _ => self.committed_in_place(head, pages, patch.as_deref(), img),
+                    };
+                    ClusterBlock {
+                        head,
+                        pages,
+                        at,
+                        image,
+                    }
+                })
+                .collect();
         }
-        let raw = &mut buf[..span];
-        let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
-        blocks
-            .into_iter()
-            .map(|(head, pages)| {
-                let at = (head - first) as usize * ps;
-                let img = &mut raw[at..at + pages as usize * ps];
-                let image = match &read {
-                    Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
-                    Ok(()) => self.committed_in_place(&st, head, pages, img),
-                };
-                ClusterBlock {
-                    head,
-                    pages,
-                    at,
-                    image,
-                }
-            })
-            .collect()
     }
 
     /// Turns the page-file image of block `head` in `img` into its committed
-    /// image (verified, with the changes logged since the checkpoint).
-    fn committed_in_place(&self, st: &State, head: PageNo, len: u32, img: &mut [u8]) -> Result<()> {
-        match st.pending.get(&head).map(|p| &p.base) {
+    /// image (verified, with `patch`, the changes logged since the
+    /// checkpoint). A patch with a whole image replaces `img` altogether.
+    fn committed_in_place(
+        &self,
+        head: PageNo,
+        len: u32,
+        patch: Option<&Patch>,
+        img: &mut [u8],
+    ) -> Result<()> {
+        match patch.map(|p| &p.base) {
             Some(Base::Image(pending)) if pending.len() == img.len() => {
                 img.copy_from_slice(pending);
             }
@@ -98,19 +140,10 @@ impl Store {
             }
             _ => self.verify_file_image(head, len, img)?,
         }
-        if let Some(p) = st.pending.get(&head) {
+        if let Some(p) = patch {
             p.apply(img);
         }
         Ok(())
-    }
-
-    /// Reads the committed image of block `head` (of `len` pages) into `buf`.
-    fn read_committed(&self, st: &State, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
-        let base = st.pending.get(&head).map(|p| &p.base);
-        if !matches!(base, Some(Base::Image(_))) {
-            read_block_raw(&*self.file, &self.path, head, self.page_size, buf)?;
-        }
-        self.committed_in_place(st, head, len, buf)
     }
 
     /// Reads a block from the page file and verifies it.
@@ -132,6 +165,13 @@ impl Store {
         })?;
         Ok(())
     }
+}
+
+/// Whether a block's committed image is all in memory (a whole pending
+/// image), so that reading it never goes to the page file: a checkpoint
+/// publishes such an image for every block it writes before it writes any.
+fn has_image(patch: Option<&Patch>) -> bool {
+    matches!(patch.map(|p| &p.base), Some(Base::Image(_)))
 }
 
 /// The allocated blocks that start in pages `from..from + pages`.
