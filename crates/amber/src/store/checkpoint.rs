@@ -153,7 +153,8 @@ enum Trigger {
 
 /// What a checkpoint decided at its cut (step 0).
 struct Cut {
-    /// The blocks with pending changes, ascending, as they were at the cut.
+    /// The blocks with pending changes, ascending, as they were at the cut
+    /// (taken by the installation reads).
     patches: Vec<(PageNo, Arc<Patch>)>,
     /// The old metadata blobs' blocks, freed at step 6.
     old: Vec<(PageNo, u32)>,
@@ -198,15 +199,16 @@ impl Core {
         self.run_checkpoint(Trigger::Due).map(|_| ())
     }
 
-    /// Whether the log or the pending changes have grown past the configured
-    /// limits, with no transaction logging early and the store sound.
-    pub(crate) fn checkpoint_due(&self, st: &State) -> bool {
-        let Some(log) = &self.log else {
-            return false;
-        };
-        st.early.is_empty()
+    /// Whether the log (ending at `log_end`) or the pending changes have
+    /// grown past the configured limits, with no transaction logging early
+    /// and the store sound. The caller reads the log's end before taking the
+    /// state lock: nothing holding the state lock waits for the log writer's
+    /// lock, which a log header write holds across its syncs.
+    pub(crate) fn checkpoint_due(&self, st: &State, log_end: u64) -> bool {
+        self.log.is_some()
+            && st.early.is_empty()
             && st.poisoned.is_none()
-            && (log.end_lsn().saturating_sub(st.sb.checkpoint_lsn) > self.opts.checkpoint_log_bytes
+            && (log_end.saturating_sub(st.sb.checkpoint_lsn) > self.opts.checkpoint_log_bytes
                 || st.pending_bytes > self.opts.checkpoint_pending_bytes)
     }
 
@@ -215,13 +217,15 @@ impl Core {
     fn run_checkpoint(&self, trigger: Trigger) -> Result<Option<CheckpointReport>> {
         let log = self.log()?;
         let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
-        let cut = {
+        // Nothing is appended while the gate is held: this stays the end.
+        let start = log.end_lsn();
+        let mut cut = {
             let mut st = self.lock();
             Core::check_poisoned(&st)?;
-            if !st.early.is_empty() || (trigger == Trigger::Due && !self.checkpoint_due(&st)) {
+            if !st.early.is_empty() || (trigger == Trigger::Due && !self.checkpoint_due(&st, start))
+            {
                 return Ok(None);
             }
-            let start = log.end_lsn();
             if trigger != Trigger::Forced && start == st.sb.checkpoint_lsn && st.pending.is_empty()
             {
                 drop(st);
@@ -235,7 +239,7 @@ impl Core {
             }
             self.cut(&mut st, start)?
         };
-        self.install(log, &cut, trigger == Trigger::Closing)
+        self.install(log, &mut cut, trigger == Trigger::Closing)
             .map(Some)
     }
 
@@ -279,7 +283,7 @@ impl Core {
 
     /// Steps 1 to 6, the state lock taken only for the two in-memory
     /// switches (never across I/O).
-    fn install(&self, log: &LogWriter, cut: &Cut, closing: bool) -> Result<CheckpointReport> {
+    fn install(&self, log: &LogWriter, cut: &mut Cut, closing: bool) -> Result<CheckpointReport> {
         let images = match self.installation_reads(cut) {
             Ok(images) => images,
             Err(e) => {
@@ -334,10 +338,13 @@ impl Core {
     /// Step 1: the whole image of every block to install — read from the
     /// page file without the lock for blocks whose changes lie over it —
     /// then published in place of their pending changes, under the lock.
-    fn installation_reads(&self, cut: &Cut) -> Result<Vec<(PageNo, Arc<Patch>)>> {
+    /// Takes the cut's patches (the ones replaced are freed once no read
+    /// holds them).
+    fn installation_reads(&self, cut: &mut Cut) -> Result<Vec<(PageNo, Arc<Patch>)>> {
         let ps = self.page_size;
-        let mut images = Vec::with_capacity(cut.patches.len());
-        for (head, p) in &cut.patches {
+        let patches = std::mem::take(&mut cut.patches);
+        let mut images = Vec::with_capacity(patches.len());
+        for (head, p) in &patches {
             let image = match p.base {
                 Base::File => {
                     let mut img = vec![0u8; p.run_len as usize * ps].into_boxed_slice();
@@ -349,7 +356,7 @@ impl Core {
             images.push((*head, image));
         }
         let mut st = self.lock();
-        for ((head, was), (_, image)) in cut.patches.iter().zip(&images) {
+        for ((head, was), (_, image)) in patches.iter().zip(&images) {
             if Arc::ptr_eq(was, image) {
                 continue;
             }

@@ -55,7 +55,8 @@ pub struct StoreOptions {
     /// Open without writing anything (inspection, verification).
     pub read_only: bool,
     /// Checkpoint automatically once the log since the last checkpoint is
-    /// larger than this.
+    /// larger than this (on the store's checkpointer thread, which the
+    /// commit that finds it due asks and does not wait for).
     pub checkpoint_log_bytes: u64,
     /// ... or once pending changes hold more memory than this.
     pub checkpoint_pending_bytes: usize,
@@ -216,6 +217,13 @@ impl Core {
 
     /// Numbers for inspection.
     pub fn stats(&self) -> StoreStats {
+        // The log's numbers first: nothing holding the state lock waits for
+        // the log writer's lock (a log header write holds it across syncs).
+        let end_lsn = self
+            .log
+            .as_ref()
+            .map_or(self.recovery.end_lsn, LogWriter::end_lsn);
+        let log_syncs = self.log.as_ref().map_or(0, LogWriter::syncs);
         let st = self.lock();
         StoreStats {
             page_size: self.page_size,
@@ -224,11 +232,9 @@ impl Core {
             blocks: st.fsm.blocks().count() as u64,
             pending_blocks: st.pending.len() as u64,
             checkpoint_lsn: st.sb.checkpoint_lsn,
-            end_lsn: self
-                .log
-                .as_ref()
-                .map_or(self.recovery.end_lsn, LogWriter::end_lsn),
-            log_syncs: self.log.as_ref().map_or(0, LogWriter::syncs),
+            // A checkpoint that ended meanwhile moved the log's end too.
+            end_lsn: end_lsn.max(st.sb.checkpoint_lsn),
+            log_syncs,
             generation: st.sb.generation,
         }
     }

@@ -401,7 +401,7 @@ impl<'s> StoreTx<'s> {
                     });
                 }
             }
-            let due = store.checkpoint_due(&st);
+            let due = store.checkpoint_due(&st, appended.end);
             drop(st);
             drop(turn);
             let info = CommitInfo {

@@ -91,10 +91,13 @@ pub(super) fn build(db: &mut Db, cold_pages: u64, hot_objects: u64) -> Result<()
     Ok(())
 }
 
+/// The cold objects and the hot ones.
+pub(super) type Lists = (Vec<PRef<Cold>>, Vec<PRef<Hot>>);
+
 /// The directory's two lists (reading them faults in the directory's own
 /// pages and gives every cold page a frame, so that the reader's faults
 /// afterwards are one page each).
-pub(super) fn lists(db: &Db) -> Result<(Vec<PRef<Cold>>, Vec<PRef<Hot>>)> {
+pub(super) fn lists(db: &Db) -> Result<Lists> {
     let dirs: PRef<Dirs> = db
         .root("dirs")?
         .ok_or_else(|| BenchError::new("no root \"dirs\""))?;

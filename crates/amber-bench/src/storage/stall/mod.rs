@@ -298,13 +298,18 @@ fn run_case(
         let order = std::mem::take(&mut reader.order);
         let mut trigger_ms = 0.0;
         let mut start = Instant::now();
+        // When the checkpoint was seen to have ended: at once, if the
+        // triggering commit ran it.
+        let mut ended = None;
         let mut crossed = false;
         while !crossed {
             start = Instant::now();
             trigger_ms = update(&mut db, &hot, cfg.per_tx, &mut rng)?;
             let s = db.stats().store;
-            crossed =
-                s.generation != generation || s.end_lsn.saturating_sub(s.checkpoint_lsn) > target;
+            if s.generation != generation {
+                ended = Some(Instant::now());
+            }
+            crossed = ended.is_some() || s.end_lsn.saturating_sub(s.checkpoint_lsn) > target;
         }
         let mut reader = Reader {
             db: &db,
@@ -315,7 +320,10 @@ fn run_case(
             clock,
         };
         let (more, end) = reader.alongside(|| {
-            let end = wait_for_generation(&db, generation)?;
+            let end = match ended {
+                Some(t) => t,
+                None => wait_for_generation(&db, generation)?,
+            };
             std::thread::sleep(after_ms);
             Ok(end)
         })?;
