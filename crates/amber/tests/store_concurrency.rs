@@ -136,10 +136,10 @@ fn fill(s: &Store, head: u64, pages: u32, value: u64) {
     tx.commit().expect("commit");
 }
 
-/// A file system whose reads are not atomic: a read of several pages is
-/// made page by page with a pause between them, as POSIX allows, so that a
-/// read overlapping a checkpoint's writes of a block comes back torn unless
-/// the store avoids such reads.
+/// A file system whose reads and writes are not atomic: one of several
+/// pages is made page by page with a pause between them, as POSIX allows,
+/// so that a read overlapping a checkpoint's writes of a block comes back
+/// torn unless the store avoids such reads.
 #[derive(Debug)]
 struct PageByPage(CrashVfs);
 
@@ -172,7 +172,13 @@ impl IoFile for PageByPageFile {
     }
 
     fn write_all_at(&self, buf: &[u8], off: u64) -> std::io::Result<()> {
-        self.0.write_all_at(buf, off)
+        for (i, page) in buf.chunks(4096).enumerate() {
+            if i > 0 {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+            self.0.write_all_at(page, off + i as u64 * 4096)?;
+        }
+        Ok(())
     }
 
     fn sync_data(&self) -> std::io::Result<()> {

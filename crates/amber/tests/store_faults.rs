@@ -191,11 +191,11 @@ fn a_failed_background_checkpoint_is_reported_by_the_next_call() {
         checkpoint_log_bytes: 2_000,
         ..manual()
     };
-    let inner = CrashVfs::new();
-    let cd = CountdownVfs::new(Arc::new(inner.clone()), 0, false);
-    // The calls up to the commit that crosses the threshold.
+    // The calls up to the end of the commit that crosses the threshold,
+    // counted where it does not (no background checkpoint to race with).
     let calls_before = {
-        let s = Store::create(Arc::new(cd.clone()), Path::new("/db"), auto.clone()).unwrap();
+        let cd = CountdownVfs::new(Arc::new(CrashVfs::new()), 0, false);
+        let s = Store::create(Arc::new(cd.clone()), Path::new("/db"), manual()).unwrap();
         let mut tx = s.begin().unwrap();
         let head = tx
             .alloc(1, amber::internals::format::page::BlockKind::Raw)
@@ -205,10 +205,7 @@ fn a_failed_background_checkpoint_is_reported_by_the_next_call() {
         tx.write(head * s.page_size() as u64 + 64, &[7; 3000])
             .unwrap();
         tx.commit().unwrap();
-        let n = cd.calls();
-        s.wait_for_checkpointer();
-        assert!(cd.calls() > n, "no automatic checkpoint ran");
-        n
+        cd.calls()
     };
     // Again, with the automatic checkpoint's first call failing.
     let inner = CrashVfs::new();

@@ -8,7 +8,6 @@ use crate::format::meta::RootEntry;
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::format::{PAddr, PageNo};
 use crate::wal::Record;
-use std::sync::Arc;
 
 impl State {
     /// Applies `rec` of a transaction that committed at `commit_lsn`.
@@ -67,7 +66,7 @@ impl State {
                 page::format(&mut img, kind, head, count);
                 let p = Patch::image(count, img, commit_lsn);
                 self.pending_bytes += p.bytes();
-                self.pending.insert(head, Arc::new(p));
+                self.pending.insert(head, p);
             }
             Record::Free { page, count, .. } => {
                 self.fsm.free(page, count)?;
@@ -114,7 +113,6 @@ impl State {
         // Fast path, one lookup: the first page of a block with changes
         // pending (most records of a busy log land on such blocks).
         if let Some(p) = self.pending.get_mut(&page) {
-            let p = Arc::make_mut(p);
             let off = (addr - (page << shift)) as usize;
             let block_len = p.run_len as usize * ps;
             if off + data.len() > block_len {
@@ -147,15 +145,8 @@ impl State {
         let p = self
             .pending
             .entry(head)
-            .or_insert_with(|| Arc::new(Patch::over_file(run_len)));
-        write_counted(
-            &mut self.pending_bytes,
-            Arc::make_mut(p),
-            off,
-            data,
-            lsn,
-            block_len,
-        );
+            .or_insert_with(|| Patch::over_file(run_len));
+        write_counted(&mut self.pending_bytes, p, off, data, lsn, block_len);
     }
 }
 

@@ -10,11 +10,12 @@
 //!    freshly allocated blocks (shadow paging: the old blobs stay untouched).
 //! 1. Installation reads, without the state lock: every block with pending
 //!    changes over its page-file image is read from the page file (checksum
-//!    verified) and the changes laid over it. Then, under the lock for a
-//!    moment, those whole images replace the blocks' pending changes, so
-//!    that from here on no read of a block about to be written goes to the
-//!    page file. Nothing has been written yet.
-//! 2. The images are sealed (LSN, checksum), without the lock.
+//!    verified). Then, a few dozen blocks per hold of the lock, the changes
+//!    are laid over those images, which replace the blocks' pending changes
+//!    (so that from then on no read of a block about to be written uses the
+//!    page file), and a copy of every block's whole image is taken. Nothing
+//!    has been written yet.
+//! 2. The copies are sealed (LSN, checksum), without the lock.
 //! 3. An intent record listing every block about to be written, with its new
 //!    checksum, is appended and synced. From here a crash leaves the old
 //!    superblock in charge and recovery replays the whole log since the old
@@ -41,7 +42,7 @@
 //! describes). What a concurrent read and a concurrent commit see at each
 //! step is argued in docs/design.md §3.1.
 
-use super::pending::{Base, Patch};
+use super::pending::Base;
 use super::state::State;
 use super::{Core, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
@@ -56,7 +57,6 @@ use crate::wal::record::MAX_INTENT;
 use crate::wal::writer::LogWriter;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 /// What a checkpoint did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -153,9 +153,10 @@ enum Trigger {
 
 /// What a checkpoint decided at its cut (step 0).
 struct Cut {
-    /// The blocks with pending changes, ascending, as they were at the cut
-    /// (taken by the installation reads).
-    patches: Vec<(PageNo, Arc<Patch>)>,
+    /// The blocks with pending changes `(head, pages)`, ascending, and
+    /// whether their changes lie over the page-file image (else the whole
+    /// image is in memory).
+    blocks: Vec<(PageNo, u32, bool)>,
     /// The old metadata blobs' blocks, freed at step 6.
     old: Vec<(PageNo, u32)>,
     /// The new blobs' sealed images.
@@ -166,6 +167,11 @@ struct Cut {
     /// The superblock copy written first (the one that is not current).
     first_slot: usize,
 }
+
+/// Blocks published per hold of the state lock at step 1: each costs a
+/// copy of its image or two (microseconds for a page), so a fault waits at
+/// most a few dozen of them.
+const PUBLISH_BATCH: usize = 32;
 
 fn refused() -> Error {
     Error::invalid("checkpoint refused: a transaction in progress has records in the log")
@@ -219,7 +225,7 @@ impl Core {
         let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
         // Nothing is appended while the gate is held: this stays the end.
         let start = log.end_lsn();
-        let mut cut = {
+        let cut = {
             let mut st = self.lock();
             Core::check_poisoned(&st)?;
             if !st.early.is_empty() || (trigger == Trigger::Due && !self.checkpoint_due(&st, start))
@@ -239,7 +245,7 @@ impl Core {
             }
             self.cut(&mut st, start)?
         };
-        self.install(log, &mut cut, trigger == Trigger::Closing)
+        self.install(log, &cut, trigger == Trigger::Closing)
             .map(Some)
     }
 
@@ -249,9 +255,12 @@ impl Core {
     /// the log: everything before it is committed and applied, and nothing
     /// is appended after it until the checkpoint ends.
     fn cut(&self, st: &mut State, start: u64) -> Result<Cut> {
-        let mut patches: Vec<(PageNo, Arc<Patch>)> =
-            st.pending.iter().map(|(h, p)| (*h, p.clone())).collect();
-        patches.sort_by_key(|(h, _)| *h);
+        let mut blocks: Vec<(PageNo, u32, bool)> = st
+            .pending
+            .iter()
+            .map(|(h, p)| (*h, p.run_len, matches!(p.base, Base::File)))
+            .collect();
+        blocks.sort_by_key(|b| b.0);
         let old: Vec<(PageNo, u32)> = [st.sb.fsm_page, st.sb.roots_page, st.sb.catalog_page]
             .iter()
             .filter_map(|&p| st.fsm.block_of(p))
@@ -273,7 +282,7 @@ impl Core {
         sb.catalog_page = blobs[2];
         sb.next_txid = st.next_txid;
         Ok(Cut {
-            patches,
+            blocks,
             old,
             meta_images,
             sb,
@@ -281,23 +290,16 @@ impl Core {
         })
     }
 
-    /// Steps 1 to 6, the state lock taken only for the two in-memory
-    /// switches (never across I/O).
-    fn install(&self, log: &LogWriter, cut: &mut Cut, closing: bool) -> Result<CheckpointReport> {
-        let images = match self.installation_reads(cut) {
-            Ok(images) => images,
+    /// Steps 1 to 6, the state lock taken only for in-memory work (never
+    /// across I/O).
+    fn install(&self, log: &LogWriter, cut: &Cut, closing: bool) -> Result<CheckpointReport> {
+        let data = match self.installation_reads(cut) {
+            Ok(data) => data,
             Err(e) => {
                 self.undo_cut(cut);
                 return Err(e);
             }
         };
-        // 2. Sealed images, without the lock: the published images are the
-        // committed state and no commit changes them until the checkpoint
-        // ends (the gate).
-        let data: Vec<(PageNo, Vec<u8>)> = images
-            .iter()
-            .filter_map(|(h, p)| p.sealed_image().map(|i| (*h, i)))
-            .collect();
         let ckpt_lsn = match append_intent(log, &data, &cut.meta_images) {
             Ok(lsn) => lsn,
             Err(e) => {
@@ -335,53 +337,69 @@ impl Core {
         })
     }
 
-    /// Step 1: the whole image of every block to install — read from the
-    /// page file without the lock for blocks whose changes lie over it —
-    /// then published in place of their pending changes, under the lock.
-    /// Takes the cut's patches (the ones replaced are freed once no read
-    /// holds them).
-    fn installation_reads(&self, cut: &mut Cut) -> Result<Vec<(PageNo, Arc<Patch>)>> {
+    /// Steps 1 and 2: the page-file image of every block whose changes lie
+    /// over it, read without the lock; then, a batch of blocks at a time
+    /// under the lock, those changes laid over it and the whole image
+    /// published in place of the block's pending changes (from then on no
+    /// read of the block goes to the page file), and a copy of every whole
+    /// image taken; the copies sealed without the lock. Returns them, in
+    /// block order.
+    fn installation_reads(&self, cut: &Cut) -> Result<Vec<(PageNo, Vec<u8>)>> {
         let ps = self.page_size;
-        let patches = std::mem::take(&mut cut.patches);
-        let mut images = Vec::with_capacity(patches.len());
-        for (head, p) in &patches {
-            let image = match p.base {
-                Base::File => {
-                    let mut img = vec![0u8; p.run_len as usize * ps].into_boxed_slice();
-                    self.read_file_block(*head, p.run_len, &mut img)?;
-                    Arc::new(p.materialized(img))
-                }
-                Base::Image(_) => p.clone(),
-            };
-            images.push((*head, image));
+        let mut file_images = Vec::with_capacity(cut.blocks.len());
+        for &(head, pages, from_file) in &cut.blocks {
+            file_images.push(if from_file {
+                let mut img = vec![0u8; pages as usize * ps].into_boxed_slice();
+                self.read_file_block(head, pages, &mut img)?;
+                Some(img)
+            } else {
+                None
+            });
         }
-        let mut st = self.lock();
-        for ((head, was), (_, image)) in patches.iter().zip(&images) {
-            if Arc::ptr_eq(was, image) {
-                continue;
-            }
+        let mut data = Vec::with_capacity(cut.blocks.len());
+        let batches = cut
+            .blocks
+            .chunks(PUBLISH_BATCH)
+            .zip(file_images.chunks_mut(PUBLISH_BATCH));
+        for (blocks, images) in batches {
+            let mut st = self.lock();
+            // Reads that went to the page file before this point read again
+            // (the blocks are about to be written); later ones find the
+            // whole images.
+            st.installs += 1;
             let State {
                 pending,
                 pending_bytes,
                 ..
             } = &mut *st;
-            match pending.get_mut(head) {
-                Some(cur) if Arc::ptr_eq(cur, was) => {
-                    *pending_bytes =
-                        *pending_bytes + image.bytes() - was.bytes().min(*pending_bytes);
-                    *cur = image.clone();
+            for (&(head, _, _), image) in blocks.iter().zip(images) {
+                // No commit runs until the checkpoint ends (the gate): the
+                // pending changes are those of the cut.
+                let p = pending.get_mut(&head).ok_or_else(|| {
+                    Error::internal(format!(
+                        "block {head}: its pending changes vanished during a checkpoint"
+                    ))
+                })?;
+                if let Some(img) = image.take() {
+                    let before = p.bytes();
+                    p.materialize(img);
+                    *pending_bytes = *pending_bytes + p.bytes() - before.min(*pending_bytes);
                 }
-                _ => {
-                    return Err(Error::internal(format!(
-                        "block {head}: its pending changes changed during a checkpoint"
-                    )));
-                }
+                let whole = p.whole_image().ok_or_else(|| {
+                    Error::internal(format!(
+                        "block {head}: no whole image after its installation read"
+                    ))
+                })?;
+                data.push((head, whole, p.lsn));
             }
         }
-        // Reads that went to the page file before this point retry (the
-        // blocks are about to be written); later ones find these images.
-        st.installs += 1;
-        Ok(images)
+        Ok(data
+            .into_iter()
+            .map(|(head, mut img, lsn)| {
+                page::seal(&mut img, lsn);
+                (head, img)
+            })
+            .collect())
     }
 
     /// Undoes the cut of a checkpoint that failed before writing anything:
@@ -440,6 +458,9 @@ impl State {
         self.sb_slot = 0;
         self.pending.clear();
         self.pending_bytes = 0;
+        // A read that took a whole image before this and read the page file
+        // (for a neighbour) while the blocks were written reads again.
+        self.installs += 1;
         for &(h, l) in old {
             if let Err(what) = self.fsm.free(h, l) {
                 let what =

@@ -12,8 +12,6 @@
 //! than the copies). Reading the page-file image is deferred to when the
 //! block is read or installed (the installation read).
 
-use crate::format::page;
-
 /// Where a patched block's bytes come from before the changes are applied.
 #[derive(Debug, Clone)]
 pub enum Base {
@@ -124,26 +122,24 @@ impl Patch {
     }
 
     /// Turns the patch into a whole image (after an installation read).
-    pub fn materialize(&mut self, file_image: Box<[u8]>) {
-        *self = self.materialized(file_image);
-    }
-
-    /// The whole-image patch equal to this one laid over `file_image`, the
-    /// block's page-file image (an installation read).
-    pub fn materialized(&self, mut file_image: Box<[u8]>) -> Patch {
+    pub fn materialize(&mut self, mut file_image: Box<[u8]>) {
         self.apply(&mut file_image);
-        Patch::image(self.run_len, file_image, self.lsn)
+        self.data = Box::default();
+        self.written = Box::default();
+        self.unmarked = Vec::new();
+        self.base = Base::Image(file_image);
     }
 
-    /// The final image of a block whose base is in memory, sealed with the
-    /// patch's LSN; `None` when the base is the page file.
-    pub fn sealed_image(&self) -> Option<Vec<u8>> {
+    /// The final image of a block whose base is in memory, not yet sealed
+    /// (seal it with the patch's LSN:
+    /// [`seal`](crate::format::page::seal)); `None` when the base
+    /// is the page file.
+    pub fn whole_image(&self) -> Option<Vec<u8>> {
         match &self.base {
             Base::File => None,
             Base::Image(img) => {
                 let mut v = img.to_vec();
                 self.apply(&mut v);
-                page::seal(&mut v, self.lsn);
                 Some(v)
             }
         }

@@ -1,11 +1,10 @@
 //! Reading committed blocks: the page-file image, verified, with the changes
 //! logged since the checkpoint laid over it; one block, or a fetch cluster
-//! of them with one `pread`. Reads hold the state lock only to take what
-//! they need of it, never across I/O, so a page fault never waits for a
-//! checkpoint's writes and syncs (docs/design.md §3.1 says what a read
-//! sees at each step of a checkpoint).
+//! of them with one `pread`. Reads never hold the state lock across I/O, so
+//! a page fault never waits for a checkpoint's reads, writes and syncs
+//! (docs/design.md §3.1 says what a read sees at each step of one).
 
-use super::pending::{Base, Patch};
+use super::pending::Base;
 use super::state::State;
 use super::{Core, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
@@ -13,7 +12,6 @@ use crate::format::PageNo;
 use crate::format::page;
 use crate::io::IoFile;
 use std::path::Path;
-use std::sync::Arc;
 
 /// One block of a fetch cluster read by [`Store::read_cluster`].
 #[derive(Debug)]
@@ -31,26 +29,33 @@ pub struct ClusterBlock {
 impl Core {
     /// The committed image of the block whose first page is `head`.
     pub fn read_block(&self, head: PageNo) -> Result<Vec<u8>> {
+        let block = |st: &State| {
+            st.fsm
+                .block_of(head)
+                .filter(|&(h, _)| h == head)
+                .ok_or_else(|| {
+                    Error::invalid(format!("page {head} does not start an allocated block"))
+                })
+        };
         loop {
-            let (len, patch, installs) = {
+            let (len, installs) = {
                 let st = self.lock();
-                let (_, len) = st
-                    .fsm
-                    .block_of(head)
-                    .filter(|&(h, _)| h == head)
-                    .ok_or_else(|| {
-                        Error::invalid(format!("page {head} does not start an allocated block"))
-                    })?;
-                (len, st.pending.get(&head).cloned(), st.installs)
+                let (_, len) = block(&st)?;
+                if has_image(&st, head) {
+                    let mut buf = vec![0u8; len as usize * self.page_size];
+                    self.committed_in_place(&st, head, len, &mut buf)?;
+                    return Ok(buf);
+                }
+                (len, st.installs)
             };
             let mut buf = vec![0u8; len as usize * self.page_size];
-            if !has_image(patch.as_deref()) {
-                read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf)?;
-                if self.lock().installs != installs {
-                    continue;
-                }
+            let read = read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf);
+            let st = self.lock();
+            if st.installs != installs || block(&st)? != (head, len) {
+                continue;
             }
-            self.committed_in_place(head, len, patch.as_deref(), &mut buf)?;
+            read?;
+            self.committed_in_place(&st, head, len, &mut buf)?;
             return Ok(buf);
         }
     }
@@ -68,23 +73,19 @@ impl Core {
     /// starts in `buf` and whether it is good; the images are verified and
     /// carry the changes committed since the last checkpoint.
     ///
-    /// The state lock is held only to list the blocks and take their pending
-    /// changes, and again for a moment after the `pread` to check that no
-    /// checkpoint began writing blocks meanwhile (if one did, the read is
-    /// done again): never across the `pread`.
+    /// The state lock is never held across the `pread`: it is taken to list
+    /// the blocks, let go for the read, and taken again to lay the pending
+    /// changes over what was read — unless a checkpoint moved committed
+    /// bytes meanwhile or the blocks changed, and then the read is made
+    /// again (docs/design.md §3.1).
     pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
         let ps = self.page_size;
         loop {
             let (blocks, installs) = {
                 let st = self.lock();
-                let blocks: Vec<(PageNo, u32, Option<Arc<Patch>>)> = heads_in(&st, from, pages)
-                    .into_iter()
-                    .map(|(h, n)| (h, n, st.pending.get(&h).cloned()))
-                    .collect();
-                (blocks, st.installs)
+                (heads_in(&st, from, pages), st.installs)
             };
-            let (Some(&(first, _, _)), Some(&(last, last_n, _))) = (blocks.first(), blocks.last())
-            else {
+            let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
                 return Vec::new();
             };
             let span = (last + u64::from(last_n) - first) as usize * ps;
@@ -93,20 +94,20 @@ impl Core {
             }
             let raw = &mut buf[..span];
             let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
-            let from_file = blocks.iter().any(|(_, _, p)| !has_image(p.as_deref()));
-            if from_file && self.lock().installs != installs {
+            let st = self.lock();
+            if st.installs != installs || heads_in(&st, from, pages) != blocks {
                 continue;
             }
             return blocks
                 .into_iter()
-                .map(|(head, pages, patch)| {
+                .map(|(head, pages)| {
                     let at = (head - first) as usize * ps;
                     let img = &mut raw[at..at + pages as usize * ps];
-                    let image = match (&read, has_image(patch.as_deref())) {
-                        (Err(e), false) => {
+                    let image = match &read {
+                        Err(e) if !has_image(&st, head) => {
                             Err(Error::invalid(format!("reading pages {first}..: {e}")))
                         }
-                        _ => self.committed_in_place(head, pages, patch.as_deref(), img),
+                        _ => self.committed_in_place(&st, head, pages, img),
                     };
                     ClusterBlock {
                         head,
@@ -120,16 +121,10 @@ impl Core {
     }
 
     /// Turns the page-file image of block `head` in `img` into its committed
-    /// image (verified, with `patch`, the changes logged since the
-    /// checkpoint). A patch with a whole image replaces `img` altogether.
-    fn committed_in_place(
-        &self,
-        head: PageNo,
-        len: u32,
-        patch: Option<&Patch>,
-        img: &mut [u8],
-    ) -> Result<()> {
-        match patch.map(|p| &p.base) {
+    /// image (verified, with the changes logged since the checkpoint). A
+    /// whole pending image replaces `img` altogether.
+    fn committed_in_place(&self, st: &State, head: PageNo, len: u32, img: &mut [u8]) -> Result<()> {
+        match st.pending.get(&head).map(|p| &p.base) {
             Some(Base::Image(pending)) if pending.len() == img.len() => {
                 img.copy_from_slice(pending);
             }
@@ -140,7 +135,7 @@ impl Core {
             }
             _ => self.verify_file_image(head, len, img)?,
         }
-        if let Some(p) = patch {
+        if let Some(p) = st.pending.get(&head) {
             p.apply(img);
         }
         Ok(())
@@ -167,11 +162,10 @@ impl Core {
     }
 }
 
-/// Whether a block's committed image is all in memory (a whole pending
-/// image), so that reading it never goes to the page file: a checkpoint
-/// publishes such an image for every block it writes before it writes any.
-fn has_image(patch: Option<&Patch>) -> bool {
-    matches!(patch.map(|p| &p.base), Some(Base::Image(_)))
+/// Whether block `head`'s committed image is all in memory (a whole
+/// pending image), so that reading it needs nothing from the page file.
+fn has_image(st: &State, head: PageNo) -> bool {
+    matches!(st.pending.get(&head).map(|p| &p.base), Some(Base::Image(_)))
 }
 
 /// The allocated blocks that start in pages `from..from + pages`.

@@ -40,7 +40,6 @@ use crate::wal::scan::{self, ScanEnd, Tail};
 use crate::wal::{Record, TxId};
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::Arc;
 
 /// What the recovery pass found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -408,7 +407,7 @@ fn check_intent(
             let mut img = vec![0u8; patch.run_len as usize * ps].into_boxed_slice();
             read_block_raw(file, path, head, ps, &mut img)?;
             let torn = page::verify(&img, head, patch.run_len).is_err();
-            Arc::make_mut(patch).materialize(img);
+            patch.materialize(img);
             if torn {
                 repaired.push(head);
             }

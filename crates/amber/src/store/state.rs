@@ -15,7 +15,6 @@ use crate::format::{PAddr, PageNo, first_data_page};
 use crate::io::IoFile;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::sync::Arc;
 
 /// Mutable state behind the store's lock.
 #[derive(Debug)]
@@ -26,14 +25,13 @@ pub(crate) struct State {
     pub(crate) roots: BTreeMap<String, RootEntry>,
     pub(crate) catalog: BTreeMap<u32, Vec<u8>>,
     pub(crate) next_type_id: u32,
-    /// Committed changes not yet installed, per block. Shared, so that a
-    /// read takes them under the lock and lays them over the page-file image
-    /// without it; a commit changing a block a read still holds copies it.
-    pub(crate) pending: IntMap<PageNo, Arc<Patch>>,
+    pub(crate) pending: IntMap<PageNo, Patch>,
     pub(crate) pending_bytes: usize,
-    /// Checkpoints that have begun writing blocks to the page file. A read
-    /// that went to the page file without the state lock checks, under the
-    /// lock again, that it has not changed meanwhile (else it reads again).
+    /// Goes up whenever a checkpoint changes where committed bytes are kept
+    /// (whole images published in place of pending changes; pending changes
+    /// dropped once installed). A read that went to the page file without
+    /// the state lock checks, under the lock again, that it has not moved
+    /// meanwhile, else it reads again (`read.rs`).
     pub(crate) installs: u64,
     pub(crate) next_txid: u64,
     /// Active transactions that have records in the log already.
