@@ -43,19 +43,19 @@ impl Core {
                 let (_, len) = block(&st)?;
                 if has_image(&st, head) {
                     let mut buf = vec![0u8; len as usize * self.page_size];
-                    self.committed_in_place(&st, head, len, &mut buf)?;
+                    self.committed_in_place(&st, head, len, &mut buf, None)?;
                     return Ok(buf);
                 }
                 (len, st.installs)
             };
             let mut buf = vec![0u8; len as usize * self.page_size];
-            let read = read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf);
+            read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf)?;
+            let verified = self.verify_file_image(head, len, &buf);
             let st = self.lock();
             if st.installs != installs || block(&st)? != (head, len) {
                 continue;
             }
-            read?;
-            self.committed_in_place(&st, head, len, &mut buf)?;
+            self.committed_in_place(&st, head, len, &mut buf, Some(verified))?;
             return Ok(buf);
         }
     }
@@ -73,17 +73,19 @@ impl Core {
     /// starts in `buf` and whether it is good; the images are verified and
     /// carry the changes committed since the last checkpoint.
     ///
-    /// The state lock is never held across the `pread`: it is taken to list
-    /// the blocks, let go for the read, and taken again to lay the pending
-    /// changes over what was read — unless a checkpoint moved committed
-    /// bytes meanwhile or the blocks changed, and then the read is made
-    /// again (docs/design.md §3.1).
+    /// The state lock is never held across the `pread` nor the checksums:
+    /// it is taken to list the blocks, let go to read and verify them, and
+    /// taken again to lay the pending changes over what was read — unless a
+    /// checkpoint moved committed bytes meanwhile or the blocks changed, and
+    /// then the read is made again (docs/design.md §3.1).
     pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
         let ps = self.page_size;
         loop {
-            let (blocks, installs) = {
+            let (blocks, in_memory, installs) = {
                 let st = self.lock();
-                (heads_in(&st, from, pages), st.installs)
+                let blocks = heads_in(&st, from, pages);
+                let in_memory: Vec<bool> = blocks.iter().map(|&(h, _)| has_image(&st, h)).collect();
+                (blocks, in_memory, st.installs)
             };
             let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
                 return Vec::new();
@@ -94,26 +96,37 @@ impl Core {
             }
             let raw = &mut buf[..span];
             let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
+            let at = |head: PageNo| (head - first) as usize * ps;
+            // What the page file holds of each block not held whole in
+            // memory: verified, or why not.
+            let verified: Vec<Option<Result<()>>> = blocks
+                .iter()
+                .zip(&in_memory)
+                .map(|(&(head, n), &whole)| {
+                    (!whole).then(|| match &read {
+                        Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
+                        Ok(()) => self.verify_file_image(
+                            head,
+                            n,
+                            &raw[at(head)..at(head) + n as usize * ps],
+                        ),
+                    })
+                })
+                .collect();
             let st = self.lock();
             if st.installs != installs || heads_in(&st, from, pages) != blocks {
                 continue;
             }
             return blocks
                 .into_iter()
-                .map(|(head, pages)| {
-                    let at = (head - first) as usize * ps;
-                    let img = &mut raw[at..at + pages as usize * ps];
-                    let image = match &read {
-                        Err(e) if !has_image(&st, head) => {
-                            Err(Error::invalid(format!("reading pages {first}..: {e}")))
-                        }
-                        _ => self.committed_in_place(&st, head, pages, img),
-                    };
+                .zip(verified)
+                .map(|((head, pages), verified)| {
+                    let img = &mut raw[at(head)..at(head) + pages as usize * ps];
                     ClusterBlock {
                         head,
                         pages,
-                        at,
-                        image,
+                        at: at(head),
+                        image: self.committed_in_place(&st, head, pages, img, verified),
                     }
                 })
                 .collect();
@@ -121,9 +134,17 @@ impl Core {
     }
 
     /// Turns the page-file image of block `head` in `img` into its committed
-    /// image (verified, with the changes logged since the checkpoint). A
-    /// whole pending image replaces `img` altogether.
-    fn committed_in_place(&self, st: &State, head: PageNo, len: u32, img: &mut [u8]) -> Result<()> {
+    /// image, with the changes logged since the checkpoint; `verified` says
+    /// whether the page-file image passed its checksum (`None`: not checked
+    /// yet). A whole pending image replaces `img` altogether.
+    fn committed_in_place(
+        &self,
+        st: &State,
+        head: PageNo,
+        len: u32,
+        img: &mut [u8],
+        verified: Option<Result<()>>,
+    ) -> Result<()> {
         match st.pending.get(&head).map(|p| &p.base) {
             Some(Base::Image(pending)) if pending.len() == img.len() => {
                 img.copy_from_slice(pending);
@@ -133,7 +154,7 @@ impl Core {
                     "block {head}: its pending image is not {len} pages"
                 )));
             }
-            _ => self.verify_file_image(head, len, img)?,
+            _ => verified.unwrap_or_else(|| self.verify_file_image(head, len, img))?,
         }
         if let Some(p) = st.pending.get(&head) {
             p.apply(img);
