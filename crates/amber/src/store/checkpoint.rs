@@ -5,17 +5,18 @@
 //!
 //! 0. The cut, under the gate (exclusive: no record is appended until the
 //!    checkpoint ends) and the state lock: the checkpoint LSN-to-be is the
-//!    end of the log, the blocks to install are the pending changes, and the
-//!    new metadata blobs (free-space map, roots, catalog) are built into
-//!    freshly allocated blocks (shadow paging: the old blobs stay untouched).
-//! 1. Installation reads, without the state lock: every block with pending
-//!    changes over its page-file image is read from the page file (checksum
-//!    verified). Then, a few dozen blocks per hold of the lock, the changes
-//!    are laid over those images, which replace the blocks' pending changes
-//!    (so that from then on no read of a block about to be written uses the
-//!    page file), and a copy of every block's whole image is taken. Nothing
-//!    has been written yet.
-//! 2. The copies are sealed (LSN, checksum), without the lock.
+//!    end of the log; the pending changes move, shared, to the changes being
+//!    installed (`State::installing`), where reads still find them; the new
+//!    metadata blobs (free-space map, roots, catalog) are built into freshly
+//!    allocated blocks (shadow paging: the old blobs stay untouched).
+//! 1. Installation reads, without the state lock: every block whose changes
+//!    lie over its page-file image is read from the page file (checksum
+//!    verified) and the changes laid over it; blocks whose whole image is in
+//!    memory are copied.
+//! 2. The images are sealed (LSN, checksum), still without the lock; then,
+//!    under it for a moment, they replace the changes being installed, so
+//!    that from here on no read of a block about to be written uses the
+//!    page file. Nothing has been written yet.
 //! 3. An intent record listing every block about to be written, with its new
 //!    checksum, is appended and synced. From here a crash leaves the old
 //!    superblock in charge and recovery replays the whole log since the old
@@ -28,9 +29,9 @@
 //!    both describe the new checkpoint and a later flipped byte in either one
 //!    leaves an identical twin.
 //! 6. Under the lock for a moment, the in-memory state switches: the new
-//!    superblock, the pending changes dropped (the page file holds them now),
-//!    the old blobs' blocks freed (the new free-space map already shows them
-//!    free). Then the log is recycled by writing a new log header (both
+//!    superblock, the installed changes dropped (the page file holds them
+//!    now; they are freed after the lock is let go), the old blobs' blocks
+//!    freed (the new free-space map already shows them free). Then the log is recycled by writing a new log header (both
 //!    copies, one after the other) whose base LSN is the new checkpoint LSN.
 //!    If the header write is lost, recovery reads the old header and skips
 //!    to the checkpoint LSN; no record is appended before both copies are
@@ -42,8 +43,8 @@
 //! describes). What a concurrent read and a concurrent commit see at each
 //! step is argued in docs/design.md §3.1.
 
-use super::pending::Base;
-use super::state::State;
+use super::pending::{Base, Patch};
+use super::state::{Changes, State};
 use super::{Core, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
@@ -57,6 +58,7 @@ use crate::wal::record::MAX_INTENT;
 use crate::wal::writer::LogWriter;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What a checkpoint did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -153,10 +155,10 @@ enum Trigger {
 
 /// What a checkpoint decided at its cut (step 0).
 struct Cut {
-    /// The blocks with pending changes `(head, pages)`, ascending, and
-    /// whether their changes lie over the page-file image (else the whole
-    /// image is in memory).
-    blocks: Vec<(PageNo, u32, bool)>,
+    /// The pending changes it installs (also in `State::installing`), and
+    /// their blocks' heads in ascending order.
+    changes: Arc<Changes>,
+    heads: Vec<PageNo>,
     /// The old metadata blobs' blocks, freed at step 6.
     old: Vec<(PageNo, u32)>,
     /// The new blobs' sealed images.
@@ -167,11 +169,6 @@ struct Cut {
     /// The superblock copy written first (the one that is not current).
     first_slot: usize,
 }
-
-/// Blocks published per hold of the state lock at step 1: each costs a
-/// copy of its image or two (microseconds for a page), so a fault waits at
-/// most a few dozen of them.
-const PUBLISH_BATCH: usize = 32;
 
 fn refused() -> Error {
     Error::invalid("checkpoint refused: a transaction in progress has records in the log")
@@ -245,7 +242,7 @@ impl Core {
             }
             self.cut(&mut st, start)?
         };
-        self.install(log, &cut, trigger == Trigger::Closing)
+        self.install(log, cut, trigger == Trigger::Closing)
             .map(Some)
     }
 
@@ -255,12 +252,6 @@ impl Core {
     /// the log: everything before it is committed and applied, and nothing
     /// is appended after it until the checkpoint ends.
     fn cut(&self, st: &mut State, start: u64) -> Result<Cut> {
-        let mut blocks: Vec<(PageNo, u32, bool)> = st
-            .pending
-            .iter()
-            .map(|(h, p)| (*h, p.run_len, matches!(p.base, Base::File)))
-            .collect();
-        blocks.sort_by_key(|b| b.0);
         let old: Vec<(PageNo, u32)> = [st.sb.fsm_page, st.sb.roots_page, st.sb.catalog_page]
             .iter()
             .filter_map(|&p| st.fsm.block_of(p))
@@ -281,8 +272,14 @@ impl Core {
         sb.roots_page = blobs[1];
         sb.catalog_page = blobs[2];
         sb.next_txid = st.next_txid;
+        let changes = Arc::new(std::mem::take(&mut st.pending));
+        st.pending_bytes = 0;
+        st.installing = Some(changes.clone());
+        let mut heads: Vec<PageNo> = changes.keys().copied().collect();
+        heads.sort_unstable();
         Ok(Cut {
-            blocks,
+            changes,
+            heads,
             old,
             meta_images,
             sb,
@@ -291,19 +288,27 @@ impl Core {
     }
 
     /// Steps 1 to 6, the state lock taken only for in-memory work (never
-    /// across I/O).
-    fn install(&self, log: &LogWriter, cut: &Cut, closing: bool) -> Result<CheckpointReport> {
-        let data = match self.installation_reads(cut) {
-            Ok(data) => data,
+    /// across I/O), each time for a moment.
+    fn install(&self, log: &LogWriter, cut: Cut, closing: bool) -> Result<CheckpointReport> {
+        let images = match self.installation_reads(&cut) {
+            Ok(images) => images,
             Err(e) => {
-                self.undo_cut(cut);
+                self.undo_cut(&cut);
                 return Err(e);
             }
         };
+        let data: Vec<(PageNo, &[u8])> = cut
+            .heads
+            .iter()
+            .filter_map(|h| match &images.get(h)?.base {
+                Base::Image(img) => Some((*h, &img[..])),
+                Base::File => None,
+            })
+            .collect();
         let ckpt_lsn = match append_intent(log, &data, &cut.meta_images) {
             Ok(lsn) => lsn,
             Err(e) => {
-                self.undo_cut(cut);
+                self.undo_cut(&cut);
                 if log.failure().is_some() {
                     // The log refuses everything from now on: so does the
                     // store, from `begin` on.
@@ -319,8 +324,14 @@ impl Core {
         let bytes = self
             .write_and_switch(&data, &cut.meta_images, &sb, cut.first_slot)
             .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
-        // 6. The in-memory switch, then the log's recycling.
-        self.lock().switch_to(sb, &cut.old).map_err(|what| {
+        let blocks = data.len() as u64;
+        drop(data);
+        // 6. The in-memory switch (the installed changes are freed after
+        // the lock is let go), then the log's recycling.
+        let installed = self.lock().switch_to(sb, &cut.old);
+        drop(images);
+        drop(cut);
+        installed.map_err(|what| {
             corrupt(
                 &self.path,
                 FileKind::PageFile,
@@ -331,81 +342,62 @@ impl Core {
         log.recycle(closing)
             .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
         Ok(CheckpointReport {
-            blocks: data.len() as u64,
+            blocks,
             bytes,
             lsn: ckpt_lsn,
         })
     }
 
-    /// Steps 1 and 2: the page-file image of every block whose changes lie
-    /// over it, read without the lock; then, a batch of blocks at a time
-    /// under the lock, those changes laid over it and the whole image
-    /// published in place of the block's pending changes (from then on no
-    /// read of the block goes to the page file), and a copy of every whole
-    /// image taken; the copies sealed without the lock. Returns them, in
-    /// block order.
-    fn installation_reads(&self, cut: &Cut) -> Result<Vec<(PageNo, Vec<u8>)>> {
+    /// Steps 1 and 2, without the lock: the whole image of every block to
+    /// install (its page-file image, verified, with its changes laid over,
+    /// or the whole image it has in memory), sealed; then, under the lock
+    /// for a moment, these whole images published in place of the changes
+    /// being installed, so that from then on no read of these blocks uses
+    /// the page file. The old changes are freed once no read holds them.
+    fn installation_reads(&self, cut: &Cut) -> Result<Arc<Changes>> {
         let ps = self.page_size;
-        let mut file_images = Vec::with_capacity(cut.blocks.len());
-        for &(head, pages, from_file) in &cut.blocks {
-            file_images.push(if from_file {
-                let mut img = vec![0u8; pages as usize * ps].into_boxed_slice();
-                self.read_file_block(head, pages, &mut img)?;
-                Some(img)
-            } else {
-                None
-            });
-        }
-        let mut data = Vec::with_capacity(cut.blocks.len());
-        let batches = cut
-            .blocks
-            .chunks(PUBLISH_BATCH)
-            .zip(file_images.chunks_mut(PUBLISH_BATCH));
-        for (blocks, images) in batches {
-            let mut st = self.lock();
-            // Reads that went to the page file before this point read again
-            // (the blocks are about to be written); later ones find the
-            // whole images.
-            st.installs += 1;
-            let State {
-                pending,
-                pending_bytes,
-                ..
-            } = &mut *st;
-            for (&(head, _, _), image) in blocks.iter().zip(images) {
-                // No commit runs until the checkpoint ends (the gate): the
-                // pending changes are those of the cut.
-                let p = pending.get_mut(&head).ok_or_else(|| {
-                    Error::internal(format!(
-                        "block {head}: its pending changes vanished during a checkpoint"
-                    ))
-                })?;
-                if let Some(img) = image.take() {
-                    let before = p.bytes();
-                    p.materialize(img);
-                    *pending_bytes = *pending_bytes + p.bytes() - before.min(*pending_bytes);
+        let mut images = Changes::default();
+        for &head in &cut.heads {
+            let Some(p) = cut.changes.get(&head) else {
+                continue;
+            };
+            let mut img = match &p.base {
+                Base::File => {
+                    let mut img = vec![0u8; p.run_len as usize * ps].into_boxed_slice();
+                    self.read_file_block(head, p.run_len, &mut img)?;
+                    img
                 }
-                let whole = p.whole_image().ok_or_else(|| {
-                    Error::internal(format!(
-                        "block {head}: no whole image after its installation read"
-                    ))
-                })?;
-                data.push((head, whole, p.lsn));
-            }
+                Base::Image(img) => img.clone(),
+            };
+            p.apply(&mut img);
+            page::seal(&mut img, p.lsn);
+            images.insert(head, Patch::image(p.run_len, img, p.lsn));
         }
-        Ok(data
-            .into_iter()
-            .map(|(head, mut img, lsn)| {
-                page::seal(&mut img, lsn);
-                (head, img)
-            })
-            .collect())
+        let images = Arc::new(images);
+        let replaced = {
+            let mut st = self.lock();
+            // A read that went to the page file before this point reads
+            // again (the blocks are about to be written); later ones find
+            // the whole images.
+            st.installs += 1;
+            st.installing.replace(images.clone())
+        };
+        drop(replaced);
+        Ok(images)
     }
 
     /// Undoes the cut of a checkpoint that failed before writing anything:
-    /// the new blobs' blocks go back to the free space.
+    /// the changes it was installing are pending again (as the whole images
+    /// it built, if it got that far), and the new blobs' blocks go back to
+    /// the free space.
     fn undo_cut(&self, cut: &Cut) {
         let mut st = self.lock();
+        if let Some(changes) = st.installing.take() {
+            let changes = Arc::unwrap_or_clone(changes);
+            st.pending_bytes += changes.values().map(Patch::bytes).sum::<usize>();
+            st.pending.extend(changes);
+        }
+        st.installs += 1;
         for &h in &[cut.sb.fsm_page, cut.sb.roots_page, cut.sb.catalog_page] {
             let freed = match st.fsm.block_of(h) {
                 Some((head, len)) if head == h => st.fsm.free(head, len),
@@ -423,14 +415,23 @@ impl Core {
     /// switch (both copies, each synced). Returns the bytes written.
     fn write_and_switch(
         &self,
-        data: &[(PageNo, Vec<u8>)],
+        data: &[(PageNo, &[u8])],
         meta_images: &[(PageNo, Vec<u8>)],
         sb: &Superblock,
         first_slot: usize,
     ) -> Result<u64> {
         let ps = self.page_size;
-        let mut bytes = write_blocks(&*self.file, &self.path, ps, data)?;
-        bytes += write_blocks(&*self.file, &self.path, ps, meta_images)?;
+        let mut bytes = 0;
+        for (head, img) in data.iter().copied().chain(
+            meta_images
+                .iter()
+                .map(|(head, img)| (*head, img.as_slice())),
+        ) {
+            self.file
+                .write_all_at(img, head * ps as u64)
+                .map_err(|e| Error::io("write page", &self.path, e))?;
+            bytes += img.len() as u64;
+        }
         self.file
             .sync_data()
             .map_err(|e| Error::io("sync database", &self.path, e))?;
@@ -456,10 +457,10 @@ impl State {
     fn switch_to(&mut self, sb: Superblock, old: &[(PageNo, u32)]) -> Result<(), String> {
         self.sb = sb;
         self.sb_slot = 0;
-        self.pending.clear();
-        self.pending_bytes = 0;
-        // A read that took a whole image before this and read the page file
-        // (for a neighbour) while the blocks were written reads again.
+        // The installed changes go (their last holders free them, not under
+        // the lock); a read that took them before this and read the page
+        // file while the blocks were written reads again.
+        self.installing = None;
         self.installs += 1;
         for &(h, l) in old {
             if let Err(what) = self.fsm.free(h, l) {
@@ -478,11 +479,12 @@ impl State {
 /// the log after it.
 fn append_intent(
     log: &LogWriter,
-    data: &[(PageNo, Vec<u8>)],
+    data: &[(PageNo, &[u8])],
     meta_images: &[(PageNo, Vec<u8>)],
 ) -> Result<u64> {
     let mut entries = Vec::with_capacity((data.len() + meta_images.len()) * 12);
-    for (h, img) in data.iter().chain(meta_images) {
+    let meta = meta_images.iter().map(|(h, img)| (*h, img.as_slice()));
+    for (h, img) in data.iter().copied().chain(meta) {
         entries.extend_from_slice(&h.to_le_bytes());
         entries.extend_from_slice(&img[0..4]);
     }

@@ -230,7 +230,8 @@ impl Core {
             page_count: st.fsm.page_count(),
             free_pages: st.fsm.free_pages(),
             blocks: st.fsm.blocks().count() as u64,
-            pending_blocks: st.pending.len() as u64,
+            pending_blocks: (st.pending.len() + st.installing.as_ref().map_or(0, |c| c.len()))
+                as u64,
             checkpoint_lsn: st.sb.checkpoint_lsn,
             // A checkpoint that ended meanwhile moved the log's end too.
             end_lsn: end_lsn.max(st.sb.checkpoint_lsn),

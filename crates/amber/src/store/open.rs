@@ -93,6 +93,7 @@ impl Store {
             next_type_id: 1,
             pending: IntMap::default(),
             pending_bytes: 0,
+            installing: None,
             installs: 0,
             next_txid: 1,
             early: HashSet::new(),

@@ -129,21 +129,6 @@ impl Patch {
         self.unmarked = Vec::new();
         self.base = Base::Image(file_image);
     }
-
-    /// The final image of a block whose base is in memory, not yet sealed
-    /// (seal it with the patch's LSN:
-    /// [`seal`](crate::format::page::seal)); `None` when the base
-    /// is the page file.
-    pub fn whole_image(&self) -> Option<Vec<u8>> {
-        match &self.base {
-            Base::File => None,
-            Base::Image(img) => {
-                let mut v = img.to_vec();
-                self.apply(&mut v);
-                Some(v)
-            }
-        }
-    }
 }
 
 /// Ranges a patch keeps unmarked at most (512 bytes of them, as much as the

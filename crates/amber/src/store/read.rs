@@ -145,7 +145,7 @@ impl Core {
         img: &mut [u8],
         verified: Option<Result<()>>,
     ) -> Result<()> {
-        match st.pending.get(&head).map(|p| &p.base) {
+        match st.patch(head).map(|p| &p.base) {
             Some(Base::Image(pending)) if pending.len() == img.len() => {
                 img.copy_from_slice(pending);
             }
@@ -156,7 +156,7 @@ impl Core {
             }
             _ => verified.unwrap_or_else(|| self.verify_file_image(head, len, img))?,
         }
-        if let Some(p) = st.pending.get(&head) {
+        if let Some(p) = st.patch(head) {
             p.apply(img);
         }
         Ok(())
@@ -186,7 +186,7 @@ impl Core {
 /// Whether block `head`'s committed image is all in memory (a whole
 /// pending image), so that reading it needs nothing from the page file.
 fn has_image(st: &State, head: PageNo) -> bool {
-    matches!(st.pending.get(&head).map(|p| &p.base), Some(Base::Image(_)))
+    matches!(st.patch(head).map(|p| &p.base), Some(Base::Image(_)))
 }
 
 /// The allocated blocks that start in pages `from..from + pages`.
