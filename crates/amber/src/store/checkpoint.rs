@@ -155,10 +155,8 @@ enum Trigger {
 
 /// What a checkpoint decided at its cut (step 0).
 struct Cut {
-    /// The pending changes it installs (also in `State::installing`), and
-    /// their blocks' heads in ascending order.
+    /// The pending changes it installs (also in `State::installing`).
     changes: Arc<Changes>,
-    heads: Vec<PageNo>,
     /// The old metadata blobs' blocks, freed at step 6.
     old: Vec<(PageNo, u32)>,
     /// The new blobs' sealed images.
@@ -275,11 +273,8 @@ impl Core {
         let changes = Arc::new(std::mem::take(&mut st.pending));
         st.pending_bytes = 0;
         st.installing = Some(changes.clone());
-        let mut heads: Vec<PageNo> = changes.keys().copied().collect();
-        heads.sort_unstable();
         Ok(Cut {
             changes,
-            heads,
             old,
             meta_images,
             sb,
@@ -290,15 +285,16 @@ impl Core {
     /// Steps 1 to 6, the state lock taken only for in-memory work (never
     /// across I/O), each time for a moment.
     fn install(&self, log: &LogWriter, cut: Cut, closing: bool) -> Result<CheckpointReport> {
-        let images = match self.installation_reads(&cut) {
+        let mut heads: Vec<PageNo> = cut.changes.keys().copied().collect();
+        heads.sort_unstable();
+        let images = match self.installation_reads(&cut, &heads) {
             Ok(images) => images,
             Err(e) => {
                 self.undo_cut(&cut);
                 return Err(e);
             }
         };
-        let data: Vec<(PageNo, &[u8])> = cut
-            .heads
+        let data: Vec<(PageNo, &[u8])> = heads
             .iter()
             .filter_map(|h| match &images.get(h)?.base {
                 Base::Image(img) => Some((*h, &img[..])),
@@ -349,15 +345,16 @@ impl Core {
     }
 
     /// Steps 1 and 2, without the lock: the whole image of every block to
-    /// install (its page-file image, verified, with its changes laid over,
-    /// or the whole image it has in memory), sealed; then, under the lock
-    /// for a moment, these whole images published in place of the changes
-    /// being installed, so that from then on no read of these blocks uses
-    /// the page file. The old changes are freed once no read holds them.
-    fn installation_reads(&self, cut: &Cut) -> Result<Arc<Changes>> {
+    /// install (`heads`, ascending) — its page-file image, verified, with its
+    /// changes laid over, or the whole image it has in memory — sealed;
+    /// then, under the lock for a moment, these whole images published in
+    /// place of the changes being installed, so that from then on no read of
+    /// these blocks uses the page file. The old changes are freed once no
+    /// read holds them.
+    fn installation_reads(&self, cut: &Cut, heads: &[PageNo]) -> Result<Arc<Changes>> {
         let ps = self.page_size;
         let mut images = Changes::default();
-        for &head in &cut.heads {
+        for &head in heads {
             let Some(p) = cut.changes.get(&head) else {
                 continue;
             };
