@@ -27,10 +27,6 @@ pub const BENCHES: &[(&str, &str)] = &[
         "recovery time against a sequential read of a file of the log's size",
     ),
     (
-        "checkpoint",
-        "how long page faults of another thread stall while a checkpoint installs a large log (explicit and automatic)",
-    ),
-    (
         "oo1",
         "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB, redb, a serde snapshot and plain memory",
     ),
@@ -45,6 +41,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "update",
         "the write path: commit of a hot OO1 update traversal split into detect / diff / write, log bytes against the minimum, first write to a clean page, per backend",
+    ),
+    (
+        "checkpoint",
+        "how long page faults of another thread stall while a checkpoint installs a large log (explicit and automatic)",
     ),
 ];
 
