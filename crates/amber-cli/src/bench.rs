@@ -9,7 +9,7 @@ use amber_bench::backend::Backends;
 use amber_bench::faults::{self, FaultsConfig};
 use amber_bench::hot::{self, HotConfig};
 use amber_bench::oo1::{self, BenchError, CHILD_SUBCOMMAND, EngineFactory, Oo1Args};
-use amber_bench::storage::{self, CommitConfig, RecoveryConfig};
+use amber_bench::storage::{self, CommitConfig, RecoveryConfig, StallConfig};
 use amber_bench::update::{self, UpdateConfig};
 use clap::Parser;
 use std::fmt::Write as _;
@@ -41,6 +41,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "update",
         "the write path: commit of a hot OO1 update traversal split into detect / diff / write, log bytes against the minimum, first write to a clean page, per backend",
+    ),
+    (
+        "checkpoint",
+        "how long page faults of another thread stall while a checkpoint installs a large log (explicit and automatic)",
     ),
 ];
 
@@ -101,6 +105,51 @@ struct RecoveryArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Directory on the file system to measure (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Options of `amber bench checkpoint`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench checkpoint",
+    about = "Fault latency of a reader thread while a checkpoint installs a large log (called explicitly, and triggered by a commit), against its latency outside the checkpoint; medians over runs"
+)]
+struct CheckpointArgs {
+    /// MiB of committed changes in the log when the checkpoint runs.
+    #[arg(long, default_value_t = 64)]
+    log_mib: u64,
+    /// MiB of hot objects the updates rewrite (what the checkpoint installs).
+    #[arg(long, default_value_t = 16)]
+    hot_mib: u64,
+    /// MiB of cold pages the reader faults in, one page per fault.
+    #[arg(long, default_value_t = 64)]
+    cold_mib: u64,
+    /// Hot objects rewritten per transaction.
+    #[arg(long, default_value_t = 256)]
+    per_tx: u32,
+    /// The reader's pause between faults, µs.
+    #[arg(long, default_value_t = 200)]
+    pause_us: u64,
+    /// The reader's time before the checkpoint, ms.
+    #[arg(long, default_value_t = 300)]
+    before_ms: u64,
+    /// The reader's time after it, ms.
+    #[arg(long, default_value_t = 300)]
+    after_ms: u64,
+    /// Runs of each case (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Fault backends to measure: uffd, sigsegv or both.
+    #[arg(long, default_value_t = Backends::Both)]
+    backend: Backends,
+    /// Seed of the updates and the reader's order.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for the database (default: the working directory).
     #[arg(long)]
     dir: Option<PathBuf>,
     /// Write the result as JSON to this file.
@@ -315,6 +364,25 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 pages: a.pages,
                 runs: a.runs,
                 cold: !a.no_cold,
+                seed: a.seed,
+                dir: a.dir,
+            })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("checkpoint") => {
+            let a: CheckpointArgs = parse("checkpoint", args)?;
+            check_json_target(a.json.as_deref())?;
+            let r = storage::stall(&StallConfig {
+                log_mib: a.log_mib,
+                hot_mib: a.hot_mib,
+                cold_mib: a.cold_mib,
+                per_tx: a.per_tx,
+                pause_us: a.pause_us,
+                before_ms: a.before_ms,
+                after_ms: a.after_ms,
+                runs: a.runs,
+                backends: a.backend,
                 seed: a.seed,
                 dir: a.dir,
             })?;

@@ -230,9 +230,11 @@ fn same(got: &[u8], want: &[u8]) {
 }
 
 /// The log since the last checkpoint growing past `checkpoint_log_bytes`
-/// checkpoints by itself, at the commit that crosses it; committed data
-/// survives those checkpoints, a power loss after them, and reopening, and
-/// recovery replays only the log written since the last one.
+/// checkpoints by itself after the commit that crosses it (on the
+/// checkpointer thread, which the test waits for after each commit, so that
+/// each checkpoint is attributed to its commit); committed data survives
+/// those checkpoints, a power loss after them, and reopening, and recovery
+/// replays only the log written since the last one.
 #[test]
 fn checkpoint_fires_by_log_size() {
     const LIMIT: u64 = 64 << 10;
@@ -266,6 +268,7 @@ fn checkpoint_fires_by_log_size() {
         let mut tx = s.begin().unwrap();
         tx.write(head * ps as u64 + off as u64, &data).unwrap();
         tx.commit().unwrap();
+        s.wait_for_checkpointer();
         model[off..off + WRITE].copy_from_slice(&data);
         let after = s.stats();
         let logged = |st: &amber::internals::store::StoreStats| st.end_lsn - st.checkpoint_lsn;

@@ -1,4 +1,5 @@
-//! Storage benchmarks, run by `amber bench commit` and `amber bench recovery`.
+//! Storage benchmarks, run by `amber bench commit`, `amber bench recovery`
+//! and `amber bench checkpoint`.
 //!
 //! - [`commit()`]: the latency of committing a 100-byte change, against the
 //!   cheapest durable write the same file system offers (a bare `pwrite` of
@@ -9,6 +10,9 @@
 //!   log's size sequentially from the same directory; with the page cache
 //!   dropped before every run of each side (the headline, since after a
 //!   machine crash the log is read from the device) and warm.
+//! - [`stall()`]: how long page faults of another thread stall while a
+//!   checkpoint installs a large log, called explicitly or triggered by a
+//!   commit.
 //!
 //! Both run on real files under a directory on the file system being measured
 //! (by default a fresh temporary directory under the working directory, not
@@ -22,11 +26,13 @@
 mod commit;
 mod measure;
 mod recovery;
+mod stall;
 
 pub use commit::{CHANGE_BYTES, CommitConfig, CommitReport, commit};
 pub use measure::{Environment, Summary};
 pub(crate) use measure::{Workdir, environment, summarize};
 pub use recovery::{ColdNumbers, RecoveryBreakdown, RecoveryConfig, RecoveryReport, recovery};
+pub use stall::{CaseRun, CaseSummary, FaultStats, StallConfig, StallReport, stall};
 use std::fmt;
 use std::io;
 use std::path::Path;

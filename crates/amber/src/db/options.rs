@@ -17,7 +17,7 @@ pub struct Options {
     /// committed changes kept in memory until a checkpoint installs them
     /// are held to half of it (at least 1 MiB; see
     /// [`StoreOptions::checkpoint_pending_bytes`]): a commit that leaves
-    /// more checkpoints.
+    /// more asks the store's checkpointer thread for a checkpoint.
     pub cache_bytes: Option<u64>,
     /// The largest fetch window, in pages: a fault fetches the blocks that
     /// start in an aligned window of at most this many pages holding the

@@ -3,11 +3,20 @@
 //!
 //! Steps, and why a crash at any point is safe:
 //!
-//! 1. Installation reads: every block with pending changes is read from the
-//!    page file (checksum verified) and the changes laid over it. Nothing has
-//!    been written yet.
-//! 2. New metadata blobs (free-space map, roots, catalog) go to freshly
-//!    allocated blocks; the old ones stay untouched (shadow paging).
+//! 0. The cut, under the gate (exclusive: no record is appended until the
+//!    checkpoint ends) and the state lock: the checkpoint LSN-to-be is the
+//!    end of the log; the pending changes move, shared, to the changes being
+//!    installed (`State::installing`), where reads still find them; the new
+//!    metadata blobs (free-space map, roots, catalog) are built into freshly
+//!    allocated blocks (shadow paging: the old blobs stay untouched).
+//! 1. Installation reads, without the state lock: every block whose changes
+//!    lie over its page-file image is read from the page file (checksum
+//!    verified) and the changes laid over it; blocks whose whole image is in
+//!    memory are copied.
+//! 2. The images are sealed (LSN, checksum), still without the lock; then,
+//!    under it for a moment, they replace the changes being installed, so
+//!    that from here on no read of a block about to be written uses the
+//!    page file. Nothing has been written yet.
 //! 3. An intent record listing every block about to be written, with its new
 //!    checksum, is appended and synced. From here a crash leaves the old
 //!    superblock in charge and recovery replays the whole log since the old
@@ -19,25 +28,37 @@
 //!    previous, intact checkpoint. Then the other copy is written too, so that
 //!    both describe the new checkpoint and a later flipped byte in either one
 //!    leaves an identical twin.
-//! 6. The old blobs' blocks are freed (in memory: the new free-space map
-//!    already shows them free) and the log is recycled by writing a new log
-//!    header (both copies, one after the other) whose base LSN is the new
-//!    checkpoint LSN. If the header write is lost, recovery reads the old
-//!    header and skips to the checkpoint LSN; no record is appended before
-//!    both copies are written.
+//! 6. Under the lock for a moment, the in-memory state switches: the new
+//!    superblock, the installed changes dropped (the page file holds them
+//!    now; they are freed after the lock is let go), the old blobs' blocks
+//!    freed (the new free-space map already shows them free). Then the log is recycled by writing a new log header (both
+//!    copies, one after the other) whose base LSN is the new checkpoint LSN.
+//!    If the header write is lost, recovery reads the old header and skips
+//!    to the checkpoint LSN; no record is appended before both copies are
+//!    written.
+//!
+//! A failure before step 4 undoes the cut (the new blobs' blocks are freed)
+//! and leaves the store usable; any failure from step 4 on poisons it (the
+//! page file, then the superblock, are in a state memory no longer
+//! describes). What a concurrent read and a concurrent commit see at each
+//! step is argued in docs/design.md §3.1.
 
-use super::state::State;
-use super::{Store, corrupt};
+use super::pending::{Base, Patch};
+use super::state::{Changes, State};
+use super::{Core, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
-use crate::format::meta::{self, MetaKind, blob_pages};
+use crate::format::meta::{self, MetaKind, RootEntry, blob_pages};
 use crate::format::page::{self, BlockKind};
-use crate::format::superblock::SLOT_OFFSETS;
+use crate::format::superblock::{SLOT_OFFSETS, Superblock};
 use crate::io::IoFile;
 use crate::store::alloc::FreeSpace;
 use crate::wal::Record;
 use crate::wal::record::MAX_INTENT;
+use crate::wal::writer::LogWriter;
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// What a checkpoint did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,20 +74,21 @@ pub struct CheckpointReport {
 /// Blob heads (free-space map, roots, catalog) and sealed block images.
 pub(crate) type MetaBlobs = ([PageNo; 3], Vec<(PageNo, Vec<u8>)>);
 
-/// Builds the three metadata blobs into newly allocated blocks of `fsm`
-/// (committed allocations), describing `fsm` as it will be once the blocks
-/// in `old` are freed. Returns the blob heads (free-space map, roots,
-/// catalog) and the sealed block images.
+/// Builds the three metadata blobs (of `roots` and `catalog`) into newly
+/// allocated blocks of `fsm` (committed allocations), describing `fsm` as it
+/// will be once the blocks in `old` are freed. Returns the blob heads
+/// (free-space map, roots, catalog) and the sealed block images.
 pub(crate) fn build_meta_blobs(
     fsm: &mut FreeSpace,
-    st: &State,
+    roots: &BTreeMap<String, RootEntry>,
+    catalog: &BTreeMap<u32, Vec<u8>>,
     page_size: usize,
     old: &[(PageNo, u32)],
     lsn: u64,
 ) -> Result<MetaBlobs> {
-    let roots: Vec<_> = st.roots.values().cloned().collect();
+    let roots: Vec<_> = roots.values().cloned().collect();
     let roots_payload = meta::encode_roots(&roots);
-    let cat: Vec<_> = st.catalog.iter().map(|(k, v)| (*k, v.clone())).collect();
+    let cat: Vec<_> = catalog.iter().map(|(k, v)| (*k, v.clone())).collect();
     let cat_payload = meta::encode_catalog(&cat);
     // Each allocation or free below changes the map by at most one extent
     // or run; leave room for all of them.
@@ -118,170 +140,386 @@ pub(crate) fn write_blocks(
     Ok(bytes)
 }
 
-impl Store {
+/// Why a checkpoint runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trigger {
+    /// [`Core::checkpoint`].
+    Asked,
+    /// Even when nothing changed (an open repairing a damaged copy).
+    Forced,
+    /// A clean close: the log header is marked closed afterwards.
+    Closing,
+    /// The checkpointer thread, if one is still due.
+    Due,
+}
+
+/// What a checkpoint decided at its cut (step 0).
+struct Cut {
+    /// The pending changes it installs (also in `State::installing`).
+    changes: Arc<Changes>,
+    /// The old metadata blobs' blocks, freed at step 6.
+    old: Vec<(PageNo, u32)>,
+    /// The new blobs' sealed images.
+    meta_images: Vec<(PageNo, Vec<u8>)>,
+    /// The new superblock, but for its checkpoint LSN (known after the
+    /// intent record).
+    sb: Superblock,
+    /// The superblock copy written first (the one that is not current).
+    first_slot: usize,
+}
+
+fn refused() -> Error {
+    Error::invalid("checkpoint refused: a transaction in progress has records in the log")
+}
+
+impl Core {
     /// Installs every committed change into the page file and recycles the
     /// log. Refused while a transaction has records in the log already.
+    /// Runs on the calling thread and returns its result, whether or not the
+    /// checkpointer thread is running one (they take turns).
     pub fn checkpoint(&self) -> Result<CheckpointReport> {
-        self.checkpoint_inner(false, false)
+        self.run_checkpoint(Trigger::Asked)?.ok_or_else(refused)
     }
 
     /// A checkpoint even when nothing changed: rewrites the superblock copy
     /// and log header copy that are not current (repairing a damaged one).
     pub(crate) fn checkpoint_forced(&self) -> Result<CheckpointReport> {
-        self.checkpoint_inner(true, false)
+        self.run_checkpoint(Trigger::Forced)?.ok_or_else(refused)
     }
 
     /// The checkpoint of a clean close: afterwards the log header says the
     /// epoch is empty, so the next open knows the bytes after it are old.
     pub(crate) fn checkpoint_closing(&self) -> Result<CheckpointReport> {
-        self.checkpoint_inner(false, true)
+        self.run_checkpoint(Trigger::Closing)?.ok_or_else(refused)
     }
 
-    fn checkpoint_inner(&self, force: bool, closing: bool) -> Result<CheckpointReport> {
+    /// The checkpointer thread's checkpoint: runs only if one is still due
+    /// and no transaction has records in the log (else a later commit asks
+    /// again).
+    pub(crate) fn checkpoint_background(&self) -> Result<()> {
+        self.run_checkpoint(Trigger::Due).map(|_| ())
+    }
+
+    /// Whether the log (ending at `log_end`) or the pending changes have
+    /// grown past the configured limits, with no transaction logging early
+    /// and the store sound. The caller reads the log's end before taking the
+    /// state lock: nothing holding the state lock waits for the log writer's
+    /// lock, which a log header write holds across its syncs.
+    pub(crate) fn checkpoint_due(&self, st: &State, log_end: u64) -> bool {
+        self.log.is_some()
+            && st.early.is_empty()
+            && st.poisoned.is_none()
+            && (log_end.saturating_sub(st.sb.checkpoint_lsn) > self.opts.checkpoint_log_bytes
+                || st.pending_bytes > self.opts.checkpoint_pending_bytes)
+    }
+
+    /// Runs a checkpoint; `None` when it did not run (a transaction has
+    /// records in the log, or — for [`Trigger::Due`] — none is due).
+    fn run_checkpoint(&self, trigger: Trigger) -> Result<Option<CheckpointReport>> {
         let log = self.log()?;
         let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
-        let mut st = self.lock();
-        if let Some(cause) = &st.poisoned {
-            return Err(Error::Poisoned {
-                cause: cause.clone(),
-            });
-        }
-        if !st.early.is_empty() {
-            return Err(Error::invalid(
-                "checkpoint refused: a transaction in progress has records in the log",
-            ));
-        }
+        // Nothing is appended while the gate is held: this stays the end.
         let start = log.end_lsn();
-        if !force && start == st.sb.checkpoint_lsn && st.pending.is_empty() {
-            if closing {
-                log.recycle(true)?;
+        let cut = {
+            let mut st = self.lock();
+            Core::check_poisoned(&st)?;
+            if !st.early.is_empty() || (trigger == Trigger::Due && !self.checkpoint_due(&st, start))
+            {
+                return Ok(None);
             }
-            return Ok(CheckpointReport {
-                lsn: start,
-                ..CheckpointReport::default()
-            });
-        }
-        // 1. Installation reads.
-        let ps = self.page_size;
-        let heads: Vec<PageNo> = st.pending.keys().copied().collect();
-        for head in heads {
-            let Some(p) = st.pending.get(&head) else {
-                continue;
-            };
-            if matches!(p.base, super::pending::Base::File) {
-                let mut img = vec![0u8; p.run_len as usize * ps].into_boxed_slice();
-                self.read_file_block(head, p.run_len, &mut img)?;
-                if let Some(p) = st.pending.get_mut(&head) {
-                    p.materialize(img);
+            if trigger != Trigger::Forced && start == st.sb.checkpoint_lsn && st.pending.is_empty()
+            {
+                drop(st);
+                if trigger == Trigger::Closing {
+                    log.recycle(true)?;
                 }
+                return Ok(Some(CheckpointReport {
+                    lsn: start,
+                    ..CheckpointReport::default()
+                }));
             }
-        }
-        let mut data: Vec<(PageNo, Vec<u8>)> = st
-            .pending
-            .iter()
-            .filter_map(|(h, p)| p.sealed_image().map(|i| (*h, i)))
-            .collect();
-        data.sort_by_key(|(h, _)| *h);
-        // 2. New metadata blobs.
+            self.cut(&mut st, start)?
+        };
+        self.install(log, cut, trigger == Trigger::Closing)
+            .map(Some)
+    }
+
+    /// Step 0, under the state lock: what to install, and the new metadata
+    /// blobs, whose blocks are allocated in the free-space map at once so
+    /// that no transaction's allocation takes them. `start` is the end of
+    /// the log: everything before it is committed and applied, and nothing
+    /// is appended after it until the checkpoint ends.
+    fn cut(&self, st: &mut State, start: u64) -> Result<Cut> {
         let old: Vec<(PageNo, u32)> = [st.sb.fsm_page, st.sb.roots_page, st.sb.catalog_page]
             .iter()
             .filter_map(|&p| st.fsm.block_of(p))
             .collect();
         let mut fsm = st.fsm.clone();
-        let (blobs, meta_images) = build_meta_blobs(&mut fsm, &st, ps, &old, start)?;
-        // 3. Intent.
-        let mut entries = Vec::with_capacity((data.len() + 3) * 12);
-        for (h, img) in data.iter().chain(meta_images.iter()) {
-            entries.extend_from_slice(&h.to_le_bytes());
-            entries.extend_from_slice(&img[0..4]);
-        }
-        let recs: Vec<Record<'_>> = entries
-            .chunks(MAX_INTENT * 12)
-            .map(|c| Record::Intent { entries: c })
-            .collect();
-        log.append(&recs)?;
-        let ckpt_lsn = log.end_lsn();
-        log.sync_to(ckpt_lsn)?;
-        // 4–5. Blocks, then the superblock switch. A failure from here on
-        // leaves the page file in an unknown state: poison the store.
-        let result = (|| -> Result<(u64, crate::format::superblock::Superblock)> {
-            let mut bytes = write_blocks(&*self.file, &self.path, ps, &data)?;
-            bytes += write_blocks(&*self.file, &self.path, ps, &meta_images)?;
-            self.file
-                .sync_data()
-                .map_err(|e| Error::io("sync database", &self.path, e))?;
-            let mut sb = st.sb;
-            sb.generation += 1;
-            sb.checkpoint_lsn = ckpt_lsn;
-            sb.fsm_page = blobs[0];
-            sb.roots_page = blobs[1];
-            sb.catalog_page = blobs[2];
-            sb.next_txid = st.next_txid;
-            // The copy that is not current first, then the other: a torn
-            // write damages one copy while the other describes a complete
-            // checkpoint, and afterwards both are the same.
-            let first = 1 - st.sb_slot as usize;
-            for i in [first, 1 - first] {
-                self.file
-                    .write_all_at(&sb.encode(), SLOT_OFFSETS[i])
-                    .and_then(|()| self.file.sync_data())
-                    .map_err(|e| Error::io("write superblock", &self.path, e))?;
-            }
-            Ok((bytes, sb))
-        })();
-        let (bytes, sb) = match result {
-            Ok(x) => x,
+        let (blobs, meta_images) = build_meta_blobs(
+            &mut fsm,
+            &st.roots,
+            &st.catalog,
+            self.page_size,
+            &old,
+            start,
+        )?;
+        st.fsm = fsm;
+        let mut sb = st.sb;
+        sb.generation += 1;
+        sb.fsm_page = blobs[0];
+        sb.roots_page = blobs[1];
+        sb.catalog_page = blobs[2];
+        sb.next_txid = st.next_txid;
+        let changes = Arc::new(std::mem::take(&mut st.pending));
+        st.pending_bytes = 0;
+        st.installing = Some(changes.clone());
+        Ok(Cut {
+            changes,
+            old,
+            meta_images,
+            sb,
+            first_slot: 1 - st.sb_slot as usize,
+        })
+    }
+
+    /// Steps 1 to 6, the state lock taken only for in-memory work (never
+    /// across I/O), each time for a moment.
+    fn install(&self, log: &LogWriter, cut: Cut, closing: bool) -> Result<CheckpointReport> {
+        let mut heads: Vec<PageNo> = cut.changes.keys().copied().collect();
+        heads.sort_unstable();
+        let images = match self.installation_reads(&cut, &heads) {
+            Ok(images) => images,
             Err(e) => {
-                st.poisoned = Some(e.to_string());
+                self.undo_cut(&cut);
                 return Err(e);
             }
         };
-        // 6. Switch the in-memory state and recycle the log.
-        for (h, l) in old {
-            if let Err(what) = fsm.free(h, l) {
-                return Err(corrupt(
-                    &self.path,
-                    FileKind::PageFile,
-                    Location::Meta("free-space map"),
-                    what,
-                ));
+        let data: Vec<(PageNo, &[u8])> = heads
+            .iter()
+            .filter_map(|h| match &images.get(h)?.base {
+                Base::Image(img) => Some((*h, &img[..])),
+                Base::File => None,
+            })
+            .collect();
+        let ckpt_lsn = match append_intent(log, &data, &cut.meta_images) {
+            Ok(lsn) => lsn,
+            Err(e) => {
+                self.undo_cut(&cut);
+                if log.failure().is_some() {
+                    // The log refuses everything from now on: so does the
+                    // store, from `begin` on.
+                    self.poison(format!("checkpoint failed: {e}"));
+                }
+                return Err(e);
             }
-        }
-        st.fsm = fsm;
-        st.sb = sb;
-        st.sb_slot = 0;
-        st.pending.clear();
-        st.pending_bytes = 0;
-        if let Err(e) = log.recycle(closing) {
-            st.poisoned = Some(e.to_string());
-            return Err(e);
-        }
+        };
+        // 4–5. A failure from here on leaves the page file in a state the
+        // memory does not describe: poison the store.
+        let mut sb = cut.sb;
+        sb.checkpoint_lsn = ckpt_lsn;
+        let bytes = self
+            .write_and_switch(&data, &cut.meta_images, &sb, cut.first_slot)
+            .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
+        let blocks = data.len() as u64;
+        drop(data);
+        // 6. The in-memory switch (the installed changes are freed after
+        // the lock is let go), then the log's recycling.
+        let installed = self.lock().switch_to(sb, &cut.old);
+        drop(images);
+        drop(cut);
+        installed.map_err(|what| {
+            corrupt(
+                &self.path,
+                FileKind::PageFile,
+                Location::Meta("free-space map"),
+                what,
+            )
+        })?;
+        log.recycle(closing)
+            .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
         Ok(CheckpointReport {
-            blocks: data.len() as u64,
+            blocks,
             bytes,
             lsn: ckpt_lsn,
         })
     }
 
-    /// Runs a checkpoint if the log or the pending changes have grown past
-    /// the configured limits and no transaction is logging early. The commit
-    /// that triggered it has already succeeded, so a failure is not returned
-    /// here: it poisons the store, and the next call reports it.
-    pub(crate) fn maybe_checkpoint(&self) {
-        let Some(log) = &self.log else { return };
-        let due = {
-            let st = self.lock();
-            st.early.is_empty()
-                && st.poisoned.is_none()
-                && (log.end_lsn().saturating_sub(st.sb.checkpoint_lsn)
-                    > self.opts.checkpoint_log_bytes
-                    || st.pending_bytes > self.opts.checkpoint_pending_bytes)
-        };
-        if due && let Err(e) = self.checkpoint() {
+    /// Steps 1 and 2, without the lock: the whole image of every block to
+    /// install (`heads`, ascending) — its page-file image, verified, with its
+    /// changes laid over, or the whole image it has in memory — sealed;
+    /// then, under the lock for a moment, these whole images published in
+    /// place of the changes being installed, so that from then on no read of
+    /// these blocks uses the page file. The old changes are freed once no
+    /// read holds them.
+    fn installation_reads(&self, cut: &Cut, heads: &[PageNo]) -> Result<Arc<Changes>> {
+        let ps = self.page_size;
+        let mut images = Changes::default();
+        for &head in heads {
+            let Some(p) = cut.changes.get(&head) else {
+                continue;
+            };
+            let mut img = match &p.base {
+                Base::File => {
+                    let mut img = vec![0u8; p.run_len as usize * ps].into_boxed_slice();
+                    self.read_file_block(head, p.run_len, &mut img)?;
+                    img
+                }
+                Base::Image(img) => img.clone(),
+            };
+            p.apply(&mut img);
+            page::seal(&mut img, p.lsn);
+            images.insert(head, Patch::image(p.run_len, img, p.lsn));
+        }
+        let images = Arc::new(images);
+        let replaced = {
             let mut st = self.lock();
-            if st.poisoned.is_none() {
-                st.poisoned = Some(format!("automatic checkpoint failed: {e}"));
+            // A read that went to the page file before this point reads
+            // again (the blocks are about to be written); later ones find
+            // the whole images.
+            st.installs += 1;
+            st.installing.replace(images.clone())
+        };
+        drop(replaced);
+        Ok(images)
+    }
+
+    /// Undoes the cut of a checkpoint that failed before writing anything:
+    /// the changes it was installing are pending again (as the whole images
+    /// it built, if it got that far), and the new blobs' blocks go back to
+    /// the free space.
+    fn undo_cut(&self, cut: &Cut) {
+        let mut st = self.lock();
+        if let Some(changes) = st.installing.take() {
+            let changes = Arc::unwrap_or_clone(changes);
+            st.pending_bytes += changes.values().map(Patch::bytes).sum::<usize>();
+            st.pending.extend(changes);
+        }
+        st.installs += 1;
+        for &h in &[cut.sb.fsm_page, cut.sb.roots_page, cut.sb.catalog_page] {
+            let freed = match st.fsm.block_of(h) {
+                Some((head, len)) if head == h => st.fsm.free(head, len),
+                _ => Err(format!("block {h} is not allocated")),
+            };
+            if let Err(what) = freed {
+                st.poisoned.get_or_insert_with(|| {
+                    format!("undoing a failed checkpoint's metadata blob: {what}")
+                });
             }
+        }
+    }
+
+    /// Steps 4 and 5: the blocks, the page file's sync, and the superblock
+    /// switch (both copies, each synced). Returns the bytes written.
+    fn write_and_switch(
+        &self,
+        data: &[(PageNo, &[u8])],
+        meta_images: &[(PageNo, Vec<u8>)],
+        sb: &Superblock,
+        first_slot: usize,
+    ) -> Result<u64> {
+        let ps = self.page_size;
+        let mut bytes = 0;
+        for (head, img) in data.iter().copied().chain(
+            meta_images
+                .iter()
+                .map(|(head, img)| (*head, img.as_slice())),
+        ) {
+            self.file
+                .write_all_at(img, head * ps as u64)
+                .map_err(|e| Error::io("write page", &self.path, e))?;
+            bytes += img.len() as u64;
+        }
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("sync database", &self.path, e))?;
+        // The copy that is not current first, then the other: a torn write
+        // damages one copy while the other describes a complete checkpoint,
+        // and afterwards both are the same.
+        for i in [first_slot, 1 - first_slot] {
+            self.file
+                .write_all_at(&sb.encode(), SLOT_OFFSETS[i])
+                .and_then(|()| self.file.sync_data())
+                .map_err(|e| Error::io("write superblock", &self.path, e))?;
+        }
+        Ok(bytes)
+    }
+}
+
+impl State {
+    /// Step 6 in memory, once the superblock `sb` is on disk: it becomes the
+    /// current one, the pending changes are dropped (the page file holds
+    /// them) and the old metadata blobs' blocks `old` are freed. An error (an
+    /// old blob no longer where the cut found it: a bug) poisons the store,
+    /// since the page file already holds the new checkpoint.
+    fn switch_to(&mut self, sb: Superblock, old: &[(PageNo, u32)]) -> Result<(), String> {
+        self.sb = sb;
+        self.sb_slot = 0;
+        // The installed changes go (their last holders free them, not under
+        // the lock); a read that took them before this and read the page
+        // file while the blocks were written reads again.
+        self.installing = None;
+        self.installs += 1;
+        for &(h, l) in old {
+            if let Err(what) = self.fsm.free(h, l) {
+                let what =
+                    format!("freeing the old metadata blob at page {h} after a checkpoint: {what}");
+                self.poisoned.get_or_insert_with(|| what.clone());
+                return Err(what);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Step 3: the intent record (every block about to be written, with its new
+/// checksum), appended and synced. Returns the checkpoint LSN: the end of
+/// the log after it.
+fn append_intent(
+    log: &LogWriter,
+    data: &[(PageNo, &[u8])],
+    meta_images: &[(PageNo, Vec<u8>)],
+) -> Result<u64> {
+    let mut entries = Vec::with_capacity((data.len() + meta_images.len()) * 12);
+    let meta = meta_images.iter().map(|(h, img)| (*h, img.as_slice()));
+    for (h, img) in data.iter().copied().chain(meta) {
+        entries.extend_from_slice(&h.to_le_bytes());
+        entries.extend_from_slice(&img[0..4]);
+    }
+    let recs: Vec<Record<'_>> = entries
+        .chunks(MAX_INTENT * 12)
+        .map(|c| Record::Intent { entries: c })
+        .collect();
+    log.append(&recs)?;
+    let ckpt_lsn = log.end_lsn();
+    log.sync_to(ckpt_lsn)?;
+    Ok(ckpt_lsn)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::Error;
+    use crate::io::crash::CrashVfs;
+    use crate::store::{Store, StoreOptions};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// The in-memory switch after the superblock switch failing (an old
+    /// blob's block not allocated as the cut found it) poisons the store:
+    /// the next call refuses, naming the cause.
+    #[test]
+    fn an_error_after_the_superblock_switch_poisons() {
+        let vfs = Arc::new(CrashVfs::new());
+        let s = Store::create(vfs, Path::new("/db"), StoreOptions::default()).expect("create");
+        {
+            let mut st = s.lock();
+            let sb = st.sb;
+            let gone = st.fsm.page_count() + 10;
+            let what = st.switch_to(sb, &[(gone, 1)]).expect_err("no block there");
+            assert!(what.contains("old metadata blob"), "{what}");
+        }
+        match s.begin() {
+            Err(Error::Poisoned { cause }) => assert!(cause.contains("old metadata blob")),
+            other => panic!("expected a poisoned store, got {other:?}"),
         }
     }
 }

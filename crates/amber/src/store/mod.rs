@@ -11,14 +11,18 @@
 //! types, commit or abort ([`tx::StoreTx`]).
 //!
 //! Creating and opening a database is in `open.rs`, the state behind the
-//! store's lock and how it is loaded from a checkpoint in `state.rs`, and
-//! reading committed blocks in `read.rs`; this module holds the [`Store`]
+//! store's lock and how it is loaded from a checkpoint in `state.rs`,
+//! reading committed blocks in `read.rs`, the order in which concurrent
+//! commits apply in `order.rs`, and the thread that runs the automatic
+//! checkpoints in `checkpointer.rs`; this module holds the [`Store`]
 //! itself, its options and its accessors.
 
 pub mod alloc;
 pub mod apply;
 pub mod checkpoint;
+mod checkpointer;
 mod open;
+mod order;
 pub mod pending;
 mod read;
 pub mod recovery;
@@ -32,10 +36,13 @@ use crate::format::superblock::Superblock;
 use crate::format::{PageNo, first_data_page};
 use crate::io::{IoFile, Vfs};
 use crate::wal::writer::LogWriter;
+use checkpointer::{Checkpointer, Requests};
+use order::ApplyOrder;
 use state::State;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use crate::vm::{AmberLock, Held, held};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 pub use read::ClusterBlock;
 pub use recovery::RecoveryReport;
@@ -49,7 +56,8 @@ pub struct StoreOptions {
     /// Open without writing anything (inspection, verification).
     pub read_only: bool,
     /// Checkpoint automatically once the log since the last checkpoint is
-    /// larger than this.
+    /// larger than this (on the store's checkpointer thread, which the
+    /// commit that finds it due asks and does not wait for).
     pub checkpoint_log_bytes: u64,
     /// ... or once pending changes hold more memory than this.
     pub checkpoint_pending_bytes: usize,
@@ -99,9 +107,24 @@ pub struct StoreStats {
     pub generation: u64,
 }
 
-/// An open database: page file plus log.
+/// An open database: page file plus log, and (when writable) the thread
+/// that runs its automatic checkpoints.
+///
+/// Everything but that thread is in [`Core`], which the thread shares; a
+/// `Store` dereferences to it, so its readers, accessors and
+/// [`checkpoint`](Core::checkpoint) are called on the store.
 #[derive(Debug)]
 pub struct Store {
+    /// Stopped and joined when the store is closed or dropped (first: the
+    /// thread holds the core).
+    checkpointer: Option<Checkpointer>,
+    core: Arc<Core>,
+}
+
+/// The open database's files and state, shared by the [`Store`] handle and
+/// its checkpointer thread.
+#[derive(Debug)]
+pub struct Core {
     vfs: Arc<dyn Vfs>,
     path: PathBuf,
     wal_path: PathBuf,
@@ -109,13 +132,27 @@ pub struct Store {
     file: Box<dyn IoFile>,
     log: Option<LogWriter>,
     opts: StoreOptions,
-    /// Commits hold it shared from log append to applying their changes;
-    /// a checkpoint holds it exclusively.
+    /// Whatever appends records holds it shared — a commit from its append
+    /// until its changes are applied, `log_early` while it appends; a
+    /// checkpoint holds it exclusively, so that no record is appended
+    /// between its cut and the log's recycling. No fault takes it.
     gate: RwLock<()>,
     state: Mutex<State>,
+    /// Commits apply in the order of their commit records.
+    order: ApplyOrder,
+    /// Requests for the checkpointer thread.
+    requests: Requests,
     recovery: RecoveryReport,
     /// What the checkpoint run by a writable open installed.
     open_checkpoint: Option<checkpoint::CheckpointReport>,
+}
+
+impl Deref for Store {
+    type Target = Core;
+
+    fn deref(&self) -> &Core {
+        &self.core
+    }
 }
 
 fn corrupt(path: &Path, file: FileKind, at: Location, what: impl Into<String>) -> Error {
@@ -127,9 +164,12 @@ fn corrupt(path: &Path, file: FileKind, at: Location, what: impl Into<String>) -
     }
 }
 
-impl Store {
+impl Core {
     pub(crate) fn lock(&self) -> Held<MutexGuard<'_, State>> {
-        held(AmberLock::StoreState, self.state.lock().unwrap_or_else(|e| e.into_inner()))
+        held(
+            AmberLock::StoreState,
+            self.state.lock().unwrap_or_else(|e| e.into_inner()),
+        )
     }
 
     /// The database's path.
@@ -181,19 +221,25 @@ impl Store {
 
     /// Numbers for inspection.
     pub fn stats(&self) -> StoreStats {
+        // The log's numbers first: nothing holding the state lock waits for
+        // the log writer's lock (a log header write holds it across syncs).
+        let end_lsn = self
+            .log
+            .as_ref()
+            .map_or(self.recovery.end_lsn, LogWriter::end_lsn);
+        let log_syncs = self.log.as_ref().map_or(0, LogWriter::syncs);
         let st = self.lock();
         StoreStats {
             page_size: self.page_size,
             page_count: st.fsm.page_count(),
             free_pages: st.fsm.free_pages(),
             blocks: st.fsm.blocks().count() as u64,
-            pending_blocks: st.pending.len() as u64,
+            pending_blocks: (st.pending.len() + st.installing.as_ref().map_or(0, |c| c.len()))
+                as u64,
             checkpoint_lsn: st.sb.checkpoint_lsn,
-            end_lsn: self
-                .log
-                .as_ref()
-                .map_or(self.recovery.end_lsn, LogWriter::end_lsn),
-            log_syncs: self.log.as_ref().map_or(0, LogWriter::syncs),
+            // A checkpoint that ended meanwhile moved the log's end too.
+            end_lsn: end_lsn.max(st.sb.checkpoint_lsn),
+            log_syncs,
             generation: st.sb.generation,
         }
     }
@@ -237,13 +283,57 @@ impl Store {
             .collect()
     }
 
+    pub(crate) fn log(&self) -> Result<&LogWriter> {
+        self.log
+            .as_ref()
+            .ok_or_else(|| Error::invalid("database is open read-only"))
+    }
+
+    /// The gate, shared (see its field).
+    fn gate_shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `Err` when the store is poisoned.
+    fn check_poisoned(st: &State) -> Result<()> {
+        match &st.poisoned {
+            Some(cause) => Err(Error::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Poisons the store with `cause` unless it is poisoned already.
+    fn poison(&self, cause: impl Into<String>) {
+        let mut st = self.lock();
+        if st.poisoned.is_none() {
+            st.poisoned = Some(cause.into());
+        }
+    }
+}
+
+impl Store {
+    /// Wraps an opened core; a writable one gets its checkpointer thread.
+    fn start(core: Core) -> Result<Store> {
+        let core = Arc::new(core);
+        let checkpointer = match core.log {
+            Some(_) => Some(Checkpointer::start(core.clone())?),
+            None => None,
+        };
+        Ok(Store { checkpointer, core })
+    }
+
     /// Starts a storage-level transaction.
     pub fn begin(&self) -> Result<StoreTx<'_>> {
         let Some(log) = &self.log else {
             return Err(Error::invalid("database is open read-only"));
         };
         let mut st = self.lock();
-        if let Some(cause) = st.poisoned.clone().or_else(|| log.failure()) {
+        Core::check_poisoned(&st)?;
+        // A log write or sync that failed poisons the writer: nothing can
+        // commit, so nothing begins.
+        if let Some(cause) = log.failure() {
             return Err(Error::Poisoned { cause });
         }
         let txid = st.next_txid as u32;
@@ -268,17 +358,21 @@ impl Store {
         self.lock().early.remove(&txid);
     }
 
-    pub(crate) fn log(&self) -> Result<&LogWriter> {
-        self.log
-            .as_ref()
-            .ok_or_else(|| Error::invalid("database is open read-only"))
+    /// Returns once the checkpointer thread has no checkpoint requested and
+    /// none running (tests that need the automatic checkpoint to have run,
+    /// or their I/O calls in a fixed order).
+    pub fn wait_for_checkpointer(&self) {
+        self.requests.wait_idle();
     }
 
-    /// Closes the store, checkpointing first if the options say so.
-    pub fn close(self) -> Result<()> {
+    /// Closes the store: stops the checkpointer thread (a checkpoint it is
+    /// running finishes first), then checkpoints if the options say so. A
+    /// poisoned store (a failed background checkpoint included) reports it.
+    pub fn close(mut self) -> Result<()> {
+        drop(self.checkpointer.take());
         if self.log.is_some() && self.opts.checkpoint_on_close {
             self.checkpoint_closing()?;
         }
-        Ok(())
+        Core::check_poisoned(&self.lock())
     }
 }

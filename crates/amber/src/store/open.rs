@@ -4,8 +4,10 @@
 //! pass run and its work installed).
 
 use super::alloc::FreeSpace;
+use super::checkpointer::Requests;
+use super::order::ApplyOrder;
 use super::state::{State, load_state};
-use super::{RecoveryReport, Store, StoreOptions, checkpoint, corrupt, recovery, wal_path};
+use super::{Core, RecoveryReport, Store, StoreOptions, checkpoint, corrupt, recovery, wal_path};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::first_data_page;
@@ -91,6 +93,8 @@ impl Store {
             next_type_id: 1,
             pending: IntMap::default(),
             pending_bytes: 0,
+            installing: None,
+            installs: 0,
             next_txid: 1,
             early: HashSet::new(),
             poisoned: None,
@@ -99,7 +103,8 @@ impl Store {
         // Reserve pages below the first data page in the file.
         file.set_len(first * ps as u64)
             .map_err(|e| Error::io("size database", path, e))?;
-        let (blobs, images) = checkpoint::build_meta_blobs(&mut fsm, &st, ps, &[], 1)?;
+        let (blobs, images) =
+            checkpoint::build_meta_blobs(&mut fsm, &st.roots, &st.catalog, ps, &[], 1)?;
         checkpoint::write_blocks(&*file, path, ps, &images)?;
         st.fsm = fsm;
         file.sync_data()
@@ -118,7 +123,7 @@ impl Store {
         file.sync_data()
             .map_err(|e| Error::io("sync database", path, e))?;
         st.sb_slot = 0;
-        Ok(Store {
+        Store::start(Core {
             vfs,
             path: path.to_path_buf(),
             wal_path: wal,
@@ -128,6 +133,8 @@ impl Store {
             opts,
             gate: RwLock::new(()),
             state: Mutex::new(st),
+            order: ApplyOrder::default(),
+            requests: Requests::default(),
             recovery: RecoveryReport::default(),
             open_checkpoint: None,
         })
@@ -187,7 +194,7 @@ impl Store {
             }
             Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))
         };
-        let mut store = Store {
+        let mut core = Core {
             vfs,
             path: path.to_path_buf(),
             wal_path: wal,
@@ -197,16 +204,17 @@ impl Store {
             opts,
             gate: RwLock::new(()),
             state: Mutex::new(st),
+            order: ApplyOrder::default(),
+            requests: Requests::default(),
             recovery: report,
             open_checkpoint: None,
         };
         // Install what recovery rebuilt, and rewrite a damaged superblock or
         // log header copy (the checkpoint writes the copy that is not current).
-        if store.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged)
-        {
-            store.open_checkpoint = Some(store.checkpoint_forced()?);
+        if core.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged) {
+            core.open_checkpoint = Some(core.checkpoint_forced()?);
         }
-        Ok(store)
+        Store::start(core)
     }
 }
 

@@ -12,8 +12,6 @@
 //! than the copies). Reading the page-file image is deferred to when the
 //! block is read or installed (the installation read).
 
-use crate::format::page;
-
 /// Where a patched block's bytes come from before the changes are applied.
 #[derive(Debug, Clone)]
 pub enum Base {
@@ -130,20 +128,6 @@ impl Patch {
         self.written = Box::default();
         self.unmarked = Vec::new();
         self.base = Base::Image(file_image);
-    }
-
-    /// The final image of a block whose base is in memory, sealed with the
-    /// patch's LSN; `None` when the base is the page file.
-    pub fn sealed_image(&self) -> Option<Vec<u8>> {
-        match &self.base {
-            Base::File => None,
-            Base::Image(img) => {
-                let mut v = img.to_vec();
-                self.apply(&mut v);
-                page::seal(&mut v, self.lsn);
-                Some(v)
-            }
-        }
     }
 }
 

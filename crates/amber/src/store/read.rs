@@ -1,10 +1,12 @@
 //! Reading committed blocks: the page-file image, verified, with the changes
 //! logged since the checkpoint laid over it; one block, or a fetch cluster
-//! of them with one `pread`.
+//! of them with one `pread`. Reads never hold the state lock across I/O, so
+//! a page fault never waits for a checkpoint's reads, writes and syncs
+//! (docs/design.md §3.1 says what a read sees at each step of one).
 
 use super::pending::Base;
 use super::state::State;
-use super::{Store, corrupt};
+use super::{Core, corrupt};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::page;
@@ -24,20 +26,38 @@ pub struct ClusterBlock {
     pub image: Result<()>,
 }
 
-impl Store {
+impl Core {
     /// The committed image of the block whose first page is `head`.
     pub fn read_block(&self, head: PageNo) -> Result<Vec<u8>> {
-        let st = self.lock();
-        let (h, len) = st
-            .fsm
-            .block_of(head)
-            .filter(|&(h, _)| h == head)
-            .ok_or_else(|| {
-                Error::invalid(format!("page {head} does not start an allocated block"))
-            })?;
-        let mut buf = vec![0u8; len as usize * self.page_size];
-        self.read_committed(&st, h, len, &mut buf)?;
-        Ok(buf)
+        let block = |st: &State| {
+            st.fsm
+                .block_of(head)
+                .filter(|&(h, _)| h == head)
+                .ok_or_else(|| {
+                    Error::invalid(format!("page {head} does not start an allocated block"))
+                })
+        };
+        loop {
+            let (len, installs) = {
+                let st = self.lock();
+                let (_, len) = block(&st)?;
+                if has_image(&st, head) {
+                    let mut buf = vec![0u8; len as usize * self.page_size];
+                    self.committed_in_place(&st, head, len, &mut buf, None)?;
+                    return Ok(buf);
+                }
+                (len, st.installs)
+            };
+            let mut buf = vec![0u8; len as usize * self.page_size];
+            read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf)?;
+            let verified = self.verify_file_image(head, len, &buf);
+            let st = self.lock();
+            if st.installs != installs || block(&st)? != (head, len) {
+                continue;
+            }
+            self.committed_in_place(&st, head, len, &mut buf, Some(verified))?;
+            return Ok(buf);
+        }
     }
 
     /// The allocated blocks `(head, pages)` that start in pages
@@ -52,42 +72,80 @@ impl Store {
     /// so that a fault does not allocate it again). Each block says where its image
     /// starts in `buf` and whether it is good; the images are verified and
     /// carry the changes committed since the last checkpoint.
+    ///
+    /// The state lock is never held across the `pread` nor the checksums:
+    /// it is taken to list the blocks, let go to read and verify them, and
+    /// taken again to lay the pending changes over what was read — unless a
+    /// checkpoint moved committed bytes meanwhile or the blocks changed, and
+    /// then the read is made again (docs/design.md §3.1).
     pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
-        let st = self.lock();
         let ps = self.page_size;
-        let blocks = heads_in(&st, from, pages);
-        let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
-            return Vec::new();
-        };
-        let span = (last + u64::from(last_n) - first) as usize * ps;
-        if buf.len() < span {
-            buf.resize(span, 0);
+        loop {
+            let (blocks, in_memory, installs) = {
+                let st = self.lock();
+                let blocks = heads_in(&st, from, pages);
+                let in_memory: Vec<bool> = blocks.iter().map(|&(h, _)| has_image(&st, h)).collect();
+                (blocks, in_memory, st.installs)
+            };
+            let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
+                return Vec::new();
+            };
+            let span = (last + u64::from(last_n) - first) as usize * ps;
+            if buf.len() < span {
+                buf.resize(span, 0);
+            }
+            let raw = &mut buf[..span];
+            let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
+            let at = |head: PageNo| (head - first) as usize * ps;
+            // What the page file holds of each block not held whole in
+            // memory: verified, or why not.
+            let verified: Vec<Option<Result<()>>> = blocks
+                .iter()
+                .zip(&in_memory)
+                .map(|(&(head, n), &whole)| {
+                    (!whole).then(|| match &read {
+                        Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
+                        Ok(()) => self.verify_file_image(
+                            head,
+                            n,
+                            &raw[at(head)..at(head) + n as usize * ps],
+                        ),
+                    })
+                })
+                .collect();
+            let st = self.lock();
+            if st.installs != installs || heads_in(&st, from, pages) != blocks {
+                continue;
+            }
+            return blocks
+                .into_iter()
+                .zip(verified)
+                .map(|((head, pages), verified)| {
+                    let img = &mut raw[at(head)..at(head) + pages as usize * ps];
+                    ClusterBlock {
+                        head,
+                        pages,
+                        at: at(head),
+                        image: self.committed_in_place(&st, head, pages, img, verified),
+                    }
+                })
+                .collect();
         }
-        let raw = &mut buf[..span];
-        let read = read_block_raw(&*self.file, &self.path, first, ps, raw);
-        blocks
-            .into_iter()
-            .map(|(head, pages)| {
-                let at = (head - first) as usize * ps;
-                let img = &mut raw[at..at + pages as usize * ps];
-                let image = match &read {
-                    Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
-                    Ok(()) => self.committed_in_place(&st, head, pages, img),
-                };
-                ClusterBlock {
-                    head,
-                    pages,
-                    at,
-                    image,
-                }
-            })
-            .collect()
     }
 
     /// Turns the page-file image of block `head` in `img` into its committed
-    /// image (verified, with the changes logged since the checkpoint).
-    fn committed_in_place(&self, st: &State, head: PageNo, len: u32, img: &mut [u8]) -> Result<()> {
-        match st.pending.get(&head).map(|p| &p.base) {
+    /// image, with the changes logged since the checkpoint; `verified` says
+    /// whether the page-file image passed its checksum (`None`: not checked
+    /// yet). A whole pending image replaces `img` altogether.
+    fn committed_in_place(
+        &self,
+        st: &State,
+        head: PageNo,
+        len: u32,
+        img: &mut [u8],
+        verified: Option<Result<()>>,
+    ) -> Result<()> {
+        match st.patch(head).map(|p| &p.base) {
             Some(Base::Image(pending)) if pending.len() == img.len() => {
                 img.copy_from_slice(pending);
             }
@@ -96,21 +154,12 @@ impl Store {
                     "block {head}: its pending image is not {len} pages"
                 )));
             }
-            _ => self.verify_file_image(head, len, img)?,
+            _ => verified.unwrap_or_else(|| self.verify_file_image(head, len, img))?,
         }
-        if let Some(p) = st.pending.get(&head) {
+        if let Some(p) = st.patch(head) {
             p.apply(img);
         }
         Ok(())
-    }
-
-    /// Reads the committed image of block `head` (of `len` pages) into `buf`.
-    fn read_committed(&self, st: &State, head: PageNo, len: u32, buf: &mut [u8]) -> Result<()> {
-        let base = st.pending.get(&head).map(|p| &p.base);
-        if !matches!(base, Some(Base::Image(_))) {
-            read_block_raw(&*self.file, &self.path, head, self.page_size, buf)?;
-        }
-        self.committed_in_place(st, head, len, buf)
     }
 
     /// Reads a block from the page file and verifies it.
@@ -132,6 +181,12 @@ impl Store {
         })?;
         Ok(())
     }
+}
+
+/// Whether block `head`'s committed image is all in memory (a whole
+/// pending image), so that reading it needs nothing from the page file.
+fn has_image(st: &State, head: PageNo) -> bool {
+    matches!(st.patch(head).map(|p| &p.base), Some(Base::Image(_)))
 }
 
 /// The allocated blocks that start in pages `from..from + pages`.

@@ -15,6 +15,7 @@ use crate::format::{PAddr, PageNo, first_data_page};
 use crate::io::IoFile;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Mutable state behind the store's lock.
 #[derive(Debug)]
@@ -25,8 +26,20 @@ pub(crate) struct State {
     pub(crate) roots: BTreeMap<String, RootEntry>,
     pub(crate) catalog: BTreeMap<u32, Vec<u8>>,
     pub(crate) next_type_id: u32,
+    /// Committed changes not yet installed (during a checkpoint: since its
+    /// cut, which no commit can be until it ends).
     pub(crate) pending: IntMap<PageNo, Patch>,
     pub(crate) pending_bytes: usize,
+    /// During a checkpoint, the pending changes it installs: taken out of
+    /// `pending` at its cut, shared so that it reads them without the lock,
+    /// and replaced by the blocks' whole images once it has built them.
+    pub(crate) installing: Option<Arc<Changes>>,
+    /// Goes up whenever a checkpoint changes where committed bytes are kept
+    /// (whole images published in place of pending changes; installed
+    /// changes dropped). A read that went to the page file without the state
+    /// lock checks, under the lock again, that it has not moved meanwhile,
+    /// else it reads again (`read.rs`).
+    pub(crate) installs: u64,
     pub(crate) next_txid: u64,
     /// Active transactions that have records in the log already.
     pub(crate) early: HashSet<u32>,
@@ -34,7 +47,18 @@ pub(crate) struct State {
     pub(crate) page_size: usize,
 }
 
+/// Pending changes, per block.
+pub(crate) type Changes = IntMap<PageNo, Patch>;
+
 impl State {
+    /// The committed changes of block `head` not yet in the page file, if
+    /// any: pending, or being installed by a checkpoint.
+    pub(crate) fn patch(&self, head: PageNo) -> Option<&Patch> {
+        self.pending
+            .get(&head)
+            .or_else(|| self.installing.as_deref()?.get(&head))
+    }
+
     pub(crate) fn shift(&self) -> u32 {
         self.page_size.trailing_zeros()
     }
@@ -172,6 +196,8 @@ pub(super) fn load_state(
         next_type_id,
         pending: IntMap::default(),
         pending_bytes: 0,
+        installing: None,
+        installs: 0,
         next_txid: sb.next_txid,
         early: HashSet::new(),
         poisoned: None,

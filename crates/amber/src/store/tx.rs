@@ -2,7 +2,8 @@
 //!
 //! A transaction buffers its changes as log records. Commit appends them with
 //! a commit record, waits until the log is durable (sharing the sync with
-//! concurrent committers), then applies them to the committed state. Abort
+//! concurrent committers), then applies them to the committed state, in the
+//! order of the commit records (`order.rs`). Abort
 //! forgets them; allocations made by the transaction are returned. A
 //! transaction can also push its records to the log before committing
 //! ([`StoreTx::log_early`]): recovery ignores them unless the commit record
@@ -11,7 +12,7 @@
 //! Reads through the store see committed state only; the runtime keeps its
 //! own view of uncommitted changes.
 
-use super::Store;
+use super::{Core, Store};
 use crate::error::{Error, Result};
 use crate::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::format::{PAddr, PageNo};
@@ -316,12 +317,25 @@ impl<'s> StoreTx<'s> {
     /// Pushes the changes buffered so far to the log now, without waiting for
     /// them to be durable. Recovery ignores them unless the transaction
     /// commits.
+    ///
+    /// Holds the gate shared while it appends: a checkpoint (which holds it
+    /// exclusively from its cut to the log's recycling) has either finished
+    /// before these records are appended, or starts after `early` names this
+    /// transaction, and then refuses — it could not otherwise make the
+    /// checkpoint LSN follow every record of finished transactions only, and
+    /// its recycling would drop these records from the log.
     pub fn log_early(&mut self) -> Result<()> {
         if self.logged == self.ops.len() {
             return Ok(());
         }
-        let log = self.store.log()?;
-        self.store.lock().early.insert(self.txid);
+        let store = self.store;
+        let log = store.log()?;
+        let _g = store.gate_shared();
+        {
+            let mut st = store.lock();
+            Core::check_poisoned(&st)?;
+            st.early.insert(self.txid);
+        }
         let recs: Vec<Record<'_>> = self.ops[self.logged..]
             .iter()
             .map(|o| o.record(self.txid))
@@ -333,7 +347,9 @@ impl<'s> StoreTx<'s> {
         log.write_out()
     }
 
-    /// Commits: returns once the transaction is durable.
+    /// Commits: returns once the transaction is durable and applied to the
+    /// committed state. A checkpoint it finds due is left to the
+    /// checkpointer thread.
     pub fn commit(mut self) -> Result<CommitInfo> {
         self.done = true;
         if self.ops.is_empty() {
@@ -341,34 +357,42 @@ impl<'s> StoreTx<'s> {
         }
         let store = self.store;
         let log = store.log()?;
-        let info = {
-            let _g = store.gate.read().unwrap_or_else(|e| e.into_inner());
+        let (info, due) = {
+            let _g = store.gate_shared();
+            let sound = Core::check_poisoned(&store.lock());
+            if let Err(e) = sound {
+                self.release();
+                return Err(e);
+            }
             let recs: Vec<Record<'_>> = self.ops[self.logged..]
                 .iter()
                 .map(|o| o.record(self.txid))
                 .collect();
             let bytes: u64 =
                 recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + COMMIT_SIZE as u64;
-            let appended = log.append_commit(&recs, self.txid);
-            let (end, commit_lsn) = match appended {
-                Ok(x) => x,
+            let appended = match log.append_commit(&recs, self.txid) {
+                Ok(a) => a,
                 Err(e) => {
                     self.release();
                     return Err(e);
                 }
             };
-            if let Err(e) = log.sync_to(end) {
+            // From here the commit holds a turn in the apply order; every
+            // way out (dropping it) finishes the turn.
+            let turn = store.order.turn(appended.seq);
+            if let Err(e) = log.sync_to(appended.end) {
                 // Whether the commit reached the disk is unknown; the store
                 // refuses further changes until reopened.
                 let mut st = store.lock();
-                st.poisoned = Some(e.to_string());
+                st.poisoned.get_or_insert_with(|| e.to_string());
                 st.early.remove(&self.txid);
                 return Err(e);
             }
+            turn.wait();
             let mut st = store.lock();
             st.early.remove(&self.txid);
             for op in &self.ops {
-                if let Err(what) = st.apply(&op.record(self.txid), commit_lsn, false) {
+                if let Err(what) = st.apply(&op.record(self.txid), appended.commit_lsn, false) {
                     // The log holds the commit; the in-memory state could not
                     // follow. Reopening rebuilds it from the log.
                     st.poisoned = Some(format!("applying a committed change failed: {what}"));
@@ -377,12 +401,18 @@ impl<'s> StoreTx<'s> {
                     });
                 }
             }
-            CommitInfo {
-                commit_lsn,
+            let due = store.checkpoint_due(&st, appended.end);
+            drop(st);
+            drop(turn);
+            let info = CommitInfo {
+                commit_lsn: appended.commit_lsn,
                 log_bytes: self.log_bytes + bytes,
-            }
+            };
+            (info, due)
         };
-        store.maybe_checkpoint();
+        if due {
+            store.requests.request();
+        }
         Ok(info)
     }
 

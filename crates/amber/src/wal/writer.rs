@@ -53,6 +53,24 @@ struct WState {
     /// before the first record is appended.
     closed_on_disk: bool,
     prev_base_lsn: u64,
+    /// Commit records appended by this writer so far: the next one's
+    /// sequence number (the order in which commits must apply).
+    commits: u64,
+}
+
+/// Where [`LogWriter::append_commit`] put a transaction's commit record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The LSN just past the commit record: what to
+    /// [`sync_to`](LogWriter::sync_to).
+    pub end: u64,
+    /// The commit record's LSN.
+    pub commit_lsn: u64,
+    /// How many commit records this writer appended before it: commits
+    /// numbered 0, 1, 2, … in the order of their commit records, which is
+    /// the order recovery replays them in, so the order the running store
+    /// must apply them in too.
+    pub seq: u64,
 }
 
 /// What a leader does with the buffer.
@@ -111,6 +129,7 @@ impl LogWriter {
                 syncs: 0,
                 closed_on_disk: h.closed,
                 prev_base_lsn: h.prev_base_lsn,
+                commits: 0,
             }),
             flushed: Condvar::new(),
         }
@@ -205,10 +224,9 @@ impl LogWriter {
         Ok(first)
     }
 
-    /// Encodes `records` followed by `txid`'s commit record; returns the LSN
-    /// just past the commit record (what to [`sync_to`](Self::sync_to)) and the
-    /// commit record's LSN.
-    pub fn append_commit(&self, records: &[Record<'_>], txid: TxId) -> Result<(u64, u64)> {
+    /// Encodes `records` followed by `txid`'s commit record; says where the
+    /// commit record went and its sequence number.
+    pub fn append_commit(&self, records: &[Record<'_>], txid: TxId) -> Result<Appended> {
         let mut s = self.lock();
         self.check(&s)?;
         self.reopen_epoch(&mut s)?;
@@ -222,7 +240,13 @@ impl LogWriter {
         let c = Record::Commit { txid, synced_delta };
         c.encode(lsn, &mut s.buf);
         s.end_lsn += c.encoded_len() as u64;
-        Ok((s.end_lsn, lsn))
+        let seq = s.commits;
+        s.commits += 1;
+        Ok(Appended {
+            end: s.end_lsn,
+            commit_lsn: lsn,
+            seq,
+        })
     }
 
     /// Writes everything appended so far to the file without syncing (records

@@ -194,6 +194,11 @@ fn pick(blocks: &BTreeMap<u64, Vec<u8>>, rng: &mut SplitMix) -> u64 {
 /// Runs `txs` random transactions with occasional checkpoints, stopping at the
 /// first error. Returns the last acknowledged model, the in-flight one (a
 /// commit that was called but did not return), and the error if any.
+///
+/// After each transaction it waits for the checkpointer thread, so that the
+/// automatic checkpoints' I/O calls come in a fixed order between the
+/// transactions' (the crash and error-countdown tests number those calls);
+/// a failed automatic checkpoint surfaces as the next call's error.
 pub fn run_workload(
     s: &Store,
     start: Model,
@@ -212,6 +217,7 @@ pub fn run_workload(
             Ok(m) => model = m,
             Err(e) => return (model, in_flight, Some(e)),
         }
+        s.wait_for_checkpointer();
     }
     (model, in_flight, None)
 }
