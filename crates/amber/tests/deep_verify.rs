@@ -1,7 +1,7 @@
 //! Deep verification (`amber::inspect::verify_deep`, `Db::verify_deep`):
 //! a clean database holding every kind of pointer reports nothing, with 4,
 //! 8 and 16 KiB pages; a database crafted through raw store writes to hold
-//! the damage of issue 11's misaligned-reservation bug (pointers 0x1000
+//! the damage of an earlier misaligned-reservation bug (pointers 0x1000
 //! bytes off, in fields, vector elements, smart pointers, index values and
 //! roots) and its cousins (wrong type, into the middle of an object, to no
 //! object, to a page past the end, a null in a non-null field, a buffer too

@@ -167,3 +167,23 @@ fn buffers_and_version_1_fields_may_hold_null() {
     (w[0], w[2]) = (0, 0);
     convert(&t, &mut block(&w), Direction::Swizzle).expect("unknown nullability");
 }
+
+/// A stored pointer that is not 8-aligned cannot be an object's address
+/// (bodies are 8-aligned): swizzling refuses it, so that every pointer in
+/// memory is aligned and the dereference need not check (in reference
+/// fields, nested ones, and arrays of references alike).
+#[test]
+fn misaligned_pointers_are_refused() {
+    let t = types(Holder::DESC.to_stored());
+    for i in [0, 1, 4, 5] {
+        let mut w = holder();
+        w[i] += 4;
+        let e = convert(&t, &mut block(&w), Direction::Swizzle).expect_err("misaligned");
+        assert!(e.contains("not 8-aligned"), "{e}");
+    }
+    // A smart pointer is not swizzled: its alignment is checked when it is
+    // followed (`Db::smart`).
+    let mut w = holder();
+    w[2] += 4;
+    convert(&t, &mut block(&w), Direction::Swizzle).expect("smart left alone");
+}

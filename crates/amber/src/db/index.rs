@@ -18,7 +18,7 @@
 use super::tx::Tx;
 use super::{Db, translate};
 use crate::error::{Error, FileKind, Location, Result};
-use crate::format::objects::{FLAG_FREE, OBJECT_HEADER};
+use crate::format::objects::{FLAG_FREE, OBJECT_ALIGN, OBJECT_HEADER};
 use crate::format::page::HEADER_SIZE;
 use crate::ptr::{PIndex, PRef};
 use crate::schema::layout::pages_for;
@@ -186,12 +186,12 @@ impl Nodes<'_> {
 
 /// The pointer an index value (a persistent address) stands for.
 fn to_ref<V: Persistent>(fs: &FrameSpace, path: &Path, paddr: u64) -> Result<PRef<V>> {
-    if paddr == 0 {
+    if paddr == 0 || !paddr.is_multiple_of(OBJECT_ALIGN as u64) {
         return Err(Error::Corrupt {
             file: FileKind::PageFile,
             path: path.to_path_buf(),
-            at: Location::Page(0),
-            what: "an index value is null".into(),
+            at: Location::Page(paddr >> fs.frame_size().trailing_zeros()),
+            what: format!("an index value, {paddr:#x}, is not an object's address"),
         });
     }
     let va = translate(

@@ -319,6 +319,14 @@ impl Db {
                 what: format!("root `{name}` holds a `{actual}`"),
             });
         }
+        if !r.addr.is_multiple_of(crate::format::objects::OBJECT_ALIGN as u64) {
+            return Err(Error::Corrupt {
+                file: crate::error::FileKind::PageFile,
+                path: self.store.path().to_path_buf(),
+                at: crate::error::Location::Meta("root directory"),
+                what: format!("root `{name}` holds {:#x}, not an object's address", r.addr),
+            });
+        }
         let va = self.translate(r.addr, pages_for(u64::from(T::DESC.size), self.page_size()))?;
         Ok(NonZeroU64::new(va).map(PRef::from_addr))
     }

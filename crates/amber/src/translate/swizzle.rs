@@ -15,7 +15,7 @@
 //! logged.
 
 use crate::format::bytes::{get_u32, get_u64, put_u64};
-use crate::format::objects::{self, ObjectEntry};
+use crate::format::objects::{self, OBJECT_ALIGN, ObjectEntry};
 use crate::format::page::{HEADER_SIZE, PageHeader};
 use crate::schema::desc::kind_name;
 use crate::schema::layout::{PtrSlot, SlotKind, pages_for, pointer_at};
@@ -162,11 +162,29 @@ fn convert_refs(
         }
         let out = match dir {
             Direction::Unswizzle => map.to_paddr(v)?,
-            Direction::Swizzle => map.to_va(v, pages)?,
+            Direction::Swizzle => map.to_va(aligned(v)?, pages)?,
         };
         word.copy_from_slice(&out.to_le_bytes());
     }
     Ok(())
+}
+
+/// `paddr`, if it can be an object's address: bodies are 8-aligned. A
+/// swizzled pointer is then aligned by construction, so the dereference
+/// need not check (`vm/typed.rs`).
+#[inline(always)]
+fn aligned(paddr: u64) -> Result<u64, String> {
+    if paddr.is_multiple_of(OBJECT_ALIGN as u64) {
+        Ok(paddr)
+    } else {
+        Err(misaligned(paddr))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn misaligned(paddr: u64) -> String {
+    format!("a pointer holds {paddr:#x}, which is not an object's address (not 8-aligned)")
 }
 
 /// Converts the pointers of the object (or array element) of type `t` at
@@ -202,11 +220,11 @@ fn convert_slots(
             }
             (Direction::Swizzle, SlotKind::Smart) => continue,
             (Direction::Unswizzle, _) => map.to_paddr(v)?,
-            (Direction::Swizzle, SlotKind::Ref { pages, .. }) => map.to_va(v, pages)?,
+            (Direction::Swizzle, SlotKind::Ref { pages, .. }) => map.to_va(aligned(v)?, pages)?,
             (Direction::Swizzle, SlotKind::Buffer { elem_size }) => {
                 let cap = get_u32(block, at + 12).ok_or("buffer capacity truncated")?;
                 map.to_va(
-                    v,
+                    aligned(v)?,
                     pages_for(u64::from(cap) * u64::from(elem_size), page_size),
                 )?
             }
