@@ -279,6 +279,12 @@ impl FreeSpace {
         Some((page, 1))
     }
 
+    /// Whether the block at `head` is reserved (its transaction has not
+    /// committed).
+    pub fn is_reserved(&self, head: PageNo) -> bool {
+        self.reserved.contains_key(&head)
+    }
+
     /// Every allocated block, in order (committed and reserved).
     pub fn blocks(&self) -> Blocks<'_> {
         Blocks {

@@ -259,6 +259,15 @@ impl Core {
         self.lock().fsm.blocks().collect()
     }
 
+    /// Every committed block `(head, pages)`: the allocated ones but those
+    /// reserved by transactions that have not committed (on an open
+    /// database, also the dead space of those that did not: the object
+    /// layer keeps it reserved for the session).
+    pub fn committed_blocks(&self) -> Vec<(PageNo, u32)> {
+        let st = self.lock();
+        st.fsm.blocks().filter(|&(h, _)| !st.fsm.is_reserved(h)).collect()
+    }
+
     /// The allocated block `(head, pages)` containing `page`.
     pub fn block_of(&self, page: PageNo) -> Option<(PageNo, u32)> {
         self.lock().fsm.block_of(page)

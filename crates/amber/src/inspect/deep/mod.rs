@@ -256,7 +256,7 @@ fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> Result<
     let ps = store.page_size() as u64;
     let mut blocks = Vec::new();
     let mut starts = Vec::new();
-    for (start, pages) in store.blocks() {
+    for (start, pages) in store.committed_blocks() {
         report.blocks += 1;
         let image = match store.read_block(start) {
             Ok(i) => i,
