@@ -129,6 +129,16 @@ fn stale_aborted_then_evicted() {
 }
 
 #[test]
+fn free_releases_buffers() {
+    common::free::releases_buffers(B);
+}
+
+#[test]
+fn free_tree() {
+    common::free::frees_a_tree(B);
+}
+
+#[test]
 fn write_path_property_8k() {
     common::prop::run(B8, None);
 }

@@ -63,6 +63,10 @@ fn main() -> std::process::ExitCode {
         ("stale_aborted_then_evicted", || {
             common::stale::aborted_then_evicted(B)
         }),
+        ("free_releases_buffers", || {
+            common::free::releases_buffers(B)
+        }),
+        ("free_tree", || common::free::frees_a_tree(B)),
         ("write_path_property_8k", || {
             common::prop::run(B8, None);
         }),

@@ -6,23 +6,21 @@
 //! of pages of their own. Pages where a transaction that did not commit had
 //! placed objects are not placed in again this session (`dead.rs`).
 //!
-//! Freeing marks the object's header free and nothing more: a freed slot is
+//! Freeing (`free.rs`) marks headers free and nothing more: a freed slot is
 //! never reused, so a stale pointer to it always lands on that free header
 //! (and is refused at the dereference), never on another object. Reusing
 //! slots and pages needs proof that no pointer to them is left — a
-//! reachability pass, future work — so space is not reclaimed yet, and an
+//! reachability pass — so space is not reclaimed within a session, and an
 //! object that is allocated but unreachable at commit is still stored.
 
 use super::tx::Tx;
 use crate::error::{Error, Result};
 use crate::format::PageNo;
-use crate::format::objects::{
-    FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER, encode_header, slot_size,
-};
+use crate::format::objects::{encode_header, slot_size};
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::ptr::PRef;
 use crate::schema::layout::{is_large, pages_for};
-use crate::vm::{InstallAs, NotLive, Persistent};
+use crate::vm::{InstallAs, Persistent};
 use std::num::NonZeroU64;
 
 impl Tx<'_> {
@@ -161,37 +159,5 @@ impl Tx<'_> {
             .lookup(head)
             .ok_or_else(|| Error::invalid(format!("page {head} has no frame")))?;
         Ok(self.fs.frame_addr(f) as u64)
-    }
-
-    /// Frees an object: its header is marked free, and the slot is never
-    /// reused (see the module docs), so a stale pointer to it is refused
-    /// at its next dereference. Freeing an object twice, or one that is not
-    /// live, is [`Error::Dangling`].
-    pub fn free<T: Persistent>(&mut self, p: PRef<T>) -> Result<()> {
-        self.tick();
-        self.access
-            .try_object::<T>(p.addr())
-            .map_err(|why| Error::dangling(format!("free: {}", why.describe(p.addr()))))?;
-        self.free_raw(p.addr())
-    }
-
-    /// Marks the live object whose body is at `va` free.
-    pub(crate) fn free_raw(&mut self, va: u64) -> Result<()> {
-        let hdr = *self.access.obj::<[u32; 2]>(va - OBJECT_HEADER as u64);
-        let [tag, size] = hdr;
-        let flags = (tag >> 24) as u8;
-        if flags & FLAG_FREE != 0 || tag & MAX_TYPE_ID == 0 {
-            let why = if tag & MAX_TYPE_ID == 0 {
-                NotLive::NoObject
-            } else {
-                NotLive::Freed
-            };
-            return Err(Error::dangling(format!("free: {}", why.describe(va))));
-        }
-        self.access.write_new(
-            va - OBJECT_HEADER as u64,
-            encode_header(tag & MAX_TYPE_ID, flags | FLAG_FREE, size),
-        );
-        Ok(())
     }
 }

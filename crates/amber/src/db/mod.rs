@@ -26,6 +26,7 @@ mod alloc;
 mod commit;
 mod dead;
 mod fetch;
+mod free;
 pub(crate) mod index;
 pub mod options;
 pub(crate) mod pager;

@@ -438,6 +438,13 @@ impl Access {
         Ok(unsafe { &*(addr as *const T) })
     }
 
+    /// Whether a live object of exactly `len` bytes (with `at_least`, at
+    /// least `len`) has its body, 8-aligned, at `addr`; why not if not. For
+    /// objects known by descriptor rather than by type (freeing walks).
+    pub fn try_live(&self, addr: u64, len: usize, at_least: bool) -> Result<(), NotLive> {
+        self.live_at(addr, len, 3, at_least)
+    }
+
     /// The `count` elements of the buffer object whose body is at `addr` (a
     /// vector's): panics naming the pointer unless a live buffer of at least
     /// that many elements starts there.

@@ -47,6 +47,7 @@ pub mod big;
 pub mod corrupt;
 pub mod eviction;
 pub mod failing;
+pub mod free;
 pub mod graph;
 pub mod high;
 pub mod kill;
