@@ -1,4 +1,4 @@
-//! `create`, `verify`, `checkpoint` and `recover`.
+//! `create`, `verify`, `checkpoint` and `recover` (with `--salvage` and `--new-log`).
 
 use crate::error::CliError;
 use amber::Error;
@@ -242,6 +242,12 @@ pub fn recover(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
     let o = inspect::recover(path)?;
     let _ = writeln!(out, "recovery of {}", path.display());
+    recovered(out, &o);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a recovery found and installed.
+fn recovered(out: &mut String, o: &inspect::RecoveryOutcome) {
     recovery_lines(out, &o.recovery, o.closed_cleanly);
     match &o.installed {
         Some(ck) => {
@@ -255,5 +261,55 @@ pub fn recover(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
             );
         }
     }
+}
+
+/// `amber recover --salvage PATH`.
+pub fn salvage(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
+    precheck(path)?;
+    let o = inspect::salvage(path)?;
+    let _ = writeln!(out, "salvage of {}", path.display());
+    match &o.cut {
+        None => {
+            let _ = writeln!(
+                out,
+                "  the log has no damaged record before a durable commit: nothing given up"
+            );
+        }
+        Some(c) => {
+            let _ = writeln!(
+                out,
+                "  damaged record at LSN {}: {}\n  the log now ends there: {} byte(s) cut, saved to {}",
+                c.damaged_lsn,
+                c.what,
+                c.discarded_bytes,
+                c.saved_to.display()
+            );
+            let _ = writeln!(
+                out,
+                "  transactions lost (their commit records were after the damage): {}",
+                c.lost_commits.len()
+            );
+            for (lsn, txid) in &c.lost_commits {
+                let _ = writeln!(out, "    transaction {txid}, committed at LSN {lsn}");
+            }
+        }
+    }
+    recovered(out, &o.recovery);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `amber recover --new-log PATH`.
+pub fn new_log(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
+    let o = inspect::new_log(path)?;
+    let _ = writeln!(
+        out,
+        "new log for {} at {}, starting at the page file's checkpoint LSN {}\n  \
+         every commit up to that LSN is in the page file; if the database was not closed \
+         cleanly, commits after it were only in the missing log and are lost",
+        path.display(),
+        inspect::wal_path(path).display(),
+        o.checkpoint_lsn
+    );
+    recovered(out, &o.recovery);
     Ok(ExitCode::SUCCESS)
 }

@@ -77,6 +77,17 @@ enum Command {
     Recover {
         /// The database file.
         path: PathBuf,
+        /// When recovery refuses a log with a damaged record followed by
+        /// durable commits: cut the log at the damaged record (saving what
+        /// is cut beside the log) and recover to the last commit before it,
+        /// listing the transactions lost.
+        #[arg(long, conflicts_with = "new_log")]
+        salvage: bool,
+        /// When the log file is missing: make a new, empty one starting at
+        /// the page file's last checkpoint. Loses nothing after a clean
+        /// close; after a crash, commits only in the missing log are lost.
+        #[arg(long)]
+        new_log: bool,
     },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
@@ -104,7 +115,15 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
         }
         Command::Verify { path, deep } => admin::verify(&path, deep, out),
         Command::Checkpoint { path } => admin::checkpoint(&path, out),
-        Command::Recover { path } => admin::recover(&path, out),
+        Command::Recover {
+            path,
+            salvage,
+            new_log,
+        } => match (salvage, new_log) {
+            (true, _) => admin::salvage(&path, out),
+            (_, true) => admin::new_log(&path, out),
+            _ => admin::recover(&path, out),
+        },
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }
 }

@@ -196,6 +196,122 @@ fn verify_names_a_damaged_log_record() {
     assert!(r.stdout.contains("tail: CORRUPT at LSN 1"), "{}", r.stdout);
 }
 
+/// `recover --salvage` takes a log whose damaged record has durable
+/// commits after it (which `recover` refuses) back to the last commit
+/// before the damage, saves the bytes it cuts, and names every transaction
+/// lost; a second salvage has nothing to give up.
+#[test]
+fn salvage_cuts_a_damaged_log_and_names_what_is_lost() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    commit_some(&db, 5);
+    let mut recs = Vec::new();
+    let view = amber::inspect::read_log(&db, &mut |r| recs.push(r.clone())).expect("read log");
+    let commits: Vec<_> = recs
+        .iter()
+        .filter(|r| r.kind == amber::inspect::RecordKind::Commit)
+        .map(|r| (r.lsn, r.txid))
+        .collect();
+    assert_eq!(commits.len(), 5);
+    // Damage the first record after the second commit: the third
+    // transaction's type record.
+    let third = recs
+        .iter()
+        .find(|r| r.lsn > commits[1].0)
+        .expect("a record after the second commit");
+    let base = view
+        .headers
+        .iter()
+        .filter_map(|h| match h {
+            amber::inspect::LogHeaderCopy::Valid { header, .. } => Some(header),
+            amber::inspect::LogHeaderCopy::Damaged(_) => None,
+        })
+        .max_by_key(|h| h.generation)
+        .expect("a valid log header")
+        .base_lsn;
+    let off = amber::internals::wal::header::RECORDS_START + (third.lsn - base);
+    flip(&wal_path(&db), off + 17);
+    assert_error(&amber(&["recover", s(&db)]), &format!("LSN {}", third.lsn));
+
+    let r = amber(&["recover", "--salvage", s(&db)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains(&format!("damaged record at LSN {}", third.lsn)),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("transactions lost (their commit records were after the damage): 3"),
+        "{}",
+        r.stdout
+    );
+    for (lsn, txid) in &commits[2..] {
+        let line = format!(
+            "transaction {}, committed at LSN {lsn}",
+            txid.expect("txid")
+        );
+        assert!(r.stdout.contains(&line), "missing `{line}`: {}", r.stdout);
+    }
+    let saved = PathBuf::from(format!(
+        "{}.salvaged-{}",
+        wal_path(&db).display(),
+        third.lsn
+    ));
+    let size = std::fs::metadata(&saved).expect("saved tail").len();
+    assert!(
+        r.stdout.contains(&format!("{size} byte(s) cut")),
+        "{}",
+        r.stdout
+    );
+
+    // The first two transactions survive, the last three are gone, and the
+    // database is whole.
+    let st = Store::open(Arc::new(RealVfs), &db, StoreOptions::default()).expect("open");
+    for i in 0..5 {
+        assert_eq!(st.root(&format!("root{i}")).is_some(), i < 2, "root{i}");
+    }
+    st.close().expect("close");
+    assert_eq!(amber(&["verify", s(&db)]).code, 0);
+    let r = amber(&["recover", "--salvage", s(&db)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("nothing given up"), "{}", r.stdout);
+}
+
+/// `recover --new-log` makes a missing log again for a database closed
+/// cleanly, losing nothing; it refuses when the log exists.
+#[test]
+fn new_log_recreates_a_missing_log() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = db_in(&dir);
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    commit_some(&db, 3);
+    assert_error(
+        &amber(&["recover", "--new-log", s(&db)]),
+        "a new log is made only for a database whose log is missing or unreadable",
+    );
+    // A clean close installs everything; then the log goes missing.
+    Store::open(Arc::new(RealVfs), &db, StoreOptions::default())
+        .expect("open")
+        .close()
+        .expect("close");
+    std::fs::remove_file(wal_path(&db)).expect("remove log");
+    assert_error(&amber(&["recover", s(&db)]), "log file is missing");
+    let r = amber(&["recover", "--new-log", s(&db)]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("new log for"), "{}", r.stdout);
+    let st = Store::open(Arc::new(RealVfs), &db, StoreOptions::default()).expect("open");
+    for i in 0..3 {
+        assert!(st.root(&format!("root{i}")).is_some(), "root{i}");
+    }
+    st.close().expect("close");
+    assert_eq!(amber(&["verify", s(&db)]).code, 0);
+}
+
 #[test]
 fn verify_reports_a_torn_tail() {
     let _serial = serial();

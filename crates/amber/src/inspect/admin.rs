@@ -8,6 +8,7 @@ use super::files::log_closed_cleanly;
 use crate::error::Result;
 use crate::io::real::RealVfs;
 use crate::store::checkpoint::CheckpointReport;
+use crate::store::salvage::CutLog;
 use crate::store::verify::VerifyReport;
 use crate::store::{RecoveryReport, Store, StoreOptions, StoreStats, wal_path};
 use std::path::Path;
@@ -124,4 +125,50 @@ pub fn recover(path: &Path) -> Result<RecoveryOutcome> {
     };
     s.close()?;
     Ok(out)
+}
+
+/// What [`salvage`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SalvageOutcome {
+    /// The damaged log record that recovery refused, and what cutting the
+    /// log there gave up; `None` when the log had no such damage (nothing
+    /// was given up).
+    pub cut: Option<CutLog>,
+    /// The recovery that followed.
+    pub recovery: RecoveryOutcome,
+}
+
+/// Brings back a database whose log has a damaged record followed by
+/// durable commits, which [`recover`] refuses: the log is cut at the
+/// damaged record (the bytes cut off saved beside it first), and the
+/// database recovers to the last commit before it. The outcome lists the
+/// transactions lost. A database without such damage is just recovered.
+pub fn salvage(path: &Path) -> Result<SalvageOutcome> {
+    let cut = crate::store::salvage::cut_damaged_log(&RealVfs, path)?;
+    let recovery = recover(path)?;
+    Ok(SalvageOutcome { cut, recovery })
+}
+
+/// What [`new_log`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewLogOutcome {
+    /// The LSN of the page file's last checkpoint, where the new log
+    /// starts: every commit up to it is in the page file.
+    pub checkpoint_lsn: u64,
+    /// The recovery that followed (of an empty log: nothing to replay).
+    pub recovery: RecoveryOutcome,
+}
+
+/// Makes a new, empty log for a database whose log file is missing, then
+/// opens it. After a clean close this loses nothing (closing installs every
+/// commit into the page file); after a crash, commits that were only in the
+/// missing log are lost, and nothing left can tell which: so this is never
+/// done without being asked. Refuses when the log exists.
+pub fn new_log(path: &Path) -> Result<NewLogOutcome> {
+    let checkpoint_lsn = crate::store::salvage::new_log(&RealVfs, path)?;
+    let recovery = recover(path)?;
+    Ok(NewLogOutcome {
+        checkpoint_lsn,
+        recovery,
+    })
 }

@@ -7,7 +7,9 @@
 //! free extents, blocks, log records decoded into plain structs, the schema
 //! catalog, roots, a block's objects with their fields decoded by the
 //! catalog), the checks only read, and the operations that change files
-//! ([`create`], [`checkpoint`], [`recover`]) are the store's own.
+//! ([`create`], [`checkpoint`], [`recover`], and the salvage operations
+//! [`salvage`] and [`new_log`], which give up committed work only when
+//! asked and say exactly what) are the store's own.
 //!
 //! - The files as they are, even when the store cannot be opened (damage):
 //!   [`read_superblocks`], [`read_log`].
@@ -34,13 +36,15 @@ pub use crate::schema::desc::{
     Nullability, Prim, Shape, StoredField, StoredKind, StoredType, kind_name,
 };
 pub use crate::store::RecoveryReport;
+pub use crate::store::salvage::CutLog;
 pub use crate::store::verify::VerifyReport;
 pub use crate::store::wal_path;
 pub use crate::wal::header::LogHeader;
 pub use crate::wal::record::BadRecord;
 pub use crate::wal::scan::Tail;
 pub use admin::{
-    CheckpointOutcome, Installed, RecoveryOutcome, checkpoint, create, recover, verify,
+    CheckpointOutcome, Installed, NewLogOutcome, RecoveryOutcome, SalvageOutcome, checkpoint,
+    create, new_log, recover, salvage, verify,
 };
 pub use blocks::{BlockView, FieldValue, FileCopy, ObjectValue, ObjectView, Scalar, Value};
 pub use deep::{DeepReport, Finding, FindingClass, Place, verify_deep};

@@ -26,6 +26,7 @@ mod order;
 pub mod pending;
 mod read;
 pub mod recovery;
+pub mod salvage;
 mod state;
 pub mod tx;
 pub mod verify;

@@ -162,7 +162,13 @@ impl Store {
         let ps = sb.page_size as usize;
         let logf = vfs.open(&wal, mode).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                corrupt(&wal, FileKind::Log, Location::File, "log file is missing")
+                corrupt(
+                    &wal,
+                    FileKind::Log,
+                    Location::File,
+                    "log file is missing (after a clean close, `amber recover --new-log` makes a \
+                     new one and loses nothing)",
+                )
             } else {
                 Error::io("open log", &wal, e)
             }
@@ -230,7 +236,7 @@ const LOCK_PATIENCE: Duration = Duration::from_millis(200);
 
 /// Takes the page file's exclusive lock, so that one process or handle at a
 /// time has the database open.
-fn lock_database(file: &dyn IoFile, path: &Path) -> Result<()> {
+pub(super) fn lock_database(file: &dyn IoFile, path: &Path) -> Result<()> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(100);
     while !file
@@ -303,18 +309,7 @@ pub(crate) fn read_log_header(
     path: &Path,
     sb: &Superblock,
 ) -> Result<(LogHeader, bool)> {
-    let mut best: Option<LogHeader> = None;
-    let mut problems = Vec::new();
-    for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
-        let mut b = [0u8; log_header::SLOT_SIZE];
-        crate::io::read_at_most(file, &mut b, *off)
-            .map_err(|e| Error::io("read log header", path, e))?;
-        match LogHeader::decode(&b) {
-            Ok(h) if best.is_none_or(|x| h.generation > x.generation) => best = Some(h),
-            Ok(_) => {}
-            Err(e) => problems.push(format!("copy {i}: {e}")),
-        }
-    }
+    let (best, problems) = newest_log_header(file, path)?;
     let h = best.ok_or_else(|| {
         corrupt(
             path,
@@ -354,4 +349,25 @@ pub(crate) fn read_log_header(
         ));
     }
     Ok((h, !problems.is_empty()))
+}
+
+/// The newest valid log header copy, if any, and what is wrong with the
+/// copies that are not valid.
+pub(super) fn newest_log_header(
+    file: &dyn IoFile,
+    path: &Path,
+) -> Result<(Option<LogHeader>, Vec<String>)> {
+    let mut best: Option<LogHeader> = None;
+    let mut problems = Vec::new();
+    for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
+        let mut b = [0u8; log_header::SLOT_SIZE];
+        crate::io::read_at_most(file, &mut b, *off)
+            .map_err(|e| Error::io("read log header", path, e))?;
+        match LogHeader::decode(&b) {
+            Ok(h) if best.is_none_or(|x| h.generation > x.generation) => best = Some(h),
+            Ok(_) => {}
+            Err(e) => problems.push(format!("copy {i}: {e}")),
+        }
+    }
+    Ok((best, problems))
 }

@@ -127,7 +127,8 @@ pub(crate) fn recover(
             Location::Lsn(at),
             format!(
                 "{what}, but the commit record at LSN {evidence} shows the log was durable past it: \
-                 refusing to discard committed transactions"
+                 refusing to discard committed transactions (`amber recover --salvage` cuts the \
+                 log there and lists the transactions lost)"
             ),
         ));
     }

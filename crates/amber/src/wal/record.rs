@@ -50,7 +50,9 @@ const K_RANGE: u8 = 1;
 const K_PAGE: u8 = 2;
 const K_ALLOC: u8 = 3;
 const K_FREE: u8 = 4;
-const K_COMMIT: u8 = 5;
+/// The kind byte (at offset 4) of a commit record: what scans looking for
+/// commit records after damage filter on.
+pub const K_COMMIT: u8 = 5;
 const K_ROOT: u8 = 6;
 const K_TYPE: u8 = 7;
 const K_INTENT: u8 = 8;

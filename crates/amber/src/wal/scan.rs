@@ -20,8 +20,7 @@
 use super::header::RECORDS_START;
 use super::readahead::{self, Source};
 use super::record::{
-    BadRecord, Record, checksum_ok, decode, decode_verified, max_record_len, record_len,
-};
+    BadRecord, Record, checksum_ok, decode, decode_verified, max_record_len, record_len, K_COMMIT};
 use crate::io::IoFile;
 use std::io;
 use std::ops::ControlFlow;
@@ -236,7 +235,7 @@ impl Checker<'_> {
         // A commit record is 16 bytes: positions closer to the end than that
         // are looked at with the next chunk.
         let last = buf.len().saturating_sub(15);
-        let found = (from..last).filter(|&o| buf[o + 4] == 5).find_map(|o| {
+        let found = (from..last).filter(|&o| buf[o + 4] == K_COMMIT).find_map(|o| {
             let lsn = self.lsn(pos + o as u64);
             match decode(&buf[o..], lsn, self.page_size) {
                 Ok((Record::Commit { synced_delta, .. }, _))
