@@ -55,7 +55,11 @@ impl fmt::Display for Location {
 }
 
 /// An error from any Amber operation.
-#[derive(Debug)]
+///
+/// `Debug` prints the same one line as `Display`, so that `fn main() ->
+/// amber::Result<()>` (which prints an error returned from `main` with
+/// `Debug`) says what is wrong in words; match on the variants for
+/// structure.
 #[non_exhaustive]
 pub enum Error {
     /// An I/O call failed.
@@ -163,6 +167,12 @@ impl Error {
     /// True when this error reports damaged bytes on disk.
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corrupt { .. })
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

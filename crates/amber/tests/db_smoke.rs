@@ -324,3 +324,42 @@ fn missing_file_is_an_io_error() {
         "{shown}"
     );
 }
+
+/// `open_or_create` creates a database where there is none and opens the
+/// one that is there; a log without its database stays an error.
+#[test]
+fn open_or_create_creates_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("new.amber");
+    let mut db = Db::open_or_create(&path, Options::default()).expect("create");
+    let mut tx = db.begin().expect("begin");
+    let n = tx
+        .alloc(Node {
+            value: 42,
+            next: None,
+            kids: PVec::new(),
+        })
+        .expect("alloc");
+    tx.set_root("n", n).expect("root");
+    tx.commit().expect("commit");
+    db.close().expect("close");
+    let db = Db::open_or_create(&path, Options::default()).expect("open");
+    let n: PRef<Node> = db.root("n").expect("root").expect("n");
+    assert_eq!(db.get(n).value, 42);
+    db.close().expect("close");
+
+    let orphan = dir.path().join("orphan.amber");
+    std::fs::copy(
+        amber::inspect::wal_path(&path),
+        amber::inspect::wal_path(&orphan),
+    )
+    .expect("copy log");
+    let e = Db::open_or_create(&orphan, Options::default()).expect_err("orphan log");
+    assert!(
+        e.to_string()
+            .contains("a log file exists without its database"),
+        "{e}"
+    );
+    // Debug is the same line, for `fn main() -> amber::Result<()>`.
+    assert_eq!(format!("{e:?}"), e.to_string());
+}

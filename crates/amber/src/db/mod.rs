@@ -104,6 +104,26 @@ impl Db {
         Self::open_on(Arc::new(RealVfs), path.as_ref(), opts)
     }
 
+    /// Opens the database at `path`, or creates it there when there is no
+    /// file at `path`. A log without its database is an error, as for
+    /// [`create`](Self::create) (it may hold another database's commits).
+    /// Should another process create the database at the same moment, the
+    /// one that loses the race opens what the other created, or, if the
+    /// other has not finished, gets the error that says so.
+    pub fn open_or_create(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let path = path.as_ref();
+        let missing = |e: &Error| {
+            matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        };
+        match Self::open(path, opts.clone()) {
+            Err(e) if missing(&e) && !path.exists() => match Self::create(path, opts.clone()) {
+                Err(_) if path.exists() => Self::open(path, opts),
+                created => created,
+            },
+            opened => opened,
+        }
+    }
+
     /// Creates a database on a given file system (crash model, fault
     /// injection).
     #[cfg(feature = "internals")]
