@@ -6,6 +6,8 @@
 //! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
 //! - [`update`]: the write path: commit cost split into detect / diff / write, log bytes
 //!   against the minimum, and the first write to a clean page, per backend;
+//! - [`readers`]: a read-only handle's hot traversal and refresh beside a
+//!   writer process;
 //! - [`backend`]: the `--backend uffd|sigsegv|both` option;
 //! - [`rng`]: the deterministic random generator every benchmark draws from;
 //! - [`procfs`]: I/O counters, peak RSS and machine facts from `/proc`, and
@@ -20,6 +22,7 @@ pub mod hot;
 pub mod json;
 pub mod oo1;
 pub mod procfs;
+pub mod readers;
 pub mod rng;
 pub mod storage;
 pub mod sys;

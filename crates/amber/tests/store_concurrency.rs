@@ -13,6 +13,7 @@ use amber::internals::format::page::{BlockKind, HEADER_SIZE};
 use amber::internals::io::countdown::CountdownVfs;
 use amber::internals::io::crash::{CrashVfs, SplitMix};
 use amber::internals::io::{IoFile, OpenMode, Vfs};
+use amber::internals::store::readers::readers_path;
 use amber::internals::store::{Store, StoreOptions};
 use std::path::Path;
 use std::sync::Arc;
@@ -195,6 +196,10 @@ impl IoFile for PageByPageFile {
 
     fn try_lock_exclusive(&self) -> std::io::Result<bool> {
         self.0.try_lock_exclusive()
+    }
+
+    fn unlock(&self) -> std::io::Result<()> {
+        self.0.unlock()
     }
 }
 
@@ -398,7 +403,7 @@ fn a_failed_commit_holds_up_no_other() {
         std::thread::spawn(move || {
             let heads = shared;
             let cd = CountdownVfs::new(Arc::new(vfs), fail_at, false);
-            let s = Store::open(Arc::new(cd), p, log_only()).expect("open");
+            let s = Store::open(Arc::new(cd.clone()), p, log_only()).expect("open");
             let ps = s.page_size() as u64;
             let failed = std::thread::scope(|scope| {
                 let workers: Vec<_> = (0..THREADS)
@@ -428,9 +433,12 @@ fn a_failed_commit_holds_up_no_other() {
                     .count()
             });
             let poisoned = matches!(s.begin(), Err(amber::Error::Poisoned { .. }));
-            let _ = sent.send((failed, poisoned));
+            // A failure to publish the log's end to readers (`-readers`)
+            // fails no commit: the commits are durable.
+            let harmless = cd.failed_file() == Some(readers_path(p));
+            let _ = sent.send((failed, poisoned, harmless));
         });
-        let (failed, poisoned) = match got.recv_timeout(Duration::from_secs(120)) {
+        let (failed, poisoned, harmless) = match got.recv_timeout(Duration::from_secs(120)) {
             Ok(x) => x,
             Err(RecvTimeoutError::Timeout) => {
                 panic!("call {fail_at}: committers still waiting after 2 minutes")
@@ -438,7 +446,7 @@ fn a_failed_commit_holds_up_no_other() {
             Err(RecvTimeoutError::Disconnected) => panic!("call {fail_at}: the test thread failed"),
         };
         assert!(
-            failed > 0 && poisoned,
+            (failed > 0 && poisoned) || (harmless && failed == 0 && !poisoned),
             "call {fail_at}: failed {failed}, poisoned {poisoned}"
         );
         let s = Store::open(Arc::new(inner), p, opts.clone())

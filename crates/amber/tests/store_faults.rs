@@ -9,6 +9,7 @@ use amber::internals::format::page::HEADER_SIZE;
 use amber::internals::io::Vfs;
 use amber::internals::io::countdown::CountdownVfs;
 use amber::internals::io::crash::{CrashVfs, SplitMix};
+use amber::internals::store::readers::readers_path;
 use amber::internals::store::{Store, StoreOptions};
 use common::{Model, run_workload};
 use std::path::Path;
@@ -21,7 +22,8 @@ fn opts() -> StoreOptions {
     }
 }
 
-/// Runs the workload with call `n` failing; returns whether a call failed.
+/// Runs the workload with call `n` failing; returns whether the workload
+/// reached call `n`.
 fn run_with_failure(n: u64, sticky: bool, crash: bool) -> bool {
     let inner = CrashVfs::new();
     let p = Path::new("/db");
@@ -46,9 +48,15 @@ fn run_with_failure(n: u64, sticky: bool, crash: bool) -> bool {
         }
     };
     let reached = cd.calls() >= n;
-    assert_eq!(
-        failed, reached,
-        "call {n}: failure surfaced = {failed}, but the failing call was reached = {reached}"
+    // A failing call on the reader table (`-readers`) fails the operation
+    // that needs it (opening, a checkpoint's check of the readers) or
+    // nothing (publishing the log's end after a durable commit): either
+    // way the state checked below is the acknowledged one.
+    let on_table = cd.failed_file() == Some(readers_path(p));
+    assert!(
+        failed == reached || (on_table && !failed),
+        "call {n}: failure surfaced = {failed}, but the failing call was reached = {reached} (on {:?})",
+        cd.failed_file()
     );
     if crash {
         inner.crash(n);
@@ -65,7 +73,7 @@ fn run_with_failure(n: u64, sticky: bool, crash: bool) -> bool {
     drop(s);
     let rep = amber::internals::store::verify::verify(Arc::new(inner), p).unwrap();
     assert!(rep.is_ok(), "call {n}: verify: {:?}", rep.problems);
-    failed
+    reached
 }
 
 #[test]
@@ -146,10 +154,13 @@ fn every_io_call_of_a_checkpoint_failing_once() {
             first - 1,
             "call {n}: the history is not the same"
         );
-        assert!(
-            s.checkpoint().is_err(),
-            "call {n}: the checkpoint did not fail"
-        );
+        let ran = s.checkpoint();
+        if ran.is_ok() && cd.failed_file() == Some(readers_path(Path::new("/db"))) {
+            // Publishing the new checkpoint LSN to readers failed: nothing
+            // else did.
+            continue;
+        }
+        assert!(ran.is_err(), "call {n}: the checkpoint did not fail");
         let mut rng = SplitMix::new(n);
         let mut in_flight = None;
         if let Err(e) = s.begin() {

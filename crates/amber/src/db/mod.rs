@@ -31,6 +31,7 @@ pub(crate) mod index;
 pub mod options;
 pub(crate) mod pager;
 mod readahead;
+mod reader;
 mod recovery_buffer;
 mod session;
 mod spill;

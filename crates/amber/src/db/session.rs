@@ -112,7 +112,7 @@ impl Parts<'_> {
     }
 
     /// Drops block `head` from memory: its next touch fetches it.
-    fn drop_block(&self, frame: FrameNo, run: u32) -> std::result::Result<(), VmError> {
+    pub(crate) fn drop_block(&self, frame: FrameNo, run: u32) -> std::result::Result<(), VmError> {
         self.pager.forget(frame);
         if self.fs.is_resident(frame) {
             self.fs.evict(frame, run)?;
@@ -122,7 +122,7 @@ impl Parts<'_> {
 
     /// Drops every resident block: when the written blocks cannot be
     /// listed, this is the one way back to the committed state.
-    fn drop_all(&self) -> std::result::Result<(), VmError> {
+    pub(crate) fn drop_all(&self) -> std::result::Result<(), VmError> {
         for (frame, run) in self.pager.resident_blocks() {
             self.drop_block(frame, run)?;
         }

@@ -4,8 +4,8 @@
 
 use super::{IoFile, OpenMode, Vfs};
 use std::io;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A file system whose N-th call fails.
@@ -23,15 +23,22 @@ struct Shared {
     fail_at: AtomicU64,
     /// Whether every call after the failing one fails too.
     sticky: bool,
+    /// The file of the first call made to fail since the countdown was set.
+    failed: Mutex<Option<PathBuf>>,
 }
 
 impl Shared {
-    fn tick(&self, what: &str) -> io::Result<()> {
+    fn tick(&self, what: &str, path: &Path) -> io::Result<()> {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         let at = self.fail_at.load(Ordering::SeqCst);
         if at != 0 && (n == at || (self.sticky && n > at)) {
+            self.failed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| path.to_path_buf());
             return Err(io::Error::other(format!(
-                "injected I/O error (call {n}: {what})"
+                "injected I/O error (call {n}: {what} {})",
+                path.display()
             )));
         }
         Ok(())
@@ -48,6 +55,7 @@ impl CountdownVfs {
                 calls: AtomicU64::new(0),
                 fail_at: AtomicU64::new(fail_at),
                 sticky,
+                failed: Mutex::new(None),
             }),
         }
     }
@@ -57,21 +65,33 @@ impl CountdownVfs {
         self.shared.calls.load(Ordering::SeqCst)
     }
 
+    /// The file of the first call made to fail since the countdown was
+    /// set, if any.
+    pub fn failed_file(&self) -> Option<PathBuf> {
+        self.shared
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Makes the `n`-th call from now fail (1: the next one), replacing
     /// the countdown set at creation; 0 disarms it. For failing one step of
     /// a workload after an unfailing setup.
     pub fn arm(&self, n: u64) {
         let at = if n == 0 { 0 } else { self.calls() + n };
+        *self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.shared.fail_at.store(at, Ordering::SeqCst);
     }
 }
 
 impl Vfs for CountdownVfs {
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn IoFile>> {
-        self.shared.tick("open")?;
+        self.shared.tick("open", path)?;
         let inner = self.inner.open(path, mode)?;
         Ok(Box::new(CountdownFile {
             inner,
+            path: path.to_path_buf(),
             shared: self.shared.clone(),
         }))
     }
@@ -81,7 +101,7 @@ impl Vfs for CountdownVfs {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.shared.tick("remove")?;
+        self.shared.tick("remove", path)?;
         self.inner.remove(path)
     }
 }
@@ -89,37 +109,42 @@ impl Vfs for CountdownVfs {
 #[derive(Debug)]
 struct CountdownFile {
     inner: Box<dyn IoFile>,
+    path: PathBuf,
     shared: Arc<Shared>,
 }
 
 impl IoFile for CountdownFile {
     fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
-        self.shared.tick("read")?;
+        self.shared.tick("read", &self.path)?;
         self.inner.read_exact_at(buf, off)
     }
 
     fn write_all_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
-        self.shared.tick("write")?;
+        self.shared.tick("write", &self.path)?;
         self.inner.write_all_at(buf, off)
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.shared.tick("sync")?;
+        self.shared.tick("sync", &self.path)?;
         self.inner.sync_data()
     }
 
     fn size(&self) -> io::Result<u64> {
-        self.shared.tick("len")?;
+        self.shared.tick("len", &self.path)?;
         self.inner.size()
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
-        self.shared.tick("set_len")?;
+        self.shared.tick("set_len", &self.path)?;
         self.inner.set_len(len)
     }
 
     fn try_lock_exclusive(&self) -> io::Result<bool> {
-        self.shared.tick("lock")?;
+        self.shared.tick("lock", &self.path)?;
         self.inner.try_lock_exclusive()
+    }
+
+    fn unlock(&self) -> io::Result<()> {
+        self.inner.unlock()
     }
 }

@@ -397,6 +397,15 @@ impl IoFile for CrashFile {
         }
         Ok(got)
     }
+
+    fn unlock(&self) -> io::Result<()> {
+        let mut held = self.holds_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if *held {
+            self.with(false, |f| f.locked = false)?;
+            *held = false;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for CrashFile {

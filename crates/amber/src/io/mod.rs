@@ -56,6 +56,9 @@ pub trait IoFile: Send + Sync + Debug {
     /// Takes an exclusive advisory lock without waiting; `Ok(false)` when
     /// another holder has it.
     fn try_lock_exclusive(&self) -> io::Result<bool>;
+    /// Lets go of the lock taken by [`try_lock_exclusive`](Self::try_lock_exclusive)
+    /// (closing the file lets go of it too).
+    fn unlock(&self) -> io::Result<()>;
 }
 
 /// Reads up to `buf.len()` bytes at `off`, zero-filling what lies past the end
@@ -69,4 +72,60 @@ pub fn read_at_most(file: &dyn IoFile, buf: &mut [u8], off: u64) -> io::Result<u
     }
     tail.fill(0);
     Ok(avail)
+}
+
+/// A read-only view of the first `len` bytes of a file (all of it when
+/// `len` is `None`): what a reader scans of a log whose writer is appending
+/// past the end it published.
+#[derive(Debug)]
+pub struct Prefix<'a> {
+    inner: &'a dyn IoFile,
+    len: Option<u64>,
+}
+
+impl<'a> Prefix<'a> {
+    /// The first `len` bytes of `inner`.
+    pub fn new(inner: &'a dyn IoFile, len: Option<u64>) -> Self {
+        Prefix { inner, len }
+    }
+
+    fn refuse() -> io::Error {
+        io::Error::new(io::ErrorKind::PermissionDenied, "a prefix view is read-only")
+    }
+}
+
+impl IoFile for Prefix<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        match self.len {
+            Some(len) if off.saturating_add(buf.len() as u64) > len => {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            }
+            _ => self.inner.read_exact_at(buf, off),
+        }
+    }
+
+    fn write_all_at(&self, _buf: &[u8], _off: u64) -> io::Result<()> {
+        Err(Self::refuse())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        Err(Self::refuse())
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        let size = self.inner.size()?;
+        Ok(self.len.map_or(size, |len| len.min(size)))
+    }
+
+    fn set_len(&self, _len: u64) -> io::Result<()> {
+        Err(Self::refuse())
+    }
+
+    fn try_lock_exclusive(&self) -> io::Result<bool> {
+        Err(Self::refuse())
+    }
+
+    fn unlock(&self) -> io::Result<()> {
+        Err(Self::refuse())
+    }
 }

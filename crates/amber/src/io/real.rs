@@ -73,4 +73,8 @@ impl IoFile for RealFile {
             Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
     }
+
+    fn unlock(&self) -> io::Result<()> {
+        self.file.unlock()
+    }
 }

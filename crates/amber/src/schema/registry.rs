@@ -65,14 +65,7 @@ impl Registry {
             inner: Mutex::new(Inner::default()),
             snapshot: Mutex::new(Arc::new(Vec::new())),
         };
-        for (id, bytes) in catalog {
-            let stored = StoredType::decode(bytes).map_err(|e| {
-                Error::invalid(format!(
-                    "schema catalog entry for type id {id} is unreadable: {e}"
-                ))
-            })?;
-            r.insert(*id, stored, None);
-        }
+        r.extend(catalog)?;
         Ok(r)
     }
 
@@ -141,6 +134,24 @@ impl Registry {
         };
         by_rust.insert(rust, id);
         Ok(Binding::Stored(id))
+    }
+
+    /// Adds the catalog's entries this registry does not hold yet (types
+    /// another process defined since: a reader's refresh).
+    pub fn extend(&self, catalog: &[(u32, Vec<u8>)]) -> Result<()> {
+        let snap = self.snapshot();
+        for (id, bytes) in catalog {
+            if snap.get(*id as usize).is_some_and(Option::is_some) {
+                continue;
+            }
+            let stored = StoredType::decode(bytes).map_err(|e| {
+                Error::invalid(format!(
+                    "schema catalog entry for type id {id} is unreadable: {e}"
+                ))
+            })?;
+            self.insert(*id, stored, None);
+        }
+        Ok(())
     }
 
     /// Records a type just defined (under id `id`) by the open transaction.

@@ -168,29 +168,62 @@ struct Cut {
     first_slot: usize,
 }
 
-fn refused() -> Error {
-    Error::invalid("checkpoint refused: a transaction in progress has records in the log")
+/// Why a checkpoint did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotRun {
+    /// A transaction in progress has records in the log.
+    Refused,
+    /// The background checkpoint found none due.
+    NotDue,
+    /// Readers (`readers.rs`) hold snapshots older than the log's end.
+    Readers(usize),
+}
+
+impl NotRun {
+    fn error(self) -> Error {
+        match self {
+            NotRun::Refused | NotRun::NotDue => Error::invalid(
+                "checkpoint refused: a transaction in progress has records in the log",
+            ),
+            NotRun::Readers(n) => Error::invalid(format!(
+                "checkpoint deferred: {n} reader(s) hold snapshots older than the end of the \
+                 log; it can run once they refresh or close"
+            )),
+        }
+    }
 }
 
 impl Core {
     /// Installs every committed change into the page file and recycles the
-    /// log. Refused while a transaction has records in the log already.
+    /// log. Refused while a transaction has records in the log already, and
+    /// deferred while a reader's snapshot is older than the log's end.
     /// Runs on the calling thread and returns its result, whether or not the
     /// checkpointer thread is running one (they take turns).
     pub fn checkpoint(&self) -> Result<CheckpointReport> {
-        self.run_checkpoint(Trigger::Asked)?.ok_or_else(refused)
+        self.run_checkpoint(Trigger::Asked)?.map_err(NotRun::error)
     }
 
     /// A checkpoint even when nothing changed: rewrites the superblock copy
     /// and log header copy that are not current (repairing a damaged one).
-    pub(crate) fn checkpoint_forced(&self) -> Result<CheckpointReport> {
-        self.run_checkpoint(Trigger::Forced)?.ok_or_else(refused)
+    /// `None` when readers defer it (the open goes on with recovery's work
+    /// pending in memory).
+    pub(crate) fn checkpoint_forced(&self) -> Result<Option<CheckpointReport>> {
+        match self.run_checkpoint(Trigger::Forced)? {
+            Ok(r) => Ok(Some(r)),
+            Err(NotRun::Readers(_)) => Ok(None),
+            Err(n) => Err(n.error()),
+        }
     }
 
     /// The checkpoint of a clean close: afterwards the log header says the
     /// epoch is empty, so the next open knows the bytes after it are old.
-    pub(crate) fn checkpoint_closing(&self) -> Result<CheckpointReport> {
-        self.run_checkpoint(Trigger::Closing)?.ok_or_else(refused)
+    /// Readers with older snapshots defer it: the close leaves the log to
+    /// the next open's recovery.
+    pub(crate) fn checkpoint_closing(&self) -> Result<()> {
+        match self.run_checkpoint(Trigger::Closing)? {
+            Ok(_) | Err(NotRun::Readers(_)) => Ok(()),
+            Err(n) => Err(n.error()),
+        }
     }
 
     /// The checkpointer thread's checkpoint: runs only if one is still due
@@ -213,19 +246,42 @@ impl Core {
                 || st.pending_bytes > self.opts.checkpoint_pending_bytes)
     }
 
-    /// Runs a checkpoint; `None` when it did not run (a transaction has
-    /// records in the log, or — for [`Trigger::Due`] — none is due).
-    fn run_checkpoint(&self, trigger: Trigger) -> Result<Option<CheckpointReport>> {
+    /// Runs a checkpoint, or says why it did not run.
+    fn run_checkpoint(&self, trigger: Trigger) -> Result<std::result::Result<CheckpointReport, NotRun>> {
         let log = self.log()?;
         let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
         // Nothing is appended while the gate is held: this stays the end.
         let start = log.end_lsn();
+        // Every live reader's snapshot must reach `start`; the table's lock
+        // is then held until the log is recycled, so that no reader loads
+        // a checkpoint halfway (`readers.rs`).
+        // The background checkpoint does not wait for a reader loading a
+        // checkpoint (commits wait for the gate meanwhile): it comes back.
+        let _readers = match &self.readers {
+            Some(t) => {
+                let g = if trigger == Trigger::Due {
+                    match t.try_lock()? {
+                        Some(g) => g,
+                        None => return Ok(Err(NotRun::Readers(1))),
+                    }
+                } else {
+                    t.lock()?
+                };
+                match t.readers_behind(&g, start)? {
+                    0 => Some(g),
+                    n => return Ok(Err(NotRun::Readers(n))),
+                }
+            }
+            None => None,
+        };
         let cut = {
             let mut st = self.lock();
             Core::check_poisoned(&st)?;
-            if !st.early.is_empty() || (trigger == Trigger::Due && !self.checkpoint_due(&st, start))
-            {
-                return Ok(None);
+            if !st.early.is_empty() {
+                return Ok(Err(NotRun::Refused));
+            }
+            if trigger == Trigger::Due && !self.checkpoint_due(&st, start) {
+                return Ok(Err(NotRun::NotDue));
             }
             if trigger != Trigger::Forced && start == st.sb.checkpoint_lsn && st.pending.is_empty()
             {
@@ -233,15 +289,16 @@ impl Core {
                 if trigger == Trigger::Closing {
                     log.recycle(true)?;
                 }
-                return Ok(Some(CheckpointReport {
+                return Ok(Ok(CheckpointReport {
                     lsn: start,
                     ..CheckpointReport::default()
                 }));
             }
             self.cut(&mut st, start)?
         };
-        self.install(log, cut, trigger == Trigger::Closing)
-            .map(Some)
+        let report = self.install(log, cut, trigger == Trigger::Closing)?;
+        self.publish_end(report.lsn);
+        Ok(Ok(report))
     }
 
     /// Step 0, under the state lock: what to install, and the new metadata

@@ -21,11 +21,13 @@ pub mod alloc;
 pub mod apply;
 pub mod checkpoint;
 mod checkpointer;
-mod open;
+pub(crate) mod open;
 mod order;
 pub mod pending;
 mod read;
+pub mod readers;
 pub mod recovery;
+mod refresh;
 pub mod salvage;
 mod state;
 pub mod tx;
@@ -47,6 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 pub use read::ClusterBlock;
 pub use recovery::RecoveryReport;
+pub use refresh::Refreshed;
 pub use tx::{CommitInfo, StoreTx};
 
 /// Options for creating or opening a store.
@@ -146,6 +149,24 @@ pub struct Core {
     recovery: RecoveryReport,
     /// What the checkpoint run by a writable open installed.
     open_checkpoint: Option<checkpoint::CheckpointReport>,
+    /// The reader table (`readers.rs`), where this process's writer
+    /// publishes the log's durable end and checkpoints check readers'
+    /// snapshots; `None` where it cannot be written.
+    readers: Option<readers::Table>,
+    /// A read-only store's slot in the table and snapshot (`refresh.rs`).
+    reader: Option<refresh::Reader>,
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.leave_reader_table();
+        if self.log.is_some()
+            && let Some(t) = &self.readers
+            && let Err(e) = t.unregister_writer()
+        {
+            log::warn!("{}: leaving the reader table: {e}", self.path.display());
+        }
+    }
 }
 
 impl Deref for Store {

@@ -7,6 +7,9 @@ use super::alloc::FreeSpace;
 use super::checkpointer::Requests;
 use super::order::ApplyOrder;
 use super::state::{State, load_state};
+use super::readers::Table;
+use super::recovery::OpenTxs;
+use super::refresh::Reader;
 use super::{Core, RecoveryReport, Store, StoreOptions, checkpoint, corrupt, recovery, wal_path};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
@@ -123,6 +126,11 @@ impl Store {
         file.sync_data()
             .map_err(|e| Error::io("sync database", path, e))?;
         st.sb_slot = 0;
+        let end = log.end_lsn();
+        let readers = Table::open(&*vfs, path)?;
+        if let Some(t) = &readers {
+            t.register_writer(end)?;
+        }
         Store::start(Core {
             vfs,
             path: path.to_path_buf(),
@@ -137,6 +145,8 @@ impl Store {
             requests: Requests::default(),
             recovery: RecoveryReport::default(),
             open_checkpoint: None,
+            readers,
+            reader: None,
         })
     }
 
@@ -154,7 +164,18 @@ impl Store {
         let file = vfs
             .open(path, mode)
             .map_err(|e| Error::io("open database", path, e))?;
-        lock_database(&*file, path)?;
+        // One writer: it holds the page file's lock. Readers take the
+        // reader table's while they load the checkpoint (no checkpoint
+        // installs meanwhile), and without a table (a place this process
+        // cannot write) fall back to the page file's lock.
+        let readers = Table::open(&*vfs, path)?;
+        let table_lock = match (&readers, opts.read_only) {
+            (Some(t), true) => Some(t.lock()?),
+            _ => {
+                lock_database(&*file, path)?;
+                None
+            }
+        };
         let (sb, sb_slot) = read_superblock(&*file, path)?;
         let damaged_copy = read_superblock_slots(&*file, path)?
             .iter()
@@ -174,17 +195,31 @@ impl Store {
             }
         })?;
         let (lh, log_copy_damaged) = read_log_header(&*logf, &wal, &sb)?;
+        // A reader beside a live writer reads the log up to the end the
+        // writer published: what lies after it may be half written.
+        let published = match (&readers, opts.read_only) {
+            (Some(t), true) => t.published_end()?,
+            _ => None,
+        };
         // A clean close vouches that the epoch is empty: nothing to read, so
         // opening costs the same whatever the log file's size.
-        let vouched_empty = lh.closed && lh.base_lsn == sb.checkpoint_lsn;
+        let vouched_empty = lh.closed
+            && lh.base_lsn == sb.checkpoint_lsn
+            && published.is_none_or(|e| e <= sb.checkpoint_lsn);
         let log_source = recovery::LogSource {
             file: (!vouched_empty).then_some(&*logf),
             path: &wal,
             base_lsn: lh.base_lsn,
+            end: published,
         };
         let loaded = load_state(&*file, path, sb, sb_slot);
-        let (st, report) = recovery::recover(&sb, loaded, log_source, &*file, path)?;
+        let (st, report, open_txs) =
+            recovery::replay(sb.checkpoint_lsn, loaded, OpenTxs::default(), log_source, &*file, path, None)?;
         let end_lsn = report.end_lsn;
+        let reader = match (&readers, table_lock) {
+            (Some(t), Some(g)) => Some(Reader::new(t.claim(&g, end_lsn)?, end_lsn, open_txs)),
+            _ => None,
+        };
         let log = if opts.read_only {
             None
         } else {
@@ -214,11 +249,16 @@ impl Store {
             requests: Requests::default(),
             recovery: report,
             open_checkpoint: None,
+            readers,
+            reader,
         };
+        if let (Some(t), Some(_)) = (&core.readers, &core.log) {
+            t.register_writer(end_lsn)?;
+        }
         // Install what recovery rebuilt, and rewrite a damaged superblock or
         // log header copy (the checkpoint writes the copy that is not current).
         if core.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged) {
-            core.open_checkpoint = Some(core.checkpoint_forced()?);
+            core.open_checkpoint = core.checkpoint_forced()?;
         }
         Store::start(core)
     }
@@ -255,7 +295,7 @@ pub(super) fn lock_database(file: &dyn IoFile, path: &Path) -> Result<()> {
 }
 
 /// Reads both superblock copies and picks the newest valid one.
-pub(crate) fn read_superblock(file: &dyn IoFile, path: &Path) -> Result<(Superblock, u8)> {
+pub(super) fn read_superblock(file: &dyn IoFile, path: &Path) -> Result<(Superblock, u8)> {
     let slots = read_superblock_slots(file, path)?;
     let [a, b] = slots;
     match superblock::choose(a, b) {

@@ -51,6 +51,7 @@ impl Core {
             let mut buf = vec![0u8; len as usize * self.page_size];
             read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf)?;
             let verified = self.verify_file_image(head, len, &buf);
+            let verified = self.reread_if_torn(head, len, &mut buf, verified);
             let st = self.lock();
             if st.installs != installs || block(&st)? != (head, len) {
                 continue;
@@ -99,20 +100,17 @@ impl Core {
             let at = |head: PageNo| (head - first) as usize * ps;
             // What the page file holds of each block not held whole in
             // memory: verified, or why not.
-            let verified: Vec<Option<Result<()>>> = blocks
-                .iter()
-                .zip(&in_memory)
-                .map(|(&(head, n), &whole)| {
-                    (!whole).then(|| match &read {
-                        Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
-                        Ok(()) => self.verify_file_image(
-                            head,
-                            n,
-                            &raw[at(head)..at(head) + n as usize * ps],
-                        ),
-                    })
-                })
-                .collect();
+            let mut verified: Vec<Option<Result<()>>> = Vec::with_capacity(blocks.len());
+            for (&(head, n), &whole) in blocks.iter().zip(&in_memory) {
+                let img = &mut raw[at(head)..at(head) + n as usize * ps];
+                verified.push((!whole).then(|| match &read {
+                    Err(e) => Err(Error::invalid(format!("reading pages {first}..: {e}"))),
+                    Ok(()) => {
+                        let v = self.verify_file_image(head, n, img);
+                        self.reread_if_torn(head, n, img, v)
+                    }
+                }));
+            }
             let st = self.lock();
             if st.installs != installs || heads_in(&st, from, pages) != blocks {
                 continue;
@@ -160,6 +158,21 @@ impl Core {
             p.apply(img);
         }
         Ok(())
+    }
+
+    /// A reader's page-file read that fails its checksum may have met the
+    /// writer's checkpoint overwriting the block (`readers.rs`): it is made
+    /// again holding the reader table's lock, which a checkpoint holds
+    /// while it writes; a block still bad then is damaged.
+    fn reread_if_torn(&self, head: PageNo, len: u32, img: &mut [u8], verified: Result<()>) -> Result<()> {
+        match (&verified, self.reader_table()) {
+            (Err(_), Some(t)) => {
+                let _g = t.lock()?;
+                read_block_raw(&*self.file, &self.path, head, self.page_size, img)?;
+                self.verify_file_image(head, len, img)
+            }
+            _ => verified,
+        }
     }
 
     /// Reads a block from the page file and verifies it.

@@ -33,8 +33,8 @@ use super::state::State;
 use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::page;
-use crate::format::superblock::Superblock;
 use crate::io::IoFile;
+use crate::wal::header::RECORDS_START;
 use crate::wal::record::{BadRecord, RANGE_HEADER, intent_entries};
 use crate::wal::scan::{self, ScanEnd, Tail};
 use crate::wal::{Record, TxId};
@@ -86,39 +86,60 @@ pub(crate) struct LogSource<'a> {
     pub path: &'a Path,
     /// LSN of the record at the start of the file's record area.
     pub base_lsn: u64,
+    /// Where the log ends, when a live writer said so (the end it
+    /// published, `readers.rs`): records after it may be half written and
+    /// are not read. `None`: where the valid records end.
+    pub end: Option<u64>,
 }
 
-/// Rebuilds the committed state: `loaded` (the state as of the checkpoint of
-/// `sb`, or why it could not be loaded) with the log replayed into it.
+/// Records of transactions whose commit record has not come yet: what a
+/// reader's refresh carries from one replay to the next.
+pub(crate) type OpenTxs = IntMap<TxId, Vec<u8>>;
+
+/// Rebuilds the committed state: `loaded` (the state as of LSN `from`: the
+/// checkpoint's, or why it could not be loaded) with the log replayed into
+/// it from `from`, a record boundary. `open` holds the records of
+/// transactions set aside by an earlier replay (a reader's refresh goes on
+/// from its snapshot; an open starts with none). Also returns the
+/// transactions still open at the end, and collects into `touched` the
+/// pages the replayed records changed.
 ///
 /// Errors come in the order a reader of the log would find them: the log
 /// cannot be read, then the log is damaged, then the checkpoint's state
 /// could not be loaded, then a record could not be replayed.
-pub(crate) fn recover(
-    sb: &Superblock,
+pub(crate) fn replay(
+    from: u64,
     loaded: Result<State>,
+    open: OpenTxs,
     log: LogSource<'_>,
     file: &dyn IoFile,
     path: &Path,
-) -> Result<(State, RecoveryReport)> {
-    let mut redo = loaded.map(|st| Redo::new(st, file, path));
+    touched: Option<&mut Vec<u64>>,
+) -> Result<(State, RecoveryReport, OpenTxs)> {
+    let mut redo = loaded.map(|st| {
+        let mut r = Redo::new(st, file, path);
+        r.open = open;
+        r.touched = touched;
+        r
+    });
+    let ps = redo.as_ref().map_or(crate::format::DEFAULT_PAGE_SIZE, |r| r.st.page_size);
     let end = match log.file {
         None => ScanEnd {
             records: 0,
-            end_lsn: sb.checkpoint_lsn,
+            end_lsn: from,
             tail: Tail::Clean,
         },
-        Some(f) => scan::scan(
-            f,
-            log.base_lsn,
-            sb.checkpoint_lsn,
-            sb.page_size as usize,
-            &mut |lsn, run| match &mut redo {
+        Some(f) => {
+            let limit = log
+                .end
+                .map(|e| RECORDS_START + e.saturating_sub(log.base_lsn));
+            let bounded = crate::io::Prefix::new(f, limit);
+            scan::scan(&bounded, log.base_lsn, from, ps, &mut |lsn, run| match &mut redo {
                 Ok(r) => r.run(lsn, run),
                 Err(_) => ControlFlow::Break(()),
-            },
-        )
-        .map_err(|e| Error::io("read log", log.path, e))?,
+            })
+            .map_err(|e| Error::io("read log", log.path, e))?
+        }
     };
     if let Tail::Corrupt { at, what, evidence } = end.tail {
         return Err(corrupt(
@@ -132,10 +153,10 @@ pub(crate) fn recover(
             ),
         ));
     }
-    let (mut st, done) = redo?.finish()?;
+    let (mut st, done, open) = redo?.finish()?;
     st.next_txid = st.next_txid.max(u64::from(done.max_txid) + 1);
     let report = RecoveryReport {
-        from_lsn: sb.checkpoint_lsn,
+        from_lsn: from,
         end_lsn: end.end_lsn,
         records: end.records,
         committed: done.committed,
@@ -144,7 +165,7 @@ pub(crate) fn recover(
         repaired: done.repaired,
         tail: end.tail,
     };
-    Ok((st, report))
+    Ok((st, report, open))
 }
 
 /// What the replay counted.
@@ -170,6 +191,8 @@ struct Redo<'a> {
     queue: Vec<Queued>,
     /// The first error; the replay stops there.
     failed: Option<Error>,
+    /// Where to note the pages the replay changes (a reader's refresh).
+    touched: Option<&'a mut Vec<u64>>,
 }
 
 /// A record of the chunk being replayed, queued to be written once its
@@ -207,16 +230,36 @@ impl<'a> Redo<'a> {
             },
             queue: Vec::new(),
             failed: None,
+            touched: None,
         }
     }
 
-    fn finish(self) -> Result<(State, Replayed)> {
+    fn finish(self) -> Result<(State, Replayed, OpenTxs)> {
         if let Some(e) = self.failed {
             return Err(e);
         }
         let mut counts = self.counts;
         counts.uncommitted = self.open.len() as u64;
-        Ok((self.st, counts))
+        Ok((self.st, counts, self.open))
+    }
+
+    /// Notes the pages record `r` changes, for a refresh that must drop
+    /// them from memory.
+    fn touch(&mut self, r: &Record<'_>) {
+        let Some(t) = self.touched.as_deref_mut() else {
+            return;
+        };
+        let ps = self.st.page_size as u64;
+        match *r {
+            Record::Range { addr, after, .. } => {
+                t.extend(addr / ps..=(addr + after.len().max(1) as u64 - 1) / ps)
+            }
+            Record::Page { page, .. } => t.push(page),
+            Record::Alloc { page, count, .. } | Record::Free { page, count, .. } => {
+                t.extend(page..page + u64::from(count))
+            }
+            _ => {}
+        }
     }
 
     /// Takes a run of records starting at `lsn` from the scan.
@@ -323,6 +366,10 @@ impl<'a> Redo<'a> {
         for i in 0..self.queue.len() {
             let Queued { at, len, addr, lsn } = self.queue[i];
             if addr != NOT_RANGE {
+                if let Some(t) = self.touched.as_deref_mut() {
+                    let ps = self.st.page_size as u64;
+                    t.extend(addr / ps..=(addr + len.max(1) as u64 - 1) / ps);
+                }
                 // What `apply` does for a range record.
                 self.st
                     .write_range(addr, &bytes[at..at + len], lsn)
@@ -335,6 +382,7 @@ impl<'a> Redo<'a> {
                 let Some(Ok((rec_lsn, r))) = rec else {
                     return Err(self.undecodable(lsn0 + at as u64, BadRecord::Truncated));
                 };
+                self.touch(&r);
                 self.st.apply(&r, lsn, true).map_err(|what| {
                     corrupt(self.path, FileKind::Log, Location::Lsn(rec_lsn), what)
                 })?;
@@ -360,6 +408,7 @@ impl<'a> Redo<'a> {
     fn apply(&mut self, lsn: u64, bytes: &[u8], commit_lsn: u64) -> Result<()> {
         for rec in scan::records(lsn, bytes, self.st.page_size) {
             let (lsn, r) = rec.map_err(|e| self.undecodable(lsn, e))?;
+            self.touch(&r);
             self.st
                 .apply(&r, commit_lsn, true)
                 .map_err(|what| corrupt(self.path, FileKind::Log, Location::Lsn(lsn), what))?;

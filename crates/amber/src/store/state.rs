@@ -51,6 +51,27 @@ pub(crate) struct State {
 pub(crate) type Changes = IntMap<PageNo, Patch>;
 
 impl State {
+    /// An empty state in the place of one being replayed (under the lock,
+    /// so never seen).
+    pub(crate) fn placeholder(sb: Superblock, page_size: usize) -> State {
+        State {
+            sb,
+            sb_slot: 0,
+            fsm: FreeSpace::new(first_data_page(page_size)),
+            roots: BTreeMap::new(),
+            catalog: BTreeMap::new(),
+            next_type_id: 0,
+            pending: IntMap::default(),
+            pending_bytes: 0,
+            installing: None,
+            installs: 0,
+            next_txid: 0,
+            early: HashSet::new(),
+            poisoned: None,
+            page_size,
+        }
+    }
+
     /// The committed changes of block `head` not yet in the page file, if
     /// any: pending, or being installed by a checkpoint.
     pub(crate) fn patch(&self, head: PageNo) -> Option<&Patch> {

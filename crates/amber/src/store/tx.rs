@@ -388,6 +388,7 @@ impl<'s> StoreTx<'s> {
                 st.early.remove(&self.txid);
                 return Err(e);
             }
+            store.publish_end(log.durable_lsn());
             turn.wait();
             let mut st = store.lock();
             st.early.remove(&self.txid);

@@ -37,6 +37,11 @@ impl VerifyReport {
 /// check could not run at all (no such file, not a database, I/O failure).
 pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
+    // Beside a running writer, the copies read raw are read while no
+    // checkpoint rewrites them (`readers.rs`); the lock is let go before
+    // the read-only open below, which takes it itself.
+    let table = super::readers::Table::open(&*vfs, path)?;
+    let held = table.as_ref().map(|t| t.lock()).transpose()?;
     let file = vfs
         .open(path, OpenMode::ReadOnly)
         .map_err(|e| Error::io("open database", path, e))?;
@@ -71,6 +76,7 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
             }
         }
     }
+    drop(held);
     let opts = StoreOptions {
         read_only: true,
         ..StoreOptions::default()

@@ -61,6 +61,10 @@ impl IoFile for NoSyncFile {
     fn try_lock_exclusive(&self) -> io::Result<bool> {
         self.0.try_lock_exclusive()
     }
+
+    fn unlock(&self) -> io::Result<()> {
+        self.0.unlock()
+    }
 }
 
 /// The workload's shape, counted while building it.
