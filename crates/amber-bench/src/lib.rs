@@ -19,6 +19,7 @@ pub mod faults;
 pub mod hot;
 pub mod json;
 pub mod oo1;
+pub mod olsim;
 pub mod procfs;
 pub mod rng;
 pub mod storage;
