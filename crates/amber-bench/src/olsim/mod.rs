@@ -15,11 +15,16 @@
 //! - [`report`], [`plot`]: tables beside the paper's numbers, JSON, SVG.
 
 pub mod cache;
+pub mod devices;
 pub mod disk;
+pub mod experiments;
 pub mod log;
 pub mod params;
+pub mod plot;
 pub mod pool;
+pub mod report;
 pub mod sim;
+pub mod validate;
 
 use serde::Serialize;
 
@@ -63,12 +68,7 @@ pub fn run_once(server: ServerKind, p: &Params, device: &Device, seed: u64) -> R
 }
 
 /// The paper's metrics from the counters of a run.
-pub fn metrics(
-    server: ServerKind,
-    p: &Params,
-    device: &Device,
-    c: &sim::Counters,
-) -> RunMetrics {
+pub fn metrics(server: ServerKind, p: &Params, device: &Device, c: &sim::Counters) -> RunMetrics {
     let ms = p.measure_s * 1000.0;
     let object = server.is_object_server();
     RunMetrics {
@@ -83,5 +83,104 @@ pub fn metrics(
         device_util: c.device_busy_ms / ms / f64::from(device.channels()),
         cpu_util: c.cpu_busy_ms / ms,
         modification_hit: ratio(c.modification_hits as f64, c.modifications),
+    }
+}
+
+/// What `amber bench olsim` runs.
+#[derive(Clone, Debug)]
+pub struct OlsimConfig {
+    /// Parameters (clients, fetch ratio and log size are varied by the
+    /// experiments; `fetch_ratio` is the base of the experiments at 20%).
+    pub params: Params,
+    /// The HP 97560 (with any overridden parameter).
+    pub disk: Geometry,
+    /// Seeds and simulated durations.
+    pub precision: experiments::Precision,
+    /// Threads running simulations.
+    pub threads: usize,
+    /// Also run the present-day devices.
+    pub modern: bool,
+    /// Requests per line of the disk validation table.
+    pub validation_requests: usize,
+}
+
+/// The report, its text and its charts (file suffix, SVG).
+pub struct OlsimOutput {
+    /// The JSON document.
+    pub report: report::OlsimReport,
+    /// The text tables.
+    pub text: String,
+    /// SVG charts: (name, document).
+    pub charts: Vec<(String, String)>,
+}
+
+/// Runs every experiment.
+pub fn run_bench(cfg: &OlsimConfig) -> OlsimOutput {
+    let base_pct = (cfg.params.fetch_ratio * 100.0).round() as u32;
+    let plan = experiments::plan(base_pct);
+    let mut devices = vec![Device::Disk(cfg.disk.clone())];
+    if cfg.modern {
+        devices.push(Device::Disk(devices::travelstar_7k320()));
+        devices.push(Device::Flash(devices::evo_970_plus()));
+    }
+    let validation = validate::table(&cfg.disk, cfg.validation_requests, cfg.precision.seed);
+    let mut text = validate::table_text(&validation);
+    let mut charts = Vec::new();
+    let mut runs = Vec::new();
+    for (i, device) in devices.iter().enumerate() {
+        let started = std::time::Instant::now();
+        let results = experiments::run_all(&plan, &cfg.params, device, &cfg.precision, cfg.threads);
+        let breakeven = experiments::breakeven(&results);
+        let paper = if i == 0 {
+            report::paper_rows()
+        } else {
+            Vec::new()
+        };
+        text.push('\n');
+        text.push_str(&report::device_text(
+            device.name(),
+            &results,
+            &breakeven,
+            &paper,
+        ));
+        text.push_str(&format!(
+            "({} configurations × {} seeds in {:.1} s)\n",
+            plan.len(),
+            cfg.precision.seeds,
+            started.elapsed().as_secs_f64()
+        ));
+        let rows = report::rows(&results);
+        let tag = match i {
+            0 => "hp97560",
+            1 => "7k320",
+            _ => "ssd",
+        };
+        for (suffix, svg) in plot::charts(device.name(), &rows, &breakeven) {
+            charts.push((format!("olsim-{tag}-{suffix}.svg"), svg));
+        }
+        runs.push(report::DeviceRun {
+            device: device.clone(),
+            servers: rows,
+            breakeven,
+        });
+    }
+    let first = runs.remove(0);
+    let report = report::OlsimReport {
+        benchmark: "olsim",
+        params: report::RunParams {
+            params: cfg.params.clone(),
+            precision: cfg.precision,
+            device: first.device,
+        },
+        servers: first.servers,
+        paper: report::paper_rows(),
+        breakeven: first.breakeven,
+        validation,
+        devices: runs,
+    };
+    OlsimOutput {
+        report,
+        text,
+        charts,
     }
 }

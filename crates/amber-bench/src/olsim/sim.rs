@@ -458,7 +458,8 @@ impl Sim {
         }
         let entry = self.new_commit(page);
         let reading = self.waiters.contains_key(&page);
-        self.log.append(&self.layout, page, entry, self.now, reading);
+        self.log
+            .append(&self.layout, page, entry, self.now, reading);
         if self.server == ServerKind::Basic && !reading {
             self.waiters.insert(page, Vec::new());
             self.log.start_read(&self.layout, page);
