@@ -20,6 +20,7 @@ pub mod backend;
 pub mod faults;
 pub mod hot;
 pub mod json;
+pub mod olsim;
 pub mod oo1;
 pub mod procfs;
 pub mod readers;
