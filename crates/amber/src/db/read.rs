@@ -46,6 +46,40 @@ pub struct Reading<'a> {
 /// read-only code once, as `fn show(v: &impl View, ...)`, and call it with
 /// either.
 ///
+/// ```
+/// use amber::{Db, Options, PRef, PString, PVec, Persistent, View};
+///
+/// #[derive(Persistent)]
+/// #[repr(C)]
+/// struct Dir { name: PString, kids: PVec<PRef<Dir>> }
+///
+/// /// The names below `d`, depth first: on a `Db` or in a `Tx`.
+/// fn names(v: &impl View, d: PRef<Dir>, out: &mut Vec<String>) {
+///     let dir = v.get(d);
+///     out.push(v.str(&dir.name).to_string());
+///     for &k in v.slice(&dir.kids) {
+///         names(v, k, out);
+///     }
+/// }
+///
+/// # fn main() -> amber::Result<()> {
+/// # let dir = tempfile::tempdir().expect("a temporary directory");
+/// let mut db = Db::create(dir.path().join("dirs.amber"), Options::default())?;
+/// let mut tx = db.begin()?;
+/// let etc = tx.alloc_with(|tx| Ok(Dir { name: tx.new_string("etc")?, kids: PVec::new() }))?;
+/// let root = tx.alloc_with(|tx| Ok(Dir { name: tx.new_string("/")?, kids: tx.new_vec([etc])? }))?;
+/// tx.set_root("root", root)?;
+/// let mut seen = Vec::new();
+/// names(&tx, root, &mut seen); // in the transaction
+/// tx.commit()?;
+/// let mut after = Vec::new();
+/// names(&db, root, &mut after); // on the database
+/// assert_eq!(seen, after);
+/// assert_eq!(db.roots(), [("root".to_string(), "Dir".to_string())]);
+/// assert_eq!(db.count::<Dir>()?, 2);
+/// # Ok(()) }
+/// ```
+///
 /// The plain forms ([`get`](Self::get), [`slice`](Self::slice),
 /// [`bytes`](Self::bytes), [`str`](Self::str)) panic, naming the pointer, on
 /// a stale pointer or buffer (and on a string whose bytes are not UTF-8);

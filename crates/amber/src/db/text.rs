@@ -95,15 +95,31 @@ impl Tx<'_> {
     }
 
     /// A new string holding `text` (capacity = length), not yet in any
-    /// object: store it by allocating its owner with it,
+    /// object: store it by allocating its owner with it, or in one call
+    /// with [`alloc_with`](Self::alloc_with). A string never stored is left
+    /// unreachable, like an object no pointer leads to.
     ///
-    /// ```ignore
-    /// let name = tx.new_string("first")?;
-    /// let node = tx.alloc(Node { name, ..Node::default() })?;
     /// ```
+    /// use amber::{Db, Options, PString, PVec, Persistent, View};
     ///
-    /// or in one call with [`alloc_with`](Self::alloc_with). A string never
-    /// stored is left unreachable, like an object no pointer leads to.
+    /// #[derive(Persistent)]
+    /// #[repr(C)]
+    /// struct Node { id: u64, name: PString, tags: PVec<u32> }
+    ///
+    /// # fn main() -> amber::Result<()> {
+    /// # let dir = tempfile::tempdir().expect("a temporary directory");
+    /// let mut db = Db::create(dir.path().join("nodes.amber"), Options::default())?;
+    /// let mut tx = db.begin()?;
+    /// let name = tx.new_string("first")?;
+    /// let a = tx.alloc(Node { id: 1, name, tags: PVec::new() })?;
+    /// let b = tx.alloc_with(|tx| {
+    ///     Ok(Node { id: 2, name: tx.new_string("second")?, tags: tx.new_vec([7, 8])? })
+    /// })?;
+    /// tx.push_str(a, |n| &mut n.name, " node")?;
+    /// assert_eq!(tx.str(&tx.get(a).name), "first node");
+    /// assert_eq!(tx.slice(&tx.get(b).tags), [7, 8]);
+    /// # Ok(()) }
+    /// ```
     pub fn new_string(&mut self, text: &str) -> Result<PString> {
         Ok(PString {
             bytes: self.new_text(text.as_bytes())?,

@@ -45,7 +45,7 @@ pub struct Word {
 }
 
 /// One of each collection.
-#[derive(Persistent)]
+#[derive(Persistent, Default)]
 #[persistent(name = "coll::Holder")]
 #[repr(C)]
 pub struct Holder {
@@ -315,9 +315,8 @@ pub fn run_seed(b: Cfg, seed: u64, steps: usize) -> Seen {
         .alloc_with(|tx| {
             Ok(Holder {
                 nums: tx.new_vec([1, 2, 3])?,
-                words: PVec::new(),
                 text: tx.new_string("héllo")?,
-                raw: PBytes::new(),
+                ..Holder::default()
             })
         })
         .expect("alloc_with");
@@ -447,10 +446,8 @@ pub fn damaged_text(b: Cfg) {
         let h = tx
             .alloc_with(|tx| {
                 Ok(Holder {
-                    nums: PVec::new(),
-                    words: PVec::new(),
                     text: tx.new_string("héllo wörld")?,
-                    raw: PBytes::new(),
+                    ..Holder::default()
                 })
             })
             .expect("alloc");
@@ -480,7 +477,7 @@ pub fn damaged_text(b: Cfg) {
     assert_eq!(report.damage, 1, "{:?}", report.findings);
     let f = &report.findings[0];
     assert!(f.what.contains("not UTF-8"), "{f}");
-    assert!(f.to_string().contains("field `text`"), "{f}");
+    assert!(f.to_string().contains("field `coll::Holder.text`"), "{f}");
 }
 
 /// `roots`, `count` and `census`, through `Db` and `Tx`.
@@ -490,14 +487,10 @@ pub fn roots_and_counts(b: Cfg) {
     let mut db = Db::create(&path, opts(b)).expect("create");
     assert!(db.roots().is_empty());
     assert_eq!(db.count::<Holder>().expect("count"), 0);
-    let empty = || Holder {
-        nums: PVec::new(),
-        words: PVec::new(),
-        text: PString::new(),
-        raw: PBytes::new(),
-    };
     let mut tx = db.begin().expect("begin");
-    let hs: Vec<PRef<Holder>> = (0..3).map(|_| tx.alloc(empty()).expect("alloc")).collect();
+    let hs: Vec<PRef<Holder>> = (0..3)
+        .map(|_| tx.alloc(Holder::default()).expect("alloc"))
+        .collect();
     tx.set_root("b", hs[1]).expect("root");
     tx.set_root("a", hs[0]).expect("root");
     tx.set_str(hs[0], |h| &mut h.text, "x").expect("set_str");
@@ -521,8 +514,8 @@ pub fn roots_and_counts(b: Cfg) {
     let mut tx = db.begin().expect("begin");
     tx.free(hs[2]).expect("free");
     tx.remove_root("a").expect("remove_root");
-    tx.alloc(empty()).expect("alloc");
-    tx.alloc(empty()).expect("alloc");
+    tx.alloc(Holder::default()).expect("alloc");
+    tx.alloc(Holder::default()).expect("alloc");
     assert_eq!(tx.count::<Holder>().expect("count"), 4);
     assert_eq!(tx.roots(), named(&["b"]));
     assert!(View::root::<Holder>(&tx, "a").expect("root").is_none());
