@@ -99,11 +99,14 @@ impl Tx<'_> {
         if need <= cap {
             return Ok(());
         }
+        let size = std::mem::size_of::<T>();
         let new_cap = if exact {
             need
         } else {
-            need.max(cap.saturating_mul(2))
-                .max(min_capacity(std::mem::size_of::<T>()))
+            // Doubling stops where a buffer would pass 4 GiB (an object's
+            // size is a u32); what is needed is still asked for.
+            let most = u32::try_from(u32::MAX as usize / size.max(1)).unwrap_or(u32::MAX);
+            need.max(cap.saturating_mul(2).max(min_capacity(size)).min(most))
         };
         self.regrow::<T>(at, new_cap)
     }
