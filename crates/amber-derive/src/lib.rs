@@ -74,7 +74,7 @@
 //! - field types that can never be persistent, recognised by their last path
 //!   segment: references, raw pointers, `Box`/`Rc`/`Arc`/`Weak`/`NonNull`
 //!   (use `PRef<T>`), `Vec`/`VecDeque` (`PVec<T>`), `String`/`str`/`PathBuf`
-//!   (`PBytes`), `HashMap`/`BTreeMap`/sets (`PIndex<V>`), `bool` (`u8`),
+//!   (`PString`), `HashMap`/`BTreeMap`/sets (`PIndex<V>`), `bool` (`u8`),
 //!   `char` (`u32`), `usize`/`isize` (`u64`/`i64`), `u128`/`i128`
 //!   (`[u64; 2]`), `Option<T>` other than `Option<PRef<T>>` and
 //!   `Option<Smart<T>>`, `Cell`/`RefCell`/`Mutex`/atomics, `PhantomData`,

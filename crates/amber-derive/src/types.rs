@@ -211,8 +211,8 @@ fn advice(name: &str) -> Option<String> {
         ),
         "String" | "str" | "OsString" | "CString" | "PathBuf" => owned(
             "use ",
-            "PBytes, a growable byte string whose buffer is an object in the database \
-                 (store UTF-8 in it)",
+            "PString, a growable UTF-8 string whose buffer is an object in the database \
+                 (PBytes for bytes)",
         ),
         "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" | "IndexMap" | "IndexSet" => owned(
             "use ",

@@ -5,8 +5,9 @@
 //! (page number × page size + offset). The fault handler swizzles one form
 //! into the other a page at a time. A [`Smart`] holds a persistent address
 //! even in memory and is translated at each use (Texas's fine-grained
-//! pointers, for sparse, high-fanout structures). [`PVec`] and [`PBytes`] are
-//! growable arrays whose buffer is a separate object (swizzled like a `PRef`);
+//! pointers, for sparse, high-fanout structures). [`PVec`], [`PBytes`] and
+//! [`PString`] are growable arrays whose buffer is a separate object
+//! (swizzled like a `PRef`);
 //! [`PIndex`] is an ordered map whose nodes are reached through smart
 //! pointers, so faulting in a node does not reserve frames for all its
 //! children.
@@ -123,10 +124,14 @@ pub struct PVec<T> {
 impl<T> PVec<T> {
     /// An empty vector (no buffer).
     pub const fn new() -> Self {
+        Self::from_parts(0, 0, 0)
+    }
+
+    pub(crate) const fn from_parts(buf: u64, len: u32, cap: u32) -> Self {
         PVec {
-            buf: 0,
-            len: 0,
-            cap: 0,
+            buf,
+            len,
+            cap,
             _t: PhantomData,
         }
     }
@@ -141,7 +146,7 @@ impl<T> PVec<T> {
         self.len == 0
     }
 
-    /// Allocated capacity.
+    /// Elements the buffer has room for (grown as `Vec`'s capacity is).
     pub fn capacity(&self) -> usize {
         self.cap as usize
     }
@@ -159,7 +164,8 @@ impl<T> fmt::Debug for PVec<T> {
     }
 }
 
-/// A growable byte string stored in a separate buffer object.
+/// A growable byte string stored in a separate buffer object. Same layout
+/// as a `PVec<u8>`.
 #[repr(C)]
 pub struct PBytes {
     pub(crate) buf: u64,
@@ -186,6 +192,11 @@ impl PBytes {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+
+    /// Bytes the buffer has room for.
+    pub fn capacity(&self) -> usize {
+        self.cap as usize
+    }
 }
 
 impl Default for PBytes {
@@ -197,6 +208,54 @@ impl Default for PBytes {
 impl fmt::Debug for PBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "PBytes(len {})", self.len)
+    }
+}
+
+/// A growable UTF-8 string stored in a separate buffer object: a
+/// [`PBytes`] whose bytes Amber only ever sets from `&str`, and checks to
+/// be UTF-8 whenever it reads them as `&str` ([`View::str`](crate::View::str)),
+/// since bytes from disk may be damaged. Made empty ([`PString::new`]) or with
+/// its text by [`Tx::new_string`](crate::Tx::new_string); changed by
+/// [`Tx::set_str`](crate::Tx::set_str) and
+/// [`Tx::push_str`](crate::Tx::push_str).
+#[repr(C)]
+pub struct PString {
+    pub(crate) bytes: PBytes,
+}
+
+impl PString {
+    /// An empty string (no buffer).
+    pub const fn new() -> Self {
+        PString {
+            bytes: PBytes::new(),
+        }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Bytes the buffer has room for.
+    pub fn capacity(&self) -> usize {
+        self.bytes.capacity()
+    }
+}
+
+impl Default for PString {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for PString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PString(len {})", self.len())
     }
 }
 

@@ -89,6 +89,21 @@ fn write_path_property() {
 }
 
 #[test]
+fn collections_property() {
+    common::collections::run(B);
+}
+
+#[test]
+fn damaged_text() {
+    common::collections::damaged_text(B);
+}
+
+#[test]
+fn roots_and_counts() {
+    common::collections::roots_and_counts(B);
+}
+
+#[test]
 fn killed_during_commits() {
     common::kill::run(B, "killed_during_commits");
 }
@@ -141,6 +156,11 @@ fn free_tree() {
 #[test]
 fn write_path_property_8k() {
     common::prop::run(B8, None);
+}
+
+#[test]
+fn collections_property_8k() {
+    common::collections::run(B8);
 }
 
 #[test]

@@ -43,6 +43,11 @@ fn main() -> std::process::ExitCode {
         ("write_path_property", || {
             common::prop::run(B, None);
         }),
+        ("collections_property", || common::collections::run(B)),
+        ("damaged_text", || common::collections::damaged_text(B)),
+        ("roots_and_counts", || {
+            common::collections::roots_and_counts(B)
+        }),
         ("killed_during_commits", || {
             common::kill::run(B, "killed_during_commits")
         }),
@@ -70,6 +75,7 @@ fn main() -> std::process::ExitCode {
         ("write_path_property_8k", || {
             common::prop::run(B8, None);
         }),
+        ("collections_property_8k", || common::collections::run(B8)),
         ("killed_during_commits_8k", || {
             common::kill::run(B8, "killed_during_commits_8k")
         }),

@@ -39,6 +39,19 @@ impl Tx<'_> {
         self.alloc_at(value, Some(near.addr()))
     }
 
+    /// Allocates an object whose value `make` builds in this transaction:
+    /// the one-call form for an object created with its strings and
+    /// vectors, `tx.alloc_with(|tx| Ok(Node { name: tx.new_string("n")?,
+    /// kids: tx.new_vec([a, b])?, .. }))`. An error from `make` allocates
+    /// nothing (what it allocated before failing stays unreachable).
+    pub fn alloc_with<T: Persistent>(
+        &mut self,
+        make: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<PRef<T>> {
+        let value = make(self)?;
+        self.alloc(value)
+    }
+
     fn alloc_at<T: Persistent>(&mut self, value: T, near: Option<u64>) -> Result<PRef<T>> {
         self.tick();
         let id = self.struct_id::<T>()?;
@@ -101,6 +114,7 @@ impl Tx<'_> {
     /// Writes an object header at `used` in the block at `base` and advances
     /// the block's object area.
     fn place(&mut self, base: u64, used: u32, type_id: u32, size: u32) {
+        *self.session.tx.counts.entry(type_id).or_default() += 1;
         self.access
             .write_new(base + u64::from(used), encode_header(type_id, 0, size));
         *self.access.obj_mut::<u32>(base + USED_OFFSET as u64) =

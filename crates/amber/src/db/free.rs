@@ -1,6 +1,6 @@
 //! Freeing: what `free` releases, and `free_tree`.
 //!
-//! An object *owns* the buffers of its `PVec` and `PBytes` fields (and,
+//! An object *owns* the buffers of its `PVec`, `PBytes` and `PString` fields (and,
 //! through a vector's elements, the buffers those own): they were made for
 //! it and nothing else can point at them, so [`Tx::free`] releases them
 //! with it. An object does not own what its pointers lead to — a graph
@@ -179,7 +179,7 @@ impl Tx<'_> {
                     found.buffers.push(buf);
                 }
             }
-            FieldKind::Bytes => {
+            FieldKind::Bytes | FieldKind::Str => {
                 let buf = *self.access.obj::<u64>(va);
                 if buf != 0 && self.live_bytes(buf, 0, true)? {
                     found.buffers.push(buf);
@@ -209,6 +209,7 @@ impl Tx<'_> {
             va - OBJECT_HEADER as u64,
             encode_header(tag & MAX_TYPE_ID, flags | FLAG_FREE, size),
         );
+        *self.session.tx.counts.entry(tag & MAX_TYPE_ID).or_default() -= 1;
         Ok(())
     }
 }

@@ -30,19 +30,21 @@ mod free;
 pub(crate) mod index;
 pub mod options;
 pub(crate) mod pager;
+mod read;
 mod readahead;
 mod reader;
 mod recovery_buffer;
 mod session;
 mod spill;
+mod text;
 pub mod tx;
+mod vec;
 
 use crate::error::{Error, Result};
 use crate::io::Vfs;
 use crate::io::real::RealVfs;
 use crate::ptr::{PBytes, PRef, PVec, Smart};
 use crate::schema::check::Program;
-use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
 use crate::store::{Store, StoreStats};
 use crate::vm::{
@@ -51,12 +53,12 @@ use crate::vm::{
 };
 use pager::Pager;
 use session::{Parts, Session};
-use std::num::NonZeroU64;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 pub use options::Options;
+pub use read::View;
 pub use tx::{CommitStats, Tx};
 
 /// Numbers about an open database.
@@ -283,10 +285,10 @@ impl Db {
     /// an error here ([`Error::Corrupt`]) instead of a fatal fault at the
     /// load, and a stale pointer is [`Error::Dangling`] instead of a panic.
     pub fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
-        checked(&self.fs, &self.access, self.store.path(), p.addr())
+        View::try_get(self, p)
     }
 
-    /// The elements of a persistent vector.
+    /// The elements of a persistent vector ([`View::slice`]).
     ///
     /// # Panics
     ///
@@ -294,63 +296,28 @@ impl Db {
     /// vector moved out of an object and kept past its buffer's life).
     #[inline(always)]
     pub fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T] {
-        self.access.elements(v.buf, v.len as usize)
+        View::slice(self, v)
     }
 
     /// The bytes of a persistent byte string (panics as
     /// [`slice`](Self::slice) does).
     #[inline(always)]
     pub fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8] {
-        self.access.elements(b.buf, b.len as usize)
+        View::bytes(self, b)
     }
 
     /// Follows a smart pointer: translates its persistent address through
     /// the frame table (reserving a frame if needed) at each use. A stale
     /// one is [`Error::Dangling`], a damaged page [`Error::Corrupt`].
     pub fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
-        let va = self.translate(
-            s.paddr(),
-            pages_for(u64::from(T::DESC.size), self.page_size()),
-        )?;
-        checked(&self.fs, &self.access, self.store.path(), va)
+        View::smart(self, s)
     }
 
-    /// The virtual address of a persistent address whose block spans `pages`.
-    pub(crate) fn translate(&self, paddr: u64, pages: u32) -> Result<u64> {
-        translate(&self.fs, paddr, pages)
-    }
-
-    /// A named root, if it exists. Its stored type must be `T`, and the
-    /// stored layouts of `T` and of every type it reaches must be the
-    /// program's.
+    /// A named root, if it exists ([`View::root`]). Its stored type must be
+    /// `T`, and the stored layouts of `T` and of every type it reaches must
+    /// be the program's.
     pub fn root<T: Persistent>(&self, name: &str) -> Result<Option<PRef<T>>> {
-        let Some(r) = self.store.root(name) else {
-            return Ok(None);
-        };
-        let id = match self.bind::<T>()? {
-            Binding::Stored(id) => Some(id),
-            Binding::New(_) => None,
-        };
-        if id != Some(r.type_id) {
-            let actual = self.registry.get(r.type_id).map_or_else(
-                || format!("type id {}", r.type_id),
-                |e| e.stored.name.clone(),
-            );
-            return Err(Error::SchemaMismatch {
-                type_name: T::DESC.name.to_string(),
-                what: format!("root `{name}` holds a `{actual}`"),
-            });
-        }
-        if !r.addr.is_multiple_of(crate::format::objects::OBJECT_ALIGN as u64) {
-            return Err(Error::Corrupt {
-                file: crate::error::FileKind::PageFile,
-                path: self.store.path().to_path_buf(),
-                at: crate::error::Location::Meta("root directory"),
-                what: format!("root `{name}` holds {:#x}, not an object's address", r.addr),
-            });
-        }
-        let va = self.translate(r.addr, pages_for(u64::from(T::DESC.size), self.page_size()))?;
-        Ok(NonZeroU64::new(va).map(PRef::from_addr))
+        View::root(self, name)
     }
 
     /// Checks that the database's layouts of `T` and of every type it

@@ -59,6 +59,9 @@ pub(crate) struct TxState {
     /// re-protects them): should the commit fail, they are rolled back
     /// with the others.
     pub(crate) taken: BTreeMap<PageNo, (FrameNo, u32)>,
+    /// Objects it allocated less objects it freed, by type id: what it
+    /// changed of the committed census (`View::count`).
+    pub(crate) counts: HashMap<u32, i64>,
 }
 
 impl TxState {

@@ -8,11 +8,10 @@
 
 use super::pager::Pager;
 use super::session::{Parts, Session};
-use super::{Db, translate};
+use super::{Db, View};
 use crate::error::{Error, Result};
 use crate::ptr::{PBytes, PRef, PVec, Smart};
 use crate::schema::check::Program;
-use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
 use crate::store::StoreTx;
 use crate::translate::swizzle::AddrMap;
@@ -133,7 +132,7 @@ impl<'db> Tx<'db> {
 
     /// Reads an object: [`Db::try_get`] within the transaction.
     pub fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
-        super::checked(self.fs, self.access, self.store().path(), p.addr())
+        View::try_get(self, p)
     }
 
     /// Updates an object in place: the page is marked written by the
@@ -183,22 +182,17 @@ impl<'db> Tx<'db> {
 
     /// The elements of a persistent vector (panics as [`Db::slice`] does).
     pub fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T] {
-        self.access.elements(v.buf, v.len as usize)
+        View::slice(self, v)
     }
 
     /// The bytes of a persistent byte string (panics as [`Db::slice`] does).
     pub fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8] {
-        self.access.elements(b.buf, b.len as usize)
+        View::bytes(self, b)
     }
 
     /// Follows a smart pointer, as [`Db::smart`] does.
     pub fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
-        let va = translate(
-            self.fs,
-            s.paddr(),
-            pages_for(u64::from(T::DESC.size), self.page_size),
-        )?;
-        super::checked(self.fs, self.access, self.store().path(), va)
+        View::smart(self, s)
     }
 
     /// The smart (persistent-address) form of a pointer to a live object;
@@ -272,124 +266,5 @@ impl<'db> Tx<'db> {
     /// reachability GC).
     pub fn remove_root(&mut self, name: &str) -> Result<()> {
         self.stx()?.set_root(name, 0, 0)
-    }
-
-    /// Appends `value` to the vector `field` of object `obj`, growing its
-    /// buffer (doubling) when full.
-    pub fn push<O: Persistent, T: Field>(
-        &mut self,
-        obj: PRef<O>,
-        field: impl Fn(&mut O) -> &mut PVec<T>,
-        value: T,
-    ) -> Result<()> {
-        self.tick();
-        let vaddr = std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64;
-        let (buf, len, cap) = {
-            let v = self.access.obj::<PVec<T>>(vaddr);
-            (v.buf, v.len, v.cap)
-        };
-        let size = std::mem::size_of::<T>() as u64;
-        let buf = if len == cap {
-            let new_cap = (cap.max(2))
-                .checked_mul(2)
-                .ok_or_else(|| Error::invalid("vector too long"))?;
-            self.regrow::<T>(buf, len, new_cap, vaddr)?
-        } else {
-            buf
-        };
-        self.access.write_new(buf + u64::from(len) * size, value);
-        self.access.obj_mut::<PVec<T>>(vaddr).len = len + 1;
-        Ok(())
-    }
-
-    /// Moves a buffer of `len` elements into a new one of `new_cap`, frees
-    /// the old one, and points the header at `vaddr` to it.
-    fn regrow<T: Field>(&mut self, buf: u64, len: u32, new_cap: u32, vaddr: u64) -> Result<u64> {
-        let size = std::mem::size_of::<T>() as u32;
-        let id = self.array_id::<T>()?;
-        let bytes = new_cap
-            .checked_mul(size)
-            .ok_or_else(|| Error::invalid("vector too large"))?;
-        let new = self.alloc_raw(id, bytes, (buf != 0).then_some(buf))?;
-        if len > 0 {
-            let old: Vec<u8> = self.access.slice::<u8>(buf, (len * size) as usize).to_vec();
-            self.access
-                .slice_mut::<u8>(new, old.len())
-                .copy_from_slice(&old);
-        }
-        if buf != 0 {
-            self.free_raw(buf)?;
-        }
-        let v = self.access.obj_mut::<PVec<T>>(vaddr);
-        v.buf = new;
-        v.cap = new_cap;
-        Ok(new)
-    }
-
-    /// Removes and returns the last element of vector `field` of `obj`.
-    pub fn pop<O: Persistent, T: Field + Copy>(
-        &mut self,
-        obj: PRef<O>,
-        field: impl Fn(&mut O) -> &mut PVec<T>,
-    ) -> Option<T> {
-        let v = field(self.access.object_mut(obj.addr()));
-        if v.len == 0 {
-            return None;
-        }
-        v.len -= 1;
-        let (buf, len) = (v.buf, v.len);
-        Some(
-            *self
-                .access
-                .obj::<T>(buf + u64::from(len) * std::mem::size_of::<T>() as u64),
-        )
-    }
-
-    /// The elements of vector `field` of `obj`, mutably.
-    pub fn slice_mut<O: Persistent, T: Field>(
-        &mut self,
-        obj: PRef<O>,
-        field: impl Fn(&mut O) -> &mut PVec<T>,
-    ) -> &mut [T] {
-        let v = field(self.access.object_mut(obj.addr()));
-        let (buf, len) = (v.buf, v.len as usize);
-        self.access.elements_mut(buf, len)
-    }
-
-    /// Replaces the contents of byte string `field` of `obj`.
-    pub fn set_bytes<O: Persistent>(
-        &mut self,
-        obj: PRef<O>,
-        field: impl Fn(&mut O) -> &mut PBytes,
-        data: &[u8],
-    ) -> Result<()> {
-        let baddr = std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64;
-        let (buf, cap) = {
-            let b = self.access.obj::<PBytes>(baddr);
-            (b.buf, b.cap)
-        };
-        let len = u32::try_from(data.len())
-            .map_err(|_| Error::invalid("byte string longer than 4 GiB"))?;
-        let buf = if len > cap {
-            let id = self.array_id::<u8>()?;
-            let cap = len.max(8);
-            let new = self.alloc_raw(id, cap, Some(obj.addr()))?;
-            if buf != 0 {
-                self.free_raw(buf)?;
-            }
-            let b = self.access.obj_mut::<PBytes>(baddr);
-            b.buf = new;
-            b.cap = cap;
-            new
-        } else {
-            buf
-        };
-        if len > 0 {
-            self.access
-                .slice_mut::<u8>(buf, data.len())
-                .copy_from_slice(data);
-        }
-        self.access.obj_mut::<PBytes>(baddr).len = len;
-        Ok(())
     }
 }

@@ -211,7 +211,7 @@ pub enum Value {
     Ref(u64),
     /// A `Smart` or `Option<Smart>`: the address (0 is null).
     Smart(u64),
-    /// A `PVec` or `PBytes`.
+    /// A `PVec`, `PBytes` or `PString`.
     Vector {
         /// Address of the buffer (0: none).
         buffer: u64,
@@ -262,7 +262,7 @@ fn value(b: &[u8], at: usize, k: &StoredKind) -> Value {
         StoredKind::Struct { fields, .. } => Value::Struct(struct_fields(b, at, fields)),
         StoredKind::Ref { .. } => get_u64(b, at).map_or(t, Value::Ref),
         StoredKind::Smart { .. } => get_u64(b, at).map_or(t, Value::Smart),
-        StoredKind::Vec { .. } | StoredKind::Bytes => {
+        StoredKind::Vec { .. } | StoredKind::Bytes | StoredKind::Str => {
             match (get_u64(b, at), get_u32(b, at + 8), get_u32(b, at + 12)) {
                 (Some(buffer), Some(len), Some(cap)) => Value::Vector { buffer, len, cap },
                 _ => t,

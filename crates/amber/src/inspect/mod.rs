@@ -47,6 +47,7 @@ pub use admin::{
     create, new_log, recover, salvage, verify,
 };
 pub use blocks::{BlockView, FieldValue, FileCopy, ObjectValue, ObjectView, Scalar, Value};
+pub(crate) use deep::census;
 pub use deep::{DeepReport, Finding, FindingClass, Place, verify_deep};
 pub use files::{
     LogHeaderCopy, LogRecord, LogRecords, LogView, RecordKind, SuperblockCopy, Superblocks,

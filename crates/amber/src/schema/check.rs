@@ -160,7 +160,7 @@ fn kind(k: &'static FieldKind, via: &str, work: &mut Vec<(Program, String)>) {
             },
             via.to_string(),
         )),
-        FieldKind::Bytes => work.push((
+        FieldKind::Bytes | FieldKind::Str => work.push((
             Program::Array {
                 elem: &FieldKind::Prim(Prim::U8),
                 elem_size: 1,

@@ -140,6 +140,8 @@ pub enum FieldKind {
     },
     /// `PBytes`: a growable byte string; its buffer pointer is swizzled.
     Bytes,
+    /// `PString`: a `PBytes` holding UTF-8 (deep verification checks it).
+    Str,
     /// `PIndex<V>`: an ordered map from u64 to `PRef<V>`; its nodes are
     /// reached through persistent addresses translated at each use.
     Index(Target),
@@ -254,6 +256,8 @@ pub enum StoredKind {
     },
     /// A byte string.
     Bytes,
+    /// A UTF-8 string (a byte string's layout).
+    Str,
     /// An index to `target`.
     Index {
         /// Value type name.
@@ -297,6 +301,7 @@ impl FieldKind {
                 elem_size: *elem_size,
             },
             FieldKind::Bytes => StoredKind::Bytes,
+            FieldKind::Str => StoredKind::Str,
             FieldKind::Index(t) => StoredKind::Index {
                 target: (t.0)().name.to_string(),
                 target_size: (t.0)().size,
@@ -330,7 +335,7 @@ impl TypeDesc {
 
 impl StoredType {
     /// The array type whose elements are of `elem` kind and `elem_size` bytes
-    /// (the type of a `PVec` or `PBytes` buffer object).
+    /// (the type of a `PVec`, `PBytes` or `PString` buffer object).
     pub fn array_of(elem: StoredKind, elem_size: u32) -> StoredType {
         StoredType {
             name: format!("[{}]", kind_name(&elem)),
@@ -366,6 +371,7 @@ pub fn kind_name(k: &StoredKind) -> String {
         } => pointer("Smart", target, *nullability),
         StoredKind::Vec { elem, .. } => format!("PVec<{}>", kind_name(elem)),
         StoredKind::Bytes => "PBytes".to_string(),
+        StoredKind::Str => "PString".to_string(),
         StoredKind::Index { target, .. } => format!("PIndex<{target}>"),
     }
 }

@@ -24,6 +24,8 @@ const T_INDEX: u8 = 8;
 const T_REF: u8 = 9;
 /// `Smart<T>` (version 2).
 const T_SMART: u8 = 10;
+/// `PString` (version 2; Amber before it reads the tag as unknown).
+const T_STR: u8 = 11;
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u16).to_le_bytes());
@@ -93,6 +95,7 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
             put_kind(out, elem);
         }
         StoredKind::Bytes => out.push(T_BYTES),
+        StoredKind::Str => out.push(T_STR),
     }
 }
 
@@ -247,6 +250,7 @@ impl Reader<'_> {
                 }
             }
             T_BYTES => StoredKind::Bytes,
+            T_STR => StoredKind::Str,
             x => return Err(format!("unknown field kind {x}")),
         })
     }

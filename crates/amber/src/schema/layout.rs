@@ -141,7 +141,7 @@ fn flatten(kind: &StoredKind, at: u32, page_size: usize, in_buffer: bool, out: &
                 elem_size: *elem_size,
             },
         }),
-        StoredKind::Bytes => out.push(PtrSlot {
+        StoredKind::Bytes | StoredKind::Str => out.push(PtrSlot {
             offset: at,
             kind: SlotKind::Buffer { elem_size: 1 },
         }),

@@ -18,6 +18,8 @@ use crate::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::format::{PAddr, PageNo};
 use crate::wal::record::{COMMIT_SIZE, MAX_RANGE};
 use crate::wal::{Record, TxId};
+use crate::format::meta::RootEntry;
+use std::collections::BTreeMap;
 
 /// A change buffered by a transaction.
 #[derive(Debug, Clone)]
@@ -291,6 +293,58 @@ impl<'s> StoreTx<'s> {
             type_id,
         });
         Ok(())
+    }
+
+    /// The named roots as this transaction sees them: the committed ones
+    /// with its own `set_root`s applied, by name.
+    pub fn roots(&self) -> Vec<RootEntry> {
+        let mut roots: BTreeMap<String, RootEntry> = self
+            .store
+            .roots()
+            .into_iter()
+            .map(|r| (r.name.clone(), r))
+            .collect();
+        for op in &self.ops {
+            if let Op::Root {
+                name,
+                addr,
+                type_id,
+            } = op
+            {
+                if *addr == 0 {
+                    roots.remove(name);
+                } else {
+                    let r = RootEntry {
+                        name: name.clone(),
+                        addr: *addr,
+                        type_id: *type_id,
+                    };
+                    roots.insert(name.clone(), r);
+                }
+            }
+        }
+        roots.into_values().collect()
+    }
+
+    /// Root `name` as this transaction sees it.
+    pub fn root(&self, name: &str) -> Option<RootEntry> {
+        let own = self.ops.iter().rev().find_map(|op| match op {
+            Op::Root {
+                name: n,
+                addr,
+                type_id,
+            } if n == name => Some((*addr, *type_id)),
+            _ => None,
+        });
+        match own {
+            None => self.store.root(name),
+            Some((0, _)) => None,
+            Some((addr, type_id)) => Some(RootEntry {
+                name: name.to_string(),
+                addr,
+                type_id,
+            }),
+        }
     }
 
     /// Registers a type descriptor; returns its new type id.

@@ -27,7 +27,7 @@
 
 use super::space::FrameSpace;
 use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER};
-use crate::ptr::{PBytes, PIndex, PRef, PVec, Smart};
+use crate::ptr::{PBytes, PIndex, PRef, PString, PVec, Smart};
 use crate::schema::desc::{FieldKind, Prim, Target, TypeDesc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
     message = "`{Self}` cannot be a field of a persistent object",
     label = "not a persistent field type",
     note = "persistent fields are u8..u64, i8..i64, f32, f64, fixed arrays of them, #[derive(Persistent)] structs, \
-            PRef<T> / Option<PRef<T>> (instead of Box, &, Rc), Smart<T>, PVec<T> (instead of Vec), PBytes (instead of String), PIndex<V>"
+            PRef<T> / Option<PRef<T>> (instead of Box, &, Rc), Smart<T>, PVec<T> (instead of Vec), PString (instead of String), PBytes, PIndex<V>"
 )]
 pub unsafe trait Field: Sized + 'static {
     /// The field's layout.
@@ -167,6 +167,12 @@ unsafe impl<T: Field> Field for PVec<T> {
 // SAFETY: as for `PVec`.
 unsafe impl Field for PBytes {
     const KIND: FieldKind = FieldKind::Bytes;
+}
+
+// SAFETY: a `repr(C)` `PBytes`, as for `PVec`; its bytes are checked to be
+// UTF-8 where they are read as `&str`.
+unsafe impl Field for PString {
+    const KIND: FieldKind = FieldKind::Str;
 }
 
 // SAFETY: `repr(C)` u64, u64 plus a marker; any bit pattern valid (the root is
@@ -465,6 +471,16 @@ impl Access {
         }
         self.check_elements::<T>(addr, count);
         self.slice_mut(addr, count)
+    }
+
+    /// [`elements`](Self::elements), with the reason instead of a panic.
+    pub fn try_elements<T: Field>(&self, addr: u64, count: usize) -> Result<&[T], NotLive> {
+        if count == 0 {
+            return Ok(&[]);
+        }
+        let len = std::mem::size_of::<T>().saturating_mul(count);
+        self.live_at(addr, len, std::mem::align_of::<T>().trailing_zeros(), true)?;
+        Ok(self.slice(addr, count))
     }
 
     #[inline(always)]

@@ -18,6 +18,9 @@
 //! - `nonnull`: null in a non-null pointer field of a crafted page (refused
 //!   at fetch), nullability mismatches, and version-1 catalogs;
 //! - `high`: persistent addresses beyond 2^32 pages;
+//! - `collections`: `PVec`, `PString` and `PBytes` operations as a property
+//!   test against `Vec`/`String` models (commit, abort, reopen), a string
+//!   damaged on disk, and roots and counts through the read trait;
 //! - `prop` (with `graph`): the write path as a property test against a model,
 //!   also with a one-page recovery buffer;
 //!
@@ -37,13 +40,14 @@
 //! Environment:
 //! - `AMBER_OBJ_LONG=1`: longer variants (more property-test seeds and
 //!   steps, more kills, a bigger database for the cache-budget test).
-//! - `AMBER_OBJ_SEED=N`: run the property test with this one seed only.
+//! - `AMBER_OBJ_SEED=N`: run the property tests with this one seed only.
 //! - `AMBER_OBJ_BIG_MB=N`: size of the database of the cache-budget test.
 //! - `AMBER_OBJ_KILLS=N`: kill rounds of the kill test.
 #![allow(dead_code)]
 
 pub mod abort;
 pub mod big;
+pub mod collections;
 pub mod corrupt;
 pub mod eviction;
 pub mod failing;

@@ -311,6 +311,7 @@ fn encode_v1(t: &StoredType) -> Vec<u8> {
                 kind(out, elem);
             }
             StoredKind::Bytes => out.push(7),
+            StoredKind::Str => panic!("version 1 had no strings"),
         }
     }
     let mut out = vec![1u8];

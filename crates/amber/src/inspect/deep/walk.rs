@@ -223,6 +223,7 @@ impl<'a> Walker<'a> {
             },
             StoredKind::Vec { elem, elem_size } => self.vector(b, at, elem, *elem_size, blocks),
             StoredKind::Bytes => self.vector(b, at, &StoredKind::Prim(Prim::U8), 1, blocks),
+            StoredKind::Str => self.string(b, at, blocks),
             StoredKind::Index { target, .. } => {
                 if let (Some(root), Some(len)) = (get_u64(b, at), get_u64(b, at + 8)) {
                     self.index(root, len, target, blocks);
@@ -414,6 +415,33 @@ impl<'a> Walker<'a> {
             self.path.push(Seg::Index(i));
             self.value(body, (i * u64::from(elem_size)) as usize, elem, blocks);
             self.path.pop();
+        }
+    }
+
+    /// A `PString` at `at` in `b`: a byte string whose `len` bytes are
+    /// UTF-8 (reading it as `&str` checks that too, and refuses it).
+    fn string(&mut self, b: &[u8], at: usize, blocks: &mut Blocks<'_>) {
+        self.vector(b, at, &StoredKind::Prim(Prim::U8), 1, blocks);
+        let (Some(buf), Some(len)) = (get_u64(b, at), get_u32(b, at + 8)) else {
+            return;
+        };
+        if len == 0 {
+            return;
+        }
+        // A missing, misplaced or freed buffer was reported just above.
+        let Located::Start(s) = self.map.locate(buf) else {
+            return;
+        };
+        if s.is_free() {
+            return;
+        }
+        let Some((image, off)) = self.image_of(s, blocks) else {
+            return;
+        };
+        let n = len.min(s.size) as usize;
+        if let Err(e) = std::str::from_utf8(image.get(off..off + n).unwrap_or(&[])) {
+            let what = format!("its text at {} is not UTF-8: {e}", self.at(buf));
+            self.found(FindingClass::Damage, what);
         }
     }
 

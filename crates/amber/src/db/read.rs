@@ -1,0 +1,352 @@
+//! Reading, written once for [`Db`] and [`Tx`]: the [`View`] trait.
+//!
+//! Read-only code takes `&impl View` (or `&dyn`-free generics) and runs on
+//! a database between transactions and inside a transaction alike, where it
+//! sees the transaction's own writes: its objects, its roots, its
+//! allocations and frees in the counts.
+//!
+//! Every method is provided, on top of one hidden one that hands out what
+//! reading needs ([`Reading`]: the frame space and its one [`Access`], the
+//! store, the type registry, and in a transaction its own roots and
+//! counts), so the two implementations are two lines each. `Db` and `Tx`
+//! keep the inherent methods they had (`get`, `try_get`, `slice`, `bytes`,
+//! `smart`, and `Db::root`), which forward here, so existing code needs no
+//! import; the rest (`str`, the `try_` forms of the buffer reads, `roots`,
+//! `count`, `census`) come with `use amber::View`.
+
+use super::session::TxState;
+use super::{Db, Tx, checked, fault_error, translate};
+use crate::error::{Error, FileKind, Location, Result};
+use crate::format::meta::RootEntry;
+use crate::format::objects::OBJECT_ALIGN;
+use crate::ptr::{PBytes, PRef, PString, PVec, Smart};
+use crate::schema::check::Program;
+use crate::schema::layout::pages_for;
+use crate::schema::registry::{Binding, Registry};
+use crate::store::{Store, StoreTx};
+use crate::translate::swizzle::AddrMap;
+use crate::vm::{Access, Field, FrameSpace, NotLive, Persistent};
+use std::any::TypeId;
+use std::num::NonZeroU64;
+
+/// What reading needs of an open database; made by [`View::reading`].
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct Reading<'a> {
+    access: &'a Access,
+    fs: &'a FrameSpace,
+    store: &'a Store,
+    registry: &'a Registry,
+    /// In a transaction: its store transaction (its own roots) and its
+    /// bookkeeping (its own allocations and frees).
+    tx: Option<(&'a StoreTx<'a>, &'a TxState)>,
+}
+
+/// Reading a database, the same on a [`Db`] and in a [`Tx`]: write
+/// read-only code once, as `fn show(v: &impl View, ...)`, and call it with
+/// either.
+///
+/// ```
+/// use amber::{Db, Options, PRef, PString, PVec, Persistent, View};
+///
+/// #[derive(Persistent)]
+/// #[repr(C)]
+/// struct Dir { name: PString, kids: PVec<PRef<Dir>> }
+///
+/// /// The names below `d`, depth first: on a `Db` or in a `Tx`.
+/// fn names(v: &impl View, d: PRef<Dir>, out: &mut Vec<String>) {
+///     let dir = v.get(d);
+///     out.push(v.str(&dir.name).to_string());
+///     for &k in v.slice(&dir.kids) {
+///         names(v, k, out);
+///     }
+/// }
+///
+/// # fn main() -> amber::Result<()> {
+/// # let dir = tempfile::tempdir().expect("a temporary directory");
+/// let mut db = Db::create(dir.path().join("dirs.amber"), Options::default())?;
+/// let mut tx = db.begin()?;
+/// let etc = tx.alloc_with(|tx| Ok(Dir { name: tx.new_string("etc")?, kids: PVec::new() }))?;
+/// let root = tx.alloc_with(|tx| Ok(Dir { name: tx.new_string("/")?, kids: tx.new_vec([etc])? }))?;
+/// tx.set_root("root", root)?;
+/// let mut seen = Vec::new();
+/// names(&tx, root, &mut seen); // in the transaction
+/// tx.commit()?;
+/// let mut after = Vec::new();
+/// names(&db, root, &mut after); // on the database
+/// assert_eq!(seen, after);
+/// assert_eq!(db.roots(), [("root".to_string(), "Dir".to_string())]);
+/// assert_eq!(db.count::<Dir>()?, 2);
+/// # Ok(()) }
+/// ```
+///
+/// The plain forms ([`get`](Self::get), [`slice`](Self::slice),
+/// [`bytes`](Self::bytes), [`str`](Self::str)) panic, naming the pointer, on
+/// a stale pointer or buffer (and on a string whose bytes are not UTF-8);
+/// the `try_` forms return the error instead, and fetch the page first so
+/// that a damaged page is an [`Error::Corrupt`] rather than a fatal fault.
+pub trait View {
+    /// What reading needs (Amber's; not for use by programs).
+    #[doc(hidden)]
+    fn reading(&self) -> Reading<'_>;
+
+    /// Follows a pointer: a plain load once the page is resident. Panics on
+    /// a stale pointer (see [`Db::get`]).
+    #[inline(always)]
+    fn get<T: Persistent>(&self, p: PRef<T>) -> &T {
+        self.reading().access.object(p.addr())
+    }
+
+    /// Follows a pointer, every failure an error: [`Error::Dangling`] for a
+    /// stale pointer, [`Error::Corrupt`] for a damaged page.
+    fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
+        let r = self.reading();
+        checked(r.fs, r.access, r.store.path(), p.addr())
+    }
+
+    /// The elements of a persistent vector (iterate with `.iter()`).
+    /// Panics if its buffer is not a live buffer of this database.
+    #[inline(always)]
+    fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T] {
+        self.reading().access.elements(v.buf, v.len as usize)
+    }
+
+    /// [`slice`](Self::slice), every failure an error.
+    fn try_slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> Result<&'a [T]> {
+        self.reading().elements(v.buf, v.len as usize)
+    }
+
+    /// The bytes of a persistent byte string (panics as
+    /// [`slice`](Self::slice) does).
+    #[inline(always)]
+    fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8] {
+        self.reading().access.elements(b.buf, b.len as usize)
+    }
+
+    /// [`bytes`](Self::bytes), every failure an error.
+    fn try_bytes<'a>(&'a self, b: &'a PBytes) -> Result<&'a [u8]> {
+        self.reading().elements(b.buf, b.len as usize)
+    }
+
+    /// The text of a persistent string. Its bytes are checked to be UTF-8
+    /// at each read (they may come from a damaged disk; the check runs at
+    /// memory speed). Panics, naming the buffer, on a stale buffer or bytes
+    /// that are not UTF-8; [`try_str`](Self::try_str) returns the error.
+    fn str<'a>(&'a self, s: &'a PString) -> &'a str {
+        let r = self.reading();
+        let bytes = r.access.elements(s.bytes.buf, s.bytes.len as usize);
+        match std::str::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => panic!("amber: {}", r.not_utf8(s.bytes.buf, e)),
+        }
+    }
+
+    /// [`str`](Self::str), every failure an error: [`Error::Corrupt`] (naming
+    /// the buffer's page) for bytes that are not UTF-8.
+    fn try_str<'a>(&'a self, s: &'a PString) -> Result<&'a str> {
+        let r = self.reading();
+        let bytes = r.elements(s.bytes.buf, s.bytes.len as usize)?;
+        std::str::from_utf8(bytes).map_err(|e| r.not_utf8(s.bytes.buf, e))
+    }
+
+    /// Follows a smart pointer: its persistent address is translated at
+    /// each use. A stale one is [`Error::Dangling`], a damaged page
+    /// [`Error::Corrupt`].
+    fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
+        let r = self.reading();
+        let pages = pages_for(u64::from(T::DESC.size), r.store.page_size());
+        let va = translate(r.fs, s.paddr(), pages)?;
+        checked(r.fs, r.access, r.store.path(), va)
+    }
+
+    /// A named root, if it exists (in a transaction, as it set it). Its
+    /// stored type must be `T`, and the stored layouts of `T` and of every
+    /// type it reaches must be the program's.
+    fn root<T: Persistent>(&self, name: &str) -> Result<Option<PRef<T>>> {
+        let r = self.reading();
+        let Some(root) = r.root_entry(name) else {
+            return Ok(None);
+        };
+        let id = r.stored_id::<T>()?;
+        if id != Some(root.type_id) {
+            return Err(Error::SchemaMismatch {
+                type_name: T::DESC.name.to_string(),
+                what: format!("root `{name}` holds a `{}`", r.type_name(root.type_id)),
+            });
+        }
+        if !root.addr.is_multiple_of(OBJECT_ALIGN as u64) {
+            return Err(Error::Corrupt {
+                file: FileKind::PageFile,
+                path: r.store.path().to_path_buf(),
+                at: Location::Meta("root directory"),
+                what: format!(
+                    "root `{name}` holds {:#x}, not an object's address",
+                    root.addr
+                ),
+            });
+        }
+        let pages = pages_for(u64::from(T::DESC.size), r.store.page_size());
+        let va = translate(r.fs, root.addr, pages)?;
+        Ok(NonZeroU64::new(va).map(PRef::from_addr))
+    }
+
+    /// The named roots (in a transaction, with its own changes), by name:
+    /// each root's name and the stored name of its object's type, to pick
+    /// the `T` of [`root`](Self::root).
+    fn roots(&self) -> Vec<(String, String)> {
+        let r = self.reading();
+        let roots = match r.tx {
+            Some((stx, _)) => stx.roots(),
+            None => r.store.roots(),
+        };
+        roots
+            .into_iter()
+            .map(|e| {
+                let ty = r.type_name(e.type_id);
+                (e.name, ty)
+            })
+            .collect()
+    }
+
+    /// The number of live objects of type `T` (in a transaction, with the
+    /// objects it allocated and freed). A census of the whole database:
+    /// reads every committed block, as the first pass of deep verification
+    /// does, so its cost grows with the database, not with the count.
+    fn count<T: Persistent>(&self) -> Result<u64> {
+        let r = self.reading();
+        let Some(id) = r.stored_id::<T>()? else {
+            return Ok(0);
+        };
+        Ok(r.counts()?.get(&id).copied().unwrap_or(0))
+    }
+
+    /// Live objects per stored type: every type of the schema catalog with
+    /// at least one (vector and string buffers are types `[T]`), by name.
+    /// Costs what [`count`](Self::count) does.
+    fn census(&self) -> Result<Vec<(String, u64)>> {
+        let r = self.reading();
+        let mut out: Vec<(String, u64)> = r
+            .counts()?
+            .into_iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(id, n)| (r.type_name(id), n))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+}
+
+impl<'a> Reading<'a> {
+    /// The `count` elements of the buffer at `buf`, fetched first, every
+    /// failure an error.
+    fn elements<T: Field>(&self, buf: u64, count: usize) -> Result<&'a [T]> {
+        if count == 0 {
+            return Ok(&[]);
+        }
+        let f = self
+            .fs
+            .frame_at(buf as usize)
+            .ok_or_else(|| not_live(buf, self.access.try_elements::<T>(buf, count).err()))?;
+        self.fs
+            .ensure_resident(f)
+            .map_err(|e| fault_error(self.store.path(), e))?;
+        self.access
+            .try_elements(buf, count)
+            .map_err(|why| not_live(buf, Some(why)))
+    }
+
+    /// The error for a string buffer at `buf` whose bytes are not UTF-8.
+    fn not_utf8(&self, buf: u64, e: std::str::Utf8Error) -> Error {
+        let paddr = super::fetch::FrameMap::new(self.fs)
+            .to_paddr(buf)
+            .unwrap_or(0);
+        let ps = self.store.page_size() as u64;
+        Error::Corrupt {
+            file: FileKind::PageFile,
+            path: self.store.path().to_path_buf(),
+            at: Location::Page(paddr / ps),
+            what: format!(
+                "the string buffer at {}:{} is not UTF-8: {e}",
+                paddr / ps,
+                paddr % ps
+            ),
+        }
+    }
+
+    /// The catalog id of `T` if the database has it stored (`None`: no
+    /// object of it exists); a different stored layout is an error.
+    fn stored_id<T: Persistent>(&self) -> Result<Option<u32>> {
+        Ok(
+            match self
+                .registry
+                .bind(TypeId::of::<T>(), Program::Struct(&T::DESC))?
+            {
+                Binding::Stored(id) => Some(id),
+                Binding::New(_) => None,
+            },
+        )
+    }
+
+    /// The stored name of type `id`.
+    fn type_name(&self, id: u32) -> String {
+        self.registry
+            .get(id)
+            .map_or_else(|| format!("type id {id}"), |e| e.stored.name.clone())
+    }
+
+    fn root_entry(&self, name: &str) -> Option<RootEntry> {
+        match self.tx {
+            Some((stx, _)) => stx.root(name),
+            None => self.store.root(name),
+        }
+    }
+
+    /// Live objects by type id: the committed census, with a
+    /// transaction's own allocations and frees.
+    fn counts(&self) -> Result<std::collections::HashMap<u32, u64>> {
+        let mut counts = crate::inspect::census(self.store)?;
+        if let Some((_, st)) = self.tx {
+            for (&id, &delta) in &st.counts {
+                let n = counts.entry(id).or_default();
+                *n = n.checked_add_signed(delta).ok_or_else(|| {
+                    Error::internal(format!(
+                        "type id {id}: the transaction freed more objects than were stored"
+                    ))
+                })?;
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// The error for a buffer pointer `buf` that leads to no live buffer.
+fn not_live(buf: u64, why: Option<NotLive>) -> Error {
+    match why.unwrap_or(NotLive::Foreign) {
+        NotLive::Foreign => Error::invalid(NotLive::Foreign.describe(buf)),
+        why => Error::dangling(why.describe(buf)),
+    }
+}
+
+impl View for Db {
+    fn reading(&self) -> Reading<'_> {
+        Reading {
+            access: &self.access,
+            fs: &self.fs,
+            store: &self.store,
+            registry: &self.registry,
+            tx: None,
+        }
+    }
+}
+
+impl View for Tx<'_> {
+    fn reading(&self) -> Reading<'_> {
+        Reading {
+            access: self.access,
+            fs: self.fs,
+            store: self.store(),
+            registry: self.registry,
+            tx: self.stx.as_ref().map(|stx| (stx, &self.session.tx)),
+        }
+    }
+}
