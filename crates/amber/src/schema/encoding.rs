@@ -3,7 +3,9 @@
 //! as a tag byte and what that tag carries. Decoding reads bytes from the
 //! page file, so it refuses anything it does not know rather than guess.
 
-use super::desc::{Nullability, Prim, Shape, StoredField, StoredKind, StoredType};
+use super::desc::{
+    LEGACY_INDEX_KEY, Nullability, Prim, Shape, StoredField, StoredKind, StoredType,
+};
 
 /// The format version written. Version 2 records whether each pointer field
 /// may hold null (tags 9 and 10 for the non-null forms); version 1, which
@@ -19,11 +21,16 @@ const T_OPT_REF: u8 = 4;
 const T_OPT_SMART: u8 = 5;
 const T_VEC: u8 = 6;
 const T_BYTES: u8 = 7;
+/// `PIndex<V>` of the first index format (u64 keys in word arrays): read,
+/// as a kind no program has (`LEGACY_INDEX_KEY`), never written.
 const T_INDEX: u8 = 8;
 /// `PRef<T>` (version 2).
 const T_REF: u8 = 9;
 /// `Smart<T>` (version 2).
 const T_SMART: u8 = 10;
+/// `PIndex<V, K>` / `PMultiIndex<V, K>`: the target as for a pointer, then
+/// the key type's name and a multi flag byte (0 or 1).
+const T_KEYED_INDEX: u8 = 16;
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u16).to_le_bytes());
@@ -86,7 +93,13 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
         StoredKind::Index {
             target,
             target_size,
-        } => put_target(out, T_INDEX, target, *target_size),
+            key,
+            multi,
+        } => {
+            put_target(out, T_KEYED_INDEX, target, *target_size);
+            put_str(out, key);
+            out.push(u8::from(*multi));
+        }
         StoredKind::Vec { elem, elem_size } => {
             out.push(T_VEC);
             out.extend_from_slice(&elem_size.to_le_bytes());
@@ -213,6 +226,18 @@ impl Reader<'_> {
             T_INDEX => StoredKind::Index {
                 target: self.str()?,
                 target_size: self.u32()?,
+                key: LEGACY_INDEX_KEY.to_string(),
+                multi: false,
+            },
+            T_KEYED_INDEX => StoredKind::Index {
+                target: self.str()?,
+                target_size: self.u32()?,
+                key: self.str()?,
+                multi: match self.u8()? {
+                    0 => false,
+                    1 => true,
+                    m => return Err(format!("an index's multi flag is {m}")),
+                },
             },
             t @ (T_OPT_REF | T_OPT_SMART | T_REF | T_SMART) => {
                 let nullability = match (t, self.version) {
