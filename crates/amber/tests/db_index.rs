@@ -69,7 +69,7 @@ impl Node {
     }
 }
 
-/// Every index node of the database (objects of a node's size).
+/// Every live index node of the database (objects of a node's size).
 fn nodes(s: &Store) -> Vec<Node> {
     let ps = s.page_size() as u64;
     let mut out = Vec::new();
@@ -81,7 +81,7 @@ fn nodes(s: &Store) -> Vec<Node> {
         let used = u32::from_le_bytes(b[USED_OFFSET..USED_OFFSET + 4].try_into().unwrap());
         for e in walk(&b, used as usize) {
             let e = e.expect("object map");
-            if e.size == NODE_BYTES {
+            if e.size == NODE_BYTES && !e.is_free() {
                 out.push(Node {
                     paddr: head * ps + e.body as u64,
                     bytes: b[e.body..e.body + NODE_BYTES].to_vec(),
@@ -216,4 +216,53 @@ fn child_loops_to_the_root() {
         (root.paddr, 8, root.paddr.to_le_bytes().to_vec())
     });
     every_operation(&path, page, "deeper than 64 levels", 0);
+}
+
+/// Removing keys frees the nodes they leave empty: a tree of 3,000 keys
+/// (two levels) with all but the last 100 keys removed keeps a handful of
+/// nodes, and with all removed, none; the index works again afterwards.
+#[test]
+fn emptied_nodes_are_freed() {
+    let (_dir, path) = build(3000);
+    let live = |path: &Path| {
+        let s = Store::open(Arc::new(RealVfs), path, StoreOptions::default()).expect("open");
+        let n = nodes(&s).len();
+        s.close().expect("close");
+        n
+    };
+    let full = live(&path);
+    assert!(full > 20, "{full} nodes for 3,000 keys");
+    let remove = |keys: std::ops::Range<u64>| {
+        let mut db = Db::open(&path, Options::default()).expect("open");
+        let h: PRef<Holder> = db.root("h").expect("root").expect("set");
+        let mut tx = db.begin().expect("begin");
+        for k in keys {
+            assert!(
+                tx.index_remove(h, |o| &mut o.idx, &k)
+                    .expect("remove")
+                    .is_some()
+            );
+        }
+        tx.commit().expect("commit");
+        let left = db.index_iter(&db.get(h).idx).expect("iter").count();
+        db.close().expect("close");
+        left
+    };
+    assert_eq!(remove(0..2900), 100);
+    let few = live(&path);
+    assert!(few <= 4, "{few} nodes left for 100 keys");
+    assert_eq!(remove(2900..3000), 0);
+    assert_eq!(live(&path), 0, "an empty index keeps no node");
+    let mut db = Db::open(&path, Options::default()).expect("open");
+    let h: PRef<Holder> = db.root("h").expect("root").expect("set");
+    let mut tx = db.begin().expect("begin");
+    let v = tx.alloc(Val { v: 7 }).expect("alloc");
+    tx.index_insert(h, |o| &mut o.idx, &7, v).expect("insert");
+    tx.commit().expect("commit");
+    let got = db
+        .index_get(&db.get(h).idx, &7)
+        .expect("get")
+        .expect("there");
+    assert_eq!(db.get(got).v, 7);
+    db.close().expect("close");
 }

@@ -84,6 +84,11 @@ fn forgotten_transaction() {
 }
 
 #[test]
+fn index_property() {
+    common::index_prop::run(B);
+}
+
+#[test]
 fn write_path_property() {
     common::prop::run(B, None);
 }
@@ -129,6 +134,11 @@ fn stale_aborted_then_evicted() {
 }
 
 #[test]
+fn index_property_8k() {
+    common::index_prop::run(B8);
+}
+
+#[test]
 fn write_path_property_8k() {
     common::prop::run(B8, None);
 }
@@ -171,6 +181,11 @@ fn stale_aborted_8k() {
 #[test]
 fn stale_aborted_then_evicted_8k() {
     common::stale::aborted_then_evicted(B8);
+}
+
+#[test]
+fn index_property_16k() {
+    common::index_prop::run(B16);
 }
 
 #[test]

@@ -418,8 +418,9 @@ mod tests {
             T_INDEX,
             T_REF,
             T_SMART,
+            T_KEYED_INDEX,
         ];
-        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16]);
         use Prim::*;
         let prims = [U8, I8, U16, I16, U32, I32, U64, I64, F32, F64].map(|p| p as u8);
         assert_eq!(prims, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -489,5 +490,48 @@ mod tests {
         assert_eq!(StoredType::decode(&a.encode()).expect("array"), a);
         assert!(StoredType::decode(&[1, 0]).is_err());
         assert!(StoredType::decode(&[]).is_err());
+    }
+
+    /// Indexes: the key type and the multi flag round-trip and are compared;
+    /// an entry of the first index format (tag 8) reads as a kind no program
+    /// has, refused with a message that names the format.
+    #[test]
+    fn index_kinds() {
+        let index = |key: &str, multi| StoredKind::Index {
+            target: "Leaf".into(),
+            target_size: 8,
+            key: key.into(),
+            multi,
+        };
+        let holder = |k: StoredKind| StoredType {
+            name: "Holder".into(),
+            size: 24,
+            align: 8,
+            shape: Shape::Struct(vec![StoredField {
+                name: "idx".into(),
+                offset: 0,
+                kind: k,
+            }]),
+        };
+        for (k, shown) in [
+            (index("u64", false), "PIndex<Leaf>"),
+            (index("String", false), "PIndex<Leaf, String>"),
+            (index("(u32, String)", true), "PMultiIndex<Leaf, (u32, String)>"),
+        ] {
+            assert_eq!(kind_name(&k), shown);
+            let t = holder(k);
+            assert_eq!(StoredType::decode(&t.encode()).expect("decodes"), t);
+        }
+        let d = first_difference(&holder(index("String", false)), &holder(index("u64", false)))
+            .expect("differs");
+        assert!(d.contains("`PIndex<Leaf, String>` in the program"), "{d}");
+        // The first format: tag 8, the target and its size, nothing more.
+        let mut old = holder(index("u64", false)).encode();
+        let at = old.iter().position(|&b| b == T_KEYED_INDEX).expect("the tag");
+        old[at] = T_INDEX;
+        old.truncate(old.len() - (2 + 3 + 1));
+        let old = StoredType::decode(&old).expect("a first-format entry");
+        let d = first_difference(&holder(index("u64", false)), &old).expect("refused");
+        assert!(d.contains("rebuild the index"), "{d}");
     }
 }

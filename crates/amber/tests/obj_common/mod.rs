@@ -49,6 +49,7 @@ pub mod eviction;
 pub mod failing;
 pub mod graph;
 pub mod high;
+pub mod index_prop;
 pub mod kill;
 #[path = "../killer/mod.rs"]
 pub mod killer;

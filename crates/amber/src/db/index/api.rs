@@ -11,7 +11,6 @@ use crate::format::objects::OBJECT_ALIGN;
 use crate::ptr::{PIndex, PMultiIndex, PRef};
 use crate::schema::layout::pages_for;
 use crate::vm::Persistent;
-use std::borrow::Borrow;
 use std::fmt;
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
@@ -171,15 +170,12 @@ pub(crate) mod reads {
             .transpose()
     }
 
-    pub fn range<'a, V, K, Q>(
+    pub fn range<'a, V, K: IndexKey>(
         n: Nodes<'a>,
         root: u64,
-        range: &impl RangeBounds<Q>,
+        range: &impl RangeBounds<K::Borrowed>,
         multi: bool,
     ) -> Result<IndexRange<'a, V, K>>
-    where
-        K: IndexKey + Borrow<Q>,
-        Q: IndexKey + ?Sized,
     {
         let (lo, hi) = tree_bounds(range, multi);
         Ok(IndexRange {
@@ -211,42 +207,34 @@ macro_rules! index_reads {
     ($t:ty) => {
         impl $t {
             /// The object under `key` in `idx`.
-            pub fn index_get<V: Persistent, K, Q>(
+            pub fn index_get<V: Persistent, K: IndexKey>(
                 &self,
                 idx: &PIndex<V, K>,
-                key: &Q,
+                key: &K::Borrowed,
             ) -> Result<Option<PRef<V>>>
-            where
-                K: IndexKey + Borrow<Q>,
-                Q: IndexKey + ?Sized,
             {
-                reads::get::<V, Q>(self.nodes(), idx.root, key)
+                reads::get::<V, K::Borrowed>(self.nodes(), idx.root, key)
             }
 
             /// Whether `idx` has an entry under `key`.
-            pub fn index_contains<V: Persistent, K, Q>(
+            pub fn index_contains<V: Persistent, K: IndexKey>(
                 &self,
                 idx: &PIndex<V, K>,
-                key: &Q,
+                key: &K::Borrowed,
             ) -> Result<bool>
-            where
-                K: IndexKey + Borrow<Q>,
-                Q: IndexKey + ?Sized,
             {
                 Ok(self.index_get(idx, key)?.is_some())
             }
 
             /// The entries of `idx` with keys in `range`, in key order, by
-            /// iterator (`5..10`, `..=u64::MAX`; for `String` keys,
+            /// iterator: `5..10`, `..=u64::MAX`, `..`; bounds are of the
+            /// key's borrowed form (`str` for `String`:
             /// `(Bound::Included("a"), Bound::Excluded("c"))`).
-            pub fn index_range<'a, V: Persistent, K, Q>(
+            pub fn index_range<'a, V: Persistent, K: IndexKey>(
                 &'a self,
                 idx: &PIndex<V, K>,
-                range: impl RangeBounds<Q>,
+                range: impl RangeBounds<K::Borrowed>,
             ) -> Result<IndexRange<'a, V, K>>
-            where
-                K: IndexKey + Borrow<Q>,
-                Q: IndexKey + ?Sized,
             {
                 reads::range(self.nodes(), idx.root, &range, false)
             }
@@ -256,45 +244,36 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PIndex<V, K>,
             ) -> Result<IndexRange<'a, V, K>> {
-                reads::range::<V, K, K>(self.nodes(), idx.root, &.., false)
+                reads::range::<V, K>(self.nodes(), idx.root, &.., false)
             }
 
             /// The objects under `key` in `idx`, in insertion order.
-            pub fn multi_get<'a, V: Persistent, K, Q>(
+            pub fn multi_get<'a, V: Persistent, K: IndexKey>(
                 &'a self,
                 idx: &PMultiIndex<V, K>,
-                key: &Q,
+                key: &K::Borrowed,
             ) -> Result<IndexValues<'a, V>>
-            where
-                K: IndexKey + Borrow<Q>,
-                Q: IndexKey + ?Sized,
             {
-                reads::values::<V, Q>(self.nodes(), idx.root, key)
+                reads::values::<V, K::Borrowed>(self.nodes(), idx.root, key)
             }
 
             /// Whether `idx` has an entry under `key`.
-            pub fn multi_contains<V: Persistent, K, Q>(
+            pub fn multi_contains<V: Persistent, K: IndexKey>(
                 &self,
                 idx: &PMultiIndex<V, K>,
-                key: &Q,
+                key: &K::Borrowed,
             ) -> Result<bool>
-            where
-                K: IndexKey + Borrow<Q>,
-                Q: IndexKey + ?Sized,
             {
                 self.multi_get(idx, key)?.next().transpose().map(|v| v.is_some())
             }
 
             /// The entries of `idx` with keys in `range`, in key order and,
             /// within a key, in insertion order.
-            pub fn multi_range<'a, V: Persistent, K, Q>(
+            pub fn multi_range<'a, V: Persistent, K: IndexKey>(
                 &'a self,
                 idx: &PMultiIndex<V, K>,
-                range: impl RangeBounds<Q>,
+                range: impl RangeBounds<K::Borrowed>,
             ) -> Result<IndexRange<'a, V, K>>
-            where
-                K: IndexKey + Borrow<Q>,
-                Q: IndexKey + ?Sized,
             {
                 reads::range(self.nodes(), idx.root, &range, true)
             }
@@ -304,7 +283,7 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PMultiIndex<V, K>,
             ) -> Result<IndexRange<'a, V, K>> {
-                reads::range::<V, K, K>(self.nodes(), idx.root, &.., true)
+                reads::range::<V, K>(self.nodes(), idx.root, &.., true)
             }
         }
     };
@@ -333,16 +312,13 @@ impl Tx<'_> {
     /// Maps `key` to `value` in index `field` of `obj`; returns the value it
     /// replaced. A key whose encoding is longer than 1,024 bytes is
     /// [`Error::Invalid`]; `value` must be live ([`Error::Dangling`]).
-    pub fn index_insert<O: Persistent, V: Persistent, K, Q>(
+    pub fn index_insert<O: Persistent, V: Persistent, K: IndexKey>(
         &mut self,
         obj: PRef<O>,
         field: impl Fn(&mut O) -> &mut PIndex<V, K>,
-        key: &Q,
+        key: &K::Borrowed,
         value: PRef<V>,
     ) -> Result<Option<PRef<V>>>
-    where
-        K: IndexKey + Borrow<Q>,
-        Q: IndexKey + ?Sized,
     {
         let head = self.head_of(obj, field);
         let vpa = self.live_paddr::<V>(value.addr())?;
@@ -351,15 +327,12 @@ impl Tx<'_> {
     }
 
     /// Removes `key` from index `field` of `obj`; returns its value.
-    pub fn index_remove<O: Persistent, V: Persistent, K, Q>(
+    pub fn index_remove<O: Persistent, V: Persistent, K: IndexKey>(
         &mut self,
         obj: PRef<O>,
         field: impl Fn(&mut O) -> &mut PIndex<V, K>,
-        key: &Q,
+        key: &K::Borrowed,
     ) -> Result<Option<PRef<V>>>
-    where
-        K: IndexKey + Borrow<Q>,
-        Q: IndexKey + ?Sized,
     {
         let head = self.head_of(obj, field);
         let old = self.tree_remove(head, &encode(key))?;
@@ -380,16 +353,13 @@ impl Tx<'_> {
     /// Adds `value` under `key` in multi-index `field` of `obj`, after the
     /// values already there (the same value twice is two entries). Limits
     /// as for [`index_insert`](Self::index_insert).
-    pub fn multi_insert<O: Persistent, V: Persistent, K, Q>(
+    pub fn multi_insert<O: Persistent, V: Persistent, K: IndexKey>(
         &mut self,
         obj: PRef<O>,
         field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
-        key: &Q,
+        key: &K::Borrowed,
         value: PRef<V>,
     ) -> Result<()>
-    where
-        K: IndexKey + Borrow<Q>,
-        Q: IndexKey + ?Sized,
     {
         let head = self.head_of(obj, field);
         let vpa = self.live_paddr::<V>(value.addr())?;
@@ -411,16 +381,13 @@ impl Tx<'_> {
     /// Removes one entry of `value` under `key` from multi-index `field` of
     /// `obj` (the first inserted, if it is there more than once); whether
     /// there was one. Finding it reads the key's entries in order.
-    pub fn multi_remove<O: Persistent, V: Persistent, K, Q>(
+    pub fn multi_remove<O: Persistent, V: Persistent, K: IndexKey>(
         &mut self,
         obj: PRef<O>,
         field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
-        key: &Q,
+        key: &K::Borrowed,
         value: PRef<V>,
     ) -> Result<bool>
-    where
-        K: IndexKey + Borrow<Q>,
-        Q: IndexKey + ?Sized,
     {
         let head = self.head_of(obj, field);
         let vpa = self.paddr(value.addr())?;

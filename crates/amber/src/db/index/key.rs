@@ -19,11 +19,14 @@
 /// `String`, `[u8]`, `Vec<u8>`, `[u8; N]` and tuples of up to four keys.
 /// A type of your own implements [`encode`](Self::encode),
 /// [`decode`](Self::decode) and [`name`](Self::name), often by encoding a
-/// tuple of its fields. If the index's key type `K` is looked up through a
-/// borrowed form `Q` (`K: Borrow<Q>`, as `String` and `str`), both must
-/// encode equal keys alike; a mismatch finds wrong entries, but never reads
-/// outside the index.
+/// tuple of its fields, with `type Borrowed = Self`.
 pub trait IndexKey {
+    /// The form keys are given in to lookups, inserts and range bounds:
+    /// `str` for `String`, `[u8]` for `Vec<u8>`, the type itself for the
+    /// others. It must encode a key as the key type does (a mismatch finds
+    /// wrong entries, but never reads outside the index).
+    type Borrowed: IndexKey + ?Sized;
+
     /// The key type's name in the schema catalog: a database records it
     /// with the index, and a program whose key type has another name is
     /// refused ([`Error::SchemaMismatch`](crate::Error::SchemaMismatch)).
@@ -98,6 +101,7 @@ fn unescape(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
 macro_rules! fixed_key {
     ($($t:ty, $name:literal, $width:expr, |$v:ident| $enc:expr, |$b:ident| $dec:expr;)*) => {$(
         impl IndexKey for $t {
+            type Borrowed = Self;
             fn name() -> String {
                 $name.into()
             }
@@ -138,6 +142,7 @@ fixed_key! {
 }
 
 impl<const N: usize> IndexKey for [u8; N] {
+    type Borrowed = Self;
     fn name() -> String {
         format!("[u8; {N}]")
     }
@@ -156,6 +161,7 @@ impl<const N: usize> IndexKey for [u8; N] {
 }
 
 impl IndexKey for [u8] {
+    type Borrowed = Self;
     fn name() -> String {
         "Vec<u8>".into()
     }
@@ -165,6 +171,7 @@ impl IndexKey for [u8] {
 }
 
 impl IndexKey for Vec<u8> {
+    type Borrowed = [u8];
     fn name() -> String {
         "Vec<u8>".into()
     }
@@ -177,6 +184,7 @@ impl IndexKey for Vec<u8> {
 }
 
 impl IndexKey for str {
+    type Borrowed = Self;
     fn name() -> String {
         "String".into()
     }
@@ -186,6 +194,7 @@ impl IndexKey for str {
 }
 
 impl IndexKey for String {
+    type Borrowed = str;
     fn name() -> String {
         "String".into()
     }
@@ -201,6 +210,7 @@ impl IndexKey for String {
 macro_rules! tuple_key {
     ($($t:ident $v:ident),*; $last:ident $lv:ident) => {
         impl<$($t: IndexKey,)* $last: IndexKey> IndexKey for ($($t,)* $last,) {
+            type Borrowed = Self;
             fn name() -> String {
                 let names: Vec<String> = vec![$($t::name(),)* $last::name()];
                 format!("({})", names.join(", "))
@@ -239,3 +249,73 @@ macro_rules! tuple_key {
 tuple_key!(A a; B b);
 tuple_key!(A a, B b; C c);
 tuple_key!(A a, B b, C c; D d);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::crash::SplitMix;
+    use std::fmt::Debug;
+
+    fn enc<K: IndexKey + ?Sized>(k: &K) -> Vec<u8> {
+        let mut out = Vec::new();
+        k.encode(&mut out);
+        out
+    }
+
+    fn nested<K: IndexKey + ?Sized>(k: &K) -> Vec<u8> {
+        let mut out = Vec::new();
+        k.encode_nested(&mut out);
+        out
+    }
+
+    /// Encodings order like the keys, plain and nested, and decode back.
+    fn check<K: IndexKey + Ord + Debug>(keys: &[K]) {
+        for a in keys {
+            assert_eq!(K::decode(&enc(a)).as_ref(), Some(a), "{a:?}");
+            let mut n = nested(a);
+            let len = n.len();
+            n.extend_from_slice(&[0, 7, 0xFF]);
+            let (back, used) = K::decode_nested(&n).expect("nested decodes");
+            assert_eq!((&back, used), (a, len), "{a:?}");
+            for b in keys {
+                assert_eq!(enc(a).cmp(&enc(b)), a.cmp(b), "{a:?} vs {b:?}");
+                assert_eq!(nested(a).cmp(&nested(b)), a.cmp(b), "{a:?} vs {b:?} nested");
+            }
+        }
+    }
+
+    #[test]
+    fn encodings_order_like_keys() {
+        let mut rng = SplitMix::new(5);
+        let mut ints: Vec<i64> = (0..60).map(|_| rng.next_u64() as i64).collect();
+        ints.extend([i64::MIN, -1, 0, 1, i64::MAX]);
+        check(&ints);
+        check(&ints.iter().map(|&i| i as i32).collect::<Vec<_>>());
+        check(&ints.iter().map(|&i| i as u64).collect::<Vec<_>>());
+        check(&ints.iter().map(|&i| i as u16).collect::<Vec<_>>());
+        let strs: Vec<String> = ["", "\0", "\0\0", "a", "a\0", "a\0b", "ab", "b", "\u{ff}", "é"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        check(&strs);
+        check(&strs.iter().map(|s| s.clone().into_bytes()).collect::<Vec<_>>());
+        let mut pairs = Vec::new();
+        for s in &strs {
+            for &i in &[-3i32, 0, 9] {
+                pairs.push((s.clone(), i));
+                pairs.push((s.clone(), i));
+            }
+        }
+        check(&pairs);
+        let triples: Vec<(u8, String, Vec<u8>)> = pairs
+            .iter()
+            .map(|(s, i)| (*i as u8, s.clone(), s.clone().into_bytes()))
+            .collect();
+        check(&triples);
+        check(&[false, true]);
+        assert_eq!(<(u32, String)>::name(), "(u32, String)");
+        assert_eq!(enc("ab"), enc(&"ab".to_string()));
+        assert!(String::decode(&[0xFF]).is_none());
+        assert!(String::decode_nested(&[b'a', 0, 3]).is_none());
+    }
+}
