@@ -112,21 +112,35 @@ impl<'a> Nodes<'a> {
         node::search(n.b, &n.h, key).map_err(|w| self.damaged(n.at, w))
     }
 
+    /// The leaf that would hold `key`, and (if `path` is given) the inner
+    /// nodes on the way to it with the child taken at each.
+    fn walk_down(
+        &self,
+        root: u64,
+        key: &[u8],
+        mut path: Option<&mut Vec<(NodeRef<'a>, usize)>>,
+    ) -> Result<NodeRef<'a>> {
+        let mut n = self.node(root)?;
+        for _ in 0..MAX_DEPTH {
+            if n.h.leaf {
+                return Ok(n);
+            }
+            let j = node::child_for(n.b, &n.h, key).map_err(|w| self.damaged(n.at, w))?;
+            let next = self.node(node::child(n.b, &n.h, j))?;
+            if let Some(p) = path.as_deref_mut() {
+                p.push((n, j));
+            }
+            n = next;
+        }
+        Err(self.damaged(root, format!("the index is deeper than {MAX_DEPTH} levels")))
+    }
+
     /// The leaf that would hold `key`, and the path of inner nodes to it
     /// with the child taken at each.
     pub fn descend(&self, root: u64, key: &[u8]) -> Result<(NodeRef<'a>, Vec<(NodeRef<'a>, usize)>)> {
         let mut path = Vec::new();
-        let mut n = self.node(root)?;
-        while !n.h.leaf {
-            if path.len() == MAX_DEPTH {
-                return Err(self.damaged(root, format!("the index is deeper than {MAX_DEPTH} levels")));
-            }
-            let j = node::child_for(n.b, &n.h, key).map_err(|w| self.damaged(n.at, w))?;
-            let next = self.node(node::child(n.b, &n.h, j))?;
-            path.push((n, j));
-            n = next;
-        }
-        Ok((n, path))
+        let leaf = self.walk_down(root, key, Some(&mut path))?;
+        Ok((leaf, path))
     }
 
     /// The value under `key`.
@@ -134,7 +148,7 @@ impl<'a> Nodes<'a> {
         if root == 0 {
             return Ok(None);
         }
-        let (leaf, _) = self.descend(root, key)?;
+        let leaf = self.walk_down(root, key, None)?;
         Ok(self.search(&leaf, key)?.ok().map(|i| node::value(leaf.b, i)))
     }
 
