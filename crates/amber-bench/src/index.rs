@@ -26,7 +26,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use amber::{Db, Options, PIndex, PRef, Persistent};
+use amber::{CommitStats, Db, Options, PIndex, PRef, Persistent};
 use serde::Serialize;
 
 use crate::rng::Rng;
@@ -103,6 +103,17 @@ pub struct EngineIndex {
     pub lookup_ns: f64,
 }
 
+/// What Amber's single-insert commits wrote, on average.
+#[derive(Clone, Debug, Serialize)]
+pub struct AmberCommits {
+    /// Blocks found written.
+    pub blocks: f64,
+    /// Log bytes (records and commit record).
+    pub log_bytes: f64,
+    /// Log `fdatasync` calls.
+    pub log_syncs: f64,
+}
+
 /// The result of `amber bench index`.
 #[derive(Clone, Debug, Serialize)]
 pub struct IndexReport {
@@ -115,6 +126,8 @@ pub struct IndexReport {
     pub runs: usize,
     pub seed: u64,
     pub amber: EngineIndex,
+    /// What Amber's single-insert commits wrote.
+    pub amber_commit: AmberCommits,
     /// The peer, when one is built in.
     pub peer: Option<EngineIndex>,
     /// Amber's median lookup batch over the peer's; target ≤ 2.
@@ -176,19 +189,19 @@ impl AmberSide {
     fn insert_all(&mut self, keys: &[String]) -> Result<(), BenchError> {
         let mut tx = self.db.begin()?;
         for (i, k) in keys.iter().enumerate() {
-            let r = tx.alloc_near(Record { v: i as u64 }, self.root)?;
+            let r = tx.alloc(Record { v: i as u64 })?;
             tx.index_insert(self.root, |o| &mut o.by_key, k.as_str(), r)?;
         }
         tx.commit()?;
         Ok(())
     }
 
-    fn insert_one(&mut self, key: &str, v: u64) -> Result<(), BenchError> {
+    /// One single-insert transaction; what its commit wrote.
+    fn insert_one(&mut self, key: &str, v: u64) -> Result<CommitStats, BenchError> {
         let mut tx = self.db.begin()?;
         let r = tx.alloc(Record { v })?;
         tx.index_insert(self.root, |o| &mut o.by_key, key, r)?;
-        tx.commit()?;
-        Ok(())
+        Ok(tx.commit()?)
     }
 
     fn lookup(&self, keys: &[&str]) -> Result<u64, BenchError> {
@@ -242,11 +255,21 @@ pub fn index(
     amber.insert_all(keys)?;
     let amber_insert = ms(t);
     let mut amber_tx = Vec::with_capacity(extra.len());
+    let (mut blocks, mut log_bytes) = (0u64, 0u64);
+    let syncs = amber.db.stats().store.log_syncs;
     for (i, k) in extra.iter().enumerate() {
         let t = Instant::now();
-        amber.insert_one(k, (cfg.keys + i) as u64)?;
+        let s = amber.insert_one(k, (cfg.keys + i) as u64)?;
         amber_tx.push(ms(t));
+        blocks += s.blocks;
+        log_bytes += s.log_bytes;
     }
+    let n = extra.len() as f64;
+    let amber_commit = AmberCommits {
+        blocks: blocks as f64 / n,
+        log_bytes: log_bytes as f64 / n,
+        log_syncs: (amber.db.stats().store.log_syncs - syncs) as f64 / n,
+    };
     let mut peer_load = None;
     if let Some(p) = peer.as_mut() {
         p.create(work.path())?;
@@ -325,6 +348,7 @@ pub fn index(
         insert_vs_redb: ratio(|e| e.insert_ms),
         insert_tx_vs_redb: ratio(|e| e.insert_tx_ms.median),
         amber: amber_fig,
+        amber_commit,
         peer: peer_fig,
         method: METHOD,
         environment: environment(work.path()),
@@ -352,6 +376,12 @@ impl IndexReport {
                 e.engine, e.insert_ms, e.insert_tx_ms.median, e.lookup_ms.median, e.lookup_ns
             );
         }
+        let c = &self.amber_commit;
+        let _ = writeln!(
+            s,
+            "amber single-insert commit: {:.1} blocks, {:.0} log bytes, {:.2} log syncs",
+            c.blocks, c.log_bytes, c.log_syncs
+        );
         let show = |r: Option<f64>, target: f64| match r {
             Some(r) => format!("{r:.2} (target <= {target})"),
             None => "no peer built in".to_string(),
