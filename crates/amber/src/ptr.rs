@@ -224,28 +224,6 @@ impl<V, K> PIndex<V, K> {
             _k: PhantomData,
         }
     }
-
-    /// Entries.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl<V, K> Default for PIndex<V, K> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<V, K> fmt::Debug for PIndex<V, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PIndex(len {})", self.len)
-    }
 }
 
 /// An ordered multi-map from keys of type `K` to `PRef<V>`: like
@@ -275,26 +253,36 @@ impl<V, K> PMultiIndex<V, K> {
             _k: PhantomData,
         }
     }
-
-    /// Entries (values, counted under every key).
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
 }
 
-impl<V, K> Default for PMultiIndex<V, K> {
-    fn default() -> Self {
-        Self::new()
-    }
+/// What both index types offer beside `new`.
+macro_rules! index_common {
+    ($t:ident) => {
+        impl<V, K> $t<V, K> {
+            /// Entries (for a multi-index, values counted under every key).
+            pub fn len(&self) -> u64 {
+                self.len
+            }
+
+            /// Whether empty.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+        }
+
+        impl<V, K> Default for $t<V, K> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl<V, K> fmt::Debug for $t<V, K> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}(len {})", stringify!($t), self.len)
+            }
+        }
+    };
 }
 
-impl<V, K> fmt::Debug for PMultiIndex<V, K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PMultiIndex(len {})", self.len)
-    }
-}
+index_common!(PIndex);
+index_common!(PMultiIndex);

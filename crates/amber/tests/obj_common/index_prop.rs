@@ -251,6 +251,22 @@ fn create(db: &mut Db) -> PRef<IxRoot> {
     root
 }
 
+/// Removes the first `v` under `k` from a multi-map model; whether there
+/// was one.
+fn remove_one<K: Ord>(m: &mut BTreeMap<K, Vec<u64>>, k: &K, v: u64) -> bool {
+    let Some(vs) = m.get_mut(k) else {
+        return false;
+    };
+    let Some(i) = vs.iter().position(|&x| x == v) else {
+        return false;
+    };
+    vs.remove(i);
+    if vs.is_empty() {
+        m.remove(k);
+    }
+    true
+}
+
 /// One random change, made in `tx` and in `m`.
 fn step(tx: &mut amber::Tx<'_>, root: PRef<IxRoot>, m: &mut Model, rng: &mut SplitMix) {
     let vi = rng.below(VALS as u64);
@@ -314,15 +330,11 @@ fn step(tx: &mut amber::Tx<'_>, root: PRef<IxRoot>, m: &mut Model, rng: &mut Spl
             let removed = tx
                 .multi_remove(root, |r| &mut r.dates, &k, value)
                 .expect("remove");
-            let want = m.dates.get_mut(&k).and_then(|vs| {
-                let i = vs.iter().position(|&v| v == vi)?;
-                vs.remove(i);
-                Some(())
-            });
-            if m.dates.get(&k).is_some_and(Vec::is_empty) {
-                m.dates.remove(&k);
-            }
-            assert_eq!(removed, want.is_some(), "dates remove {k} {vi}");
+            assert_eq!(
+                removed,
+                remove_one(&mut m.dates, &k, vi),
+                "dates remove {k} {vi}"
+            );
         }
         7 => {
             let k = name(rng);
@@ -335,15 +347,11 @@ fn step(tx: &mut amber::Tx<'_>, root: PRef<IxRoot>, m: &mut Model, rng: &mut Spl
             let removed = tx
                 .multi_remove(root, |r| &mut r.tags, k.as_str(), value)
                 .expect("remove");
-            let want = m.tags.get_mut(&k).and_then(|vs| {
-                let i = vs.iter().position(|&v| v == vi)?;
-                vs.remove(i);
-                Some(())
-            });
-            if m.tags.get(&k).is_some_and(Vec::is_empty) {
-                m.tags.remove(&k);
-            }
-            assert_eq!(removed, want.is_some(), "tags remove {k:?} {vi}");
+            assert_eq!(
+                removed,
+                remove_one(&mut m.tags, &k, vi),
+                "tags remove {k:?} {vi}"
+            );
         }
         9 => {
             // Bulk: enough keys to split nodes, then (at times) most of
