@@ -3,6 +3,7 @@
 //! - [`oo1`]: the Object Operations Benchmark, its engine contract and harness;
 //! - [`storage`]: commit latency and recovery time of the storage layer;
 //! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
+//! - [`index`]: a `PIndex` of string keys against redb on the same keys;
 //! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
 //! - [`update`]: the write path: commit cost split into detect / diff / write, log bytes
 //!   against the minimum, and the first write to a clean page, per backend;
@@ -19,6 +20,7 @@
 pub mod backend;
 pub mod faults;
 pub mod hot;
+pub mod index;
 pub mod json;
 pub mod olsim;
 pub mod oo1;

@@ -8,6 +8,7 @@ use crate::error::CliError;
 use amber_bench::backend::Backends;
 use amber_bench::faults::{self, FaultsConfig};
 use amber_bench::hot::{self, HotConfig};
+use amber_bench::index::{self, IndexConfig, IndexPeer};
 use amber_bench::olsim::{self, OlsimConfig};
 use amber_bench::oo1::{self, BenchError, CHILD_SUBCOMMAND, EngineFactory, Oo1Args};
 use amber_bench::storage::{self, CommitConfig, RecoveryConfig, StallConfig};
@@ -42,6 +43,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "update",
         "the write path: commit of a hot OO1 update traversal split into detect / diff / write, log bytes against the minimum, first write to a clean page, per backend",
+    ),
+    (
+        "index",
+        "a PIndex of 1,000,000 string keys: random hot lookups, loading them in one transaction, and single-insert transactions, against redb on the same keys (built with --features compare)",
     ),
     (
         "readers",
@@ -251,6 +256,45 @@ struct UpdateArgs {
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+}
+
+/// Options of `amber bench index`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench index",
+    about = "A PIndex<Record, String> of random string keys against redb on the same keys: random hot lookups, all keys inserted in one transaction, single-insert transactions (each synced); medians, ratios Amber / redb"
+)]
+struct IndexArgs {
+    /// Keys loaded.
+    #[arg(long, default_value_t = 1_000_000)]
+    keys: usize,
+    /// Single-insert transactions, each synced.
+    #[arg(long, default_value_t = 1_000)]
+    tx_inserts: usize,
+    /// Random lookups per timed batch.
+    #[arg(long, default_value_t = 100_000)]
+    lookups: usize,
+    /// Timed lookup batches per engine (medians are reported).
+    #[arg(long, default_value_t = 11)]
+    runs: usize,
+    /// Seed of the keys and the lookup sample.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory for the databases (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// The peer of `amber bench index`: redb when the CLI is built with the
+/// `compare` feature.
+fn index_peer() -> Option<Box<dyn IndexPeer>> {
+    #[cfg(feature = "compare")]
+    return Some(Box::new(amber_compare::index_peer::RedbIndex::default()));
+    #[cfg(not(feature = "compare"))]
+    None
 }
 
 /// Options of `amber bench readers`.
@@ -621,6 +665,27 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 seed: a.seed,
                 dir: a.dir,
             })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("index") => {
+            let a: IndexArgs = parse("index", args)?;
+            check_json_target(a.json.as_deref())?;
+            let peer = index_peer();
+            if peer.is_none() {
+                eprintln!("amber bench index: note: {COMPARE_HINT}");
+            }
+            let r = index::index(
+                &IndexConfig {
+                    keys: a.keys,
+                    tx_inserts: a.tx_inserts,
+                    lookups: a.lookups,
+                    runs: a.runs,
+                    seed: a.seed,
+                    dir: a.dir,
+                },
+                peer,
+            )?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
         }

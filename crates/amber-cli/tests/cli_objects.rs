@@ -91,7 +91,7 @@ fn make(path: &Path, close: bool) -> Made {
     }
     tx.set_bytes(node, |n| &mut n.name, b"first node")
         .expect("bytes");
-    tx.index_insert(node, |n| &mut n.idx, 5, leaf)
+    tx.index_insert(node, |n| &mut n.idx, &5, leaf)
         .expect("index");
     tx.set_root("node", node).expect("root");
     tx.commit().expect("commit");

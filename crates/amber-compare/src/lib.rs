@@ -14,11 +14,14 @@
 //! Every engine that persists syncs each commit; each says how, and how it
 //! lays out the graph, in its `EngineInfo`.
 //!
+//! [`index_peer`] is redb as the peer of `amber bench index`.
+//!
 //! A front end passes [`engines()`] to `amber_bench::oo1::run_oo1` and to
 //! `amber_bench::oo1::run_oo1_child`.
 #![deny(clippy::unwrap_used)]
 
 pub mod graph;
+pub mod index_peer;
 pub mod inline;
 pub mod lmdb;
 pub mod lmdb_inline;

@@ -216,8 +216,9 @@ fn advice(name: &str) -> Option<String> {
         ),
         "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" | "IndexMap" | "IndexSet" => owned(
             "use ",
-            "PIndex<V>, an ordered map from u64 keys to PRef<V> kept in the database (map \
-             other keys to a u64, or keep the entries in a PVec)",
+            "PIndex<V, K>, an ordered map from keys K (integers, strings, byte strings, tuples: \
+             any amber::IndexKey) to PRef<V> kept in the database, or PMultiIndex<V, K> for \
+             several values per key",
         ),
         "bool" => "`bool` cannot be a persistent field: a byte read from the database may hold \
                    a value other than 0 or 1, and such a bool is undefined behaviour; use u8 \
@@ -306,8 +307,14 @@ fn check_path(p: &TypePath, errors: &mut Vec<Error>) {
                 ));
             }
         }
-        "PRef" | "Smart" | "PIndex" => {
+        "PRef" | "Smart" => {
             for t in type_args(args) {
+                check_target(&name, t, errors);
+            }
+        }
+        // The value type is a target; the key type is any `IndexKey`.
+        "PIndex" | "PMultiIndex" => {
+            if let Some(t) = type_args(args).first() {
                 check_target(&name, t, errors);
             }
         }
@@ -334,8 +341,8 @@ fn check_target(pointer: &str, ty: &Type, errors: &mut Vec<Error>) {
             format!(
                 "{what} must be a #[derive(Persistent)] struct (an object type with a stored \
                  layout); wrap the value in one, or use PVec<T> for a growable array of values",
-                what = if pointer == "PIndex" {
-                    "the value type of PIndex<V>".to_string()
+                what = if pointer == "PIndex" || pointer == "PMultiIndex" {
+                    format!("the value type of {pointer}<V>")
                 } else {
                     format!("the target of {pointer}<T>")
                 }

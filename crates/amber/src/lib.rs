@@ -62,9 +62,10 @@ extern crate self as amber;
 
 /// `#[derive(Persistent)]`: see the `amber_derive` crate for what it checks.
 pub use amber_derive::Persistent;
+pub use db::index::{IndexKey, IndexRange, IndexValues};
 pub use db::{CommitStats, Db, DbStats, Options, Tx, View};
 pub use error::{Error, FileKind, Location, Result};
-pub use ptr::{PBytes, PIndex, PRef, PString, PVec, Smart};
+pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 pub use store::{StoreOptions, StoreStats};
 pub use vm::{Backend, BackendChoice, Field, Persistent};
 

@@ -259,44 +259,89 @@ impl fmt::Debug for PString {
     }
 }
 
-/// An ordered map from `u64` keys to `PRef<V>`, a B+tree whose nodes are
-/// reached through persistent addresses translated at each use.
+/// An ordered map from `u64` keys to `PRef<V>`, or from any key type `K`
+/// with an order-preserving encoding ([`IndexKey`](crate::IndexKey):
+/// integers, strings, byte strings, tuples): a B+tree whose nodes are
+/// reached through persistent addresses translated at each use. One value
+/// per key; [`PMultiIndex`] keeps several. Read with `Db::index_get`,
+/// `index_range`, …, changed with `Tx::index_insert` and `index_remove`.
 #[repr(C)]
-pub struct PIndex<V> {
+pub struct PIndex<V, K = u64> {
     pub(crate) root: u64,
     pub(crate) len: u64,
     _v: PhantomData<fn() -> V>,
+    _k: PhantomData<fn() -> K>,
 }
 
-impl<V> PIndex<V> {
+impl<V, K> PIndex<V, K> {
     /// An empty index.
     pub const fn new() -> Self {
         PIndex {
             root: 0,
             len: 0,
             _v: PhantomData,
+            _k: PhantomData,
         }
     }
+}
 
-    /// Entries.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
+/// An ordered multi-map from keys of type `K` to `PRef<V>`: like
+/// [`PIndex`], but inserting under a key that is present adds a value
+/// beside the others instead of replacing it (a build-date index where
+/// many parts share a date). A key's values come back in the order they
+/// were inserted; `Tx::multi_remove(key, value)` removes one.
+#[repr(C)]
+pub struct PMultiIndex<V, K = u64> {
+    pub(crate) root: u64,
+    pub(crate) len: u64,
+    /// The sequence number the next insertion gets (entries are ordered by
+    /// key, then by it).
+    pub(crate) next: u64,
+    _v: PhantomData<fn() -> V>,
+    _k: PhantomData<fn() -> K>,
+}
 
-    /// Whether empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+impl<V, K> PMultiIndex<V, K> {
+    /// An empty multi-index.
+    pub const fn new() -> Self {
+        PMultiIndex {
+            root: 0,
+            len: 0,
+            next: 0,
+            _v: PhantomData,
+            _k: PhantomData,
+        }
     }
 }
 
-impl<V> Default for PIndex<V> {
-    fn default() -> Self {
-        Self::new()
-    }
+/// What both index types offer beside `new`.
+macro_rules! index_common {
+    ($t:ident) => {
+        impl<V, K> $t<V, K> {
+            /// Entries (for a multi-index, values counted under every key).
+            pub fn len(&self) -> u64 {
+                self.len
+            }
+
+            /// Whether empty.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+        }
+
+        impl<V, K> Default for $t<V, K> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl<V, K> fmt::Debug for $t<V, K> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}(len {})", stringify!($t), self.len)
+            }
+        }
+    };
 }
 
-impl<V> fmt::Debug for PIndex<V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PIndex(len {})", self.len)
-    }
-}
+index_common!(PIndex);
+index_common!(PMultiIndex);

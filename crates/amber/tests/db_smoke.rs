@@ -167,14 +167,14 @@ fn index_matches_btreemap() {
         let k = rng.below(20_000);
         if rng.below(5) == 0 {
             let got = tx
-                .index_remove(h, |o| &mut o.idx, k)
+                .index_remove(h, |o| &mut o.idx, &k)
                 .unwrap()
                 .map(|r| tx.get(r).value);
             assert_eq!(got, model.remove(&k));
         } else {
             let v = rng.below(50) as usize;
             let old = tx
-                .index_insert(h, |o| &mut o.idx, k, nodes[v])
+                .index_insert(h, |o| &mut o.idx, &k, nodes[v])
                 .unwrap()
                 .map(|r| tx.get(r).value);
             assert_eq!(old, model.insert(k, v as u64));
@@ -187,12 +187,12 @@ fn index_matches_btreemap() {
     let idx = &db.get(h).idx;
     assert_eq!(idx.len(), model.len() as u64);
     for k in 0..20_000u64 {
-        let got = db.index_get(idx, k).unwrap().map(|r| db.get(r).value);
+        let got = db.index_get(idx, &k).unwrap().map(|r| db.get(r).value);
         assert_eq!(got, model.get(&k).copied(), "key {k}");
     }
-    let r = db.index_range(idx, 500, 1500).unwrap();
+    let r = db.index_range(idx, 500..1500).unwrap();
     let want: Vec<u64> = model.range(500..1500).map(|(k, _)| *k).collect();
-    assert_eq!(r.iter().map(|(k, _)| *k).collect::<Vec<_>>(), want);
+    assert_eq!(r.map(|e| e.unwrap().0).collect::<Vec<_>>(), want);
     // Only the paths looked up were given frames: far fewer than the nodes.
     eprintln!("{:?}", db.stats());
 }

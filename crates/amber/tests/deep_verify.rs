@@ -126,14 +126,14 @@ fn make(path: &Path, page_size: usize, dangle: bool) -> Made {
             .expect("push");
         tx.set_bytes(p, |x| &mut x.name, format!("part {i}").as_bytes())
             .expect("bytes");
-        tx.index_insert(p, |x| &mut x.idx, i as u64, leaves[i])
+        tx.index_insert(p, |x| &mut x.idx, &(i as u64), leaves[i])
             .expect("index");
     }
     for k in 0..KEYS {
         tx.index_insert(
             parts[0],
             |x| &mut x.idx,
-            1000 + k,
+            &(1000 + k),
             leaves[k as usize % PARTS],
         )
         .expect("index");
@@ -349,9 +349,11 @@ fn check_findings(rep: &DeepReport, want: &[Want]) {
     assert_eq!(rep.dangling, 0);
 }
 
-/// The index node format (`db/index.rs`): word 0 the count (bit 63: leaf),
-/// word 1 the next leaf, then 252 keys, then the values.
-const NODE_VALUES_AT: u64 = (2 + 252) * 8;
+/// The index node format (`db/index/node.rs`): a 16-byte header, then
+/// slots of 16 bytes whose last 8 are the value.
+const NODE_VALUES_AT: u64 = 16 + 8;
+/// Byte 2 of a node: its kind (1 leaf, 2 inner).
+const NODE_KIND_AT: u64 = 2;
 
 fn crafted(ps: usize) {
     let dir = tempdir();
@@ -468,6 +470,10 @@ fn crafted(ps: usize) {
         "Part.idx",
         "holds 1 entries, its len says 5",
     ));
+    // An index node of an unknown kind.
+    let node = vec_buf(p[19], offset_of!(Part, idx));
+    c.write(node + NODE_KIND_AT, &[9]);
+    want.push(field(p[19], ps, "Part.idx", "its kind byte is 9"));
     // A pointer into an object's header.
     c.write(
         p[17] + off(offset_of!(Part, next)),

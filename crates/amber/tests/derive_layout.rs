@@ -480,6 +480,8 @@ fn every_pointer_kind() {
                 StoredKind::Index {
                     target: "Leaf".into(),
                     target_size: 8,
+                    key: "u64".into(),
+                    multi: false,
                 },
             ),
             ("one", offset_of!(Ptrs, one), pref("FitsOnePage", 4056)),

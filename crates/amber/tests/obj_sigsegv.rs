@@ -84,6 +84,11 @@ fn forgotten_transaction() {
 }
 
 #[test]
+fn index_property() {
+    common::index_prop::run(B);
+}
+
+#[test]
 fn write_path_property() {
     common::prop::run(B, None);
 }
@@ -154,6 +159,16 @@ fn free_tree() {
 }
 
 #[test]
+fn free_index_nodes() {
+    common::free::releases_index_nodes(B);
+}
+
+#[test]
+fn index_property_8k() {
+    common::index_prop::run(B8);
+}
+
+#[test]
 fn write_path_property_8k() {
     common::prop::run(B8, None);
 }
@@ -201,6 +216,11 @@ fn stale_aborted_8k() {
 #[test]
 fn stale_aborted_then_evicted_8k() {
     common::stale::aborted_then_evicted(B8);
+}
+
+#[test]
+fn index_property_16k() {
+    common::index_prop::run(B16);
 }
 
 #[test]

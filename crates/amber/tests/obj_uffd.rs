@@ -40,6 +40,7 @@ fn main() -> std::process::ExitCode {
             common::failing::damaged_clean_page(B)
         }),
         ("forgotten_transaction", || common::failing::forgotten(B)),
+        ("index_property", || common::index_prop::run(B)),
         ("write_path_property", || {
             common::prop::run(B, None);
         }),
@@ -72,6 +73,8 @@ fn main() -> std::process::ExitCode {
             common::free::releases_buffers(B)
         }),
         ("free_tree", || common::free::frees_a_tree(B)),
+        ("free_index_nodes", || common::free::releases_index_nodes(B)),
+        ("index_property_8k", || common::index_prop::run(B8)),
         ("write_path_property_8k", || {
             common::prop::run(B8, None);
         }),
@@ -96,6 +99,7 @@ fn main() -> std::process::ExitCode {
         ("stale_aborted_then_evicted_8k", || {
             common::stale::aborted_then_evicted(B8)
         }),
+        ("index_property_16k", || common::index_prop::run(B16)),
         ("write_path_property_16k", || {
             common::prop::run(B16, None);
         }),

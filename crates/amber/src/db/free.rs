@@ -3,7 +3,7 @@
 //! An object *owns* the buffers of its `PVec`, `PBytes` and `PString` fields (and,
 //! through a vector's elements, the buffers those own): they were made for
 //! it and nothing else can point at them, so [`Tx::free`] releases them
-//! with it. An object does not own what its pointers lead to — a graph
+//! with it, and the nodes of its indexes. An object does not own what its pointers lead to — a graph
 //! shares objects — so `free` leaves those alone; [`Tx::free_tree`] is for
 //! structures where pointers do mean ownership (a tree of nodes): it frees
 //! everything reachable from the object through its pointer fields.
@@ -37,6 +37,8 @@ use std::collections::HashSet;
 #[derive(Default)]
 struct Found {
     buffers: Vec<u64>,
+    /// Headers of the object's indexes, whose nodes it owns.
+    indexes: Vec<u64>,
     targets: Vec<(u64, &'static TypeDesc)>,
 }
 
@@ -54,7 +56,7 @@ impl Tx<'_> {
         self.ensure_live(p.addr(), &T::DESC, "free")?;
         let mut found = Found::default();
         self.walk_struct(&T::DESC, p.addr(), &mut found)?;
-        self.release(&found.buffers)?;
+        self.release(&found)?;
         self.free_raw(p.addr())
     }
 
@@ -75,7 +77,7 @@ impl Tx<'_> {
         while let Some((va, desc)) = todo.pop() {
             let mut found = Found::default();
             self.walk_struct(desc, va, &mut found)?;
-            self.release(&found.buffers)?;
+            self.release(&found)?;
             for (t, d) in found.targets {
                 if seen.insert(t) && self.is_live(t, d)? {
                     todo.push((t, d));
@@ -101,10 +103,14 @@ impl Tx<'_> {
         Err(Error::dangling(format!("{op}: {}", why.describe(va))))
     }
 
-    /// Frees the buffers still live among `buffers` (one can appear twice:
-    /// two objects' walks meeting the same vector).
-    fn release(&mut self, buffers: &[u64]) -> Result<()> {
-        for &b in buffers {
+    /// Frees the nodes of the indexes found and the buffers still live
+    /// among those found (one can appear twice: two objects' walks meeting
+    /// the same vector).
+    fn release(&mut self, found: &Found) -> Result<()> {
+        for &head in &found.indexes {
+            self.tree_clear(head)?;
+        }
+        for &b in &found.buffers {
             if self.access.try_live(b, 0, true).is_ok() {
                 self.free_raw(b)?;
             }
@@ -185,9 +191,8 @@ impl Tx<'_> {
                     found.buffers.push(buf);
                 }
             }
-            // An index's nodes are reached through persistent addresses and
-            // are released by the index module.
-            FieldKind::Index(_) => {}
+            // An index owns its nodes (not the objects its values lead to).
+            FieldKind::Index { .. } => found.indexes.push(va),
         }
         Ok(())
     }

@@ -142,8 +142,8 @@ fn kind(k: &'static FieldKind, via: &str, work: &mut Vec<(Program, String)>) {
         FieldKind::Ref { target, .. } | FieldKind::Smart { target, .. } => {
             work.push((Program::Struct((target.0)()), via.to_string()));
         }
-        FieldKind::Index(t) => {
-            // Nodes are arrays of u64 (`db/index.rs`); values are `PRef<V>`.
+        FieldKind::Index { target: t, .. } => {
+            // Nodes are arrays of u64 (`db/index/node.rs`); values are `PRef<V>`.
             work.push((
                 Program::Array {
                     elem: &FieldKind::Prim(Prim::U64),

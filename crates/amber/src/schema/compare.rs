@@ -146,6 +146,7 @@ fn layout_difference(a: &StoredKind, b: &StoredKind, sides: Sides<'_>) -> String
             | Index {
                 target,
                 target_size: x,
+                ..
             },
             Ref { target_size: y, .. }
             | Smart { target_size: y, .. }

@@ -142,10 +142,23 @@ pub enum FieldKind {
     Bytes,
     /// `PString`: a `PBytes` holding UTF-8 (deep verification checks it).
     Str,
-    /// `PIndex<V>`: an ordered map from u64 to `PRef<V>`; its nodes are
-    /// reached through persistent addresses translated at each use.
-    Index(Target),
+    /// `PIndex<V, K>` or `PMultiIndex<V, K>`: an ordered map from keys of
+    /// type `K` to `PRef<V>`; its nodes are reached through persistent
+    /// addresses translated at each use.
+    Index {
+        /// The value type.
+        target: Target,
+        /// The key type's name ([`IndexKey::name`](crate::IndexKey::name)).
+        key: fn() -> String,
+        /// Whether several values per key (`PMultiIndex`).
+        multi: bool,
+    },
 }
+
+/// The key type name a catalog entry of the first index format (tag 8:
+/// u64 keys in nodes of u64 words) is read with: no program's key type has
+/// it, so such an index is refused by name (`kind_name`).
+pub const LEGACY_INDEX_KEY: &str = "u64 (index format 1)";
 
 /// Whether a stored pointer field may hold null (persistent address 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,6 +277,11 @@ pub enum StoredKind {
         target: String,
         /// Value size.
         target_size: u32,
+        /// Key type name; [`LEGACY_INDEX_KEY`] for an index of the node
+        /// format before keys were encoded (u64 keys in word arrays).
+        key: String,
+        /// Whether several values per key (`PMultiIndex`).
+        multi: bool,
     },
 }
 
@@ -302,9 +320,11 @@ impl FieldKind {
             },
             FieldKind::Bytes => StoredKind::Bytes,
             FieldKind::Str => StoredKind::Str,
-            FieldKind::Index(t) => StoredKind::Index {
-                target: (t.0)().name.to_string(),
-                target_size: (t.0)().size,
+            FieldKind::Index { target, key, multi } => StoredKind::Index {
+                target: (target.0)().name.to_string(),
+                target_size: (target.0)().size,
+                key: key(),
+                multi: *multi,
             },
         }
     }
@@ -372,6 +392,21 @@ pub fn kind_name(k: &StoredKind) -> String {
         StoredKind::Vec { elem, .. } => format!("PVec<{}>", kind_name(elem)),
         StoredKind::Bytes => "PBytes".to_string(),
         StoredKind::Str => "PString".to_string(),
-        StoredKind::Index { target, .. } => format!("PIndex<{target}>"),
+        StoredKind::Index { target, key, .. } if key == LEGACY_INDEX_KEY => format!(
+            "PIndex<{target}> of the node format before encoded keys (u64 keys in word \
+             arrays), which this version of Amber does not read: rebuild the index"
+        ),
+        StoredKind::Index {
+            target,
+            key,
+            multi,
+        .. } => {
+            let ty = if *multi { "PMultiIndex" } else { "PIndex" };
+            if key == "u64" {
+                format!("{ty}<{target}>")
+            } else {
+                format!("{ty}<{target}, {key}>")
+            }
+        }
     }
 }

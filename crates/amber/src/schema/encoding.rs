@@ -3,7 +3,9 @@
 //! as a tag byte and what that tag carries. Decoding reads bytes from the
 //! page file, so it refuses anything it does not know rather than guess.
 
-use super::desc::{Nullability, Prim, Shape, StoredField, StoredKind, StoredType};
+use super::desc::{
+    LEGACY_INDEX_KEY, Nullability, Prim, Shape, StoredField, StoredKind, StoredType,
+};
 
 /// The format version written. Version 2 records whether each pointer field
 /// may hold null (tags 9 and 10 for the non-null forms); version 1, which
@@ -19,6 +21,8 @@ const T_OPT_REF: u8 = 4;
 const T_OPT_SMART: u8 = 5;
 const T_VEC: u8 = 6;
 const T_BYTES: u8 = 7;
+/// `PIndex<V>` of the first index format (u64 keys in word arrays): read,
+/// as a kind no program has (`LEGACY_INDEX_KEY`), never written.
 const T_INDEX: u8 = 8;
 /// `PRef<T>` (version 2).
 const T_REF: u8 = 9;
@@ -26,6 +30,9 @@ const T_REF: u8 = 9;
 const T_SMART: u8 = 10;
 /// `PString` (version 2; Amber before it reads the tag as unknown).
 const T_STR: u8 = 11;
+/// `PIndex<V, K>` / `PMultiIndex<V, K>`: the target as for a pointer, then
+/// the key type's name and a multi flag byte (0 or 1).
+const T_KEYED_INDEX: u8 = 16;
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u16).to_le_bytes());
@@ -88,7 +95,13 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
         StoredKind::Index {
             target,
             target_size,
-        } => put_target(out, T_INDEX, target, *target_size),
+            key,
+            multi,
+        } => {
+            put_target(out, T_KEYED_INDEX, target, *target_size);
+            put_str(out, key);
+            out.push(u8::from(*multi));
+        }
         StoredKind::Vec { elem, elem_size } => {
             out.push(T_VEC);
             out.extend_from_slice(&elem_size.to_le_bytes());
@@ -216,6 +229,18 @@ impl Reader<'_> {
             T_INDEX => StoredKind::Index {
                 target: self.str()?,
                 target_size: self.u32()?,
+                key: LEGACY_INDEX_KEY.to_string(),
+                multi: false,
+            },
+            T_KEYED_INDEX => StoredKind::Index {
+                target: self.str()?,
+                target_size: self.u32()?,
+                key: self.str()?,
+                multi: match self.u8()? {
+                    0 => false,
+                    1 => true,
+                    m => return Err(format!("an index's multi flag is {m}")),
+                },
             },
             t @ (T_OPT_REF | T_OPT_SMART | T_REF | T_SMART) => {
                 let nullability = match (t, self.version) {
@@ -397,8 +422,9 @@ mod tests {
             T_INDEX,
             T_REF,
             T_SMART,
+            T_KEYED_INDEX,
         ];
-        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16]);
         use Prim::*;
         let prims = [U8, I8, U16, I16, U32, I32, U64, I64, F32, F64].map(|p| p as u8);
         assert_eq!(prims, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -468,5 +494,48 @@ mod tests {
         assert_eq!(StoredType::decode(&a.encode()).expect("array"), a);
         assert!(StoredType::decode(&[1, 0]).is_err());
         assert!(StoredType::decode(&[]).is_err());
+    }
+
+    /// Indexes: the key type and the multi flag round-trip and are compared;
+    /// an entry of the first index format (tag 8) reads as a kind no program
+    /// has, refused with a message that names the format.
+    #[test]
+    fn index_kinds() {
+        let index = |key: &str, multi| StoredKind::Index {
+            target: "Leaf".into(),
+            target_size: 8,
+            key: key.into(),
+            multi,
+        };
+        let holder = |k: StoredKind| StoredType {
+            name: "Holder".into(),
+            size: 24,
+            align: 8,
+            shape: Shape::Struct(vec![StoredField {
+                name: "idx".into(),
+                offset: 0,
+                kind: k,
+            }]),
+        };
+        for (k, shown) in [
+            (index("u64", false), "PIndex<Leaf>"),
+            (index("String", false), "PIndex<Leaf, String>"),
+            (index("(u32, String)", true), "PMultiIndex<Leaf, (u32, String)>"),
+        ] {
+            assert_eq!(kind_name(&k), shown);
+            let t = holder(k);
+            assert_eq!(StoredType::decode(&t.encode()).expect("decodes"), t);
+        }
+        let d = first_difference(&holder(index("String", false)), &holder(index("u64", false)))
+            .expect("differs");
+        assert!(d.contains("`PIndex<Leaf, String>` in the program"), "{d}");
+        // The first format: tag 8, the target and its size, nothing more.
+        let mut old = holder(index("u64", false)).encode();
+        let at = old.iter().position(|&b| b == T_KEYED_INDEX).expect("the tag");
+        old[at] = T_INDEX;
+        old.truncate(old.len() - (2 + 3 + 1));
+        let old = StoredType::decode(&old).expect("a first-format entry");
+        let d = first_difference(&holder(index("u64", false)), &old).expect("refused");
+        assert!(d.contains("rebuild the index"), "{d}");
     }
 }

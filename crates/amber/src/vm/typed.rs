@@ -27,7 +27,8 @@
 
 use super::space::FrameSpace;
 use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER};
-use crate::ptr::{PBytes, PIndex, PRef, PString, PVec, Smart};
+use crate::db::index::IndexKey;
+use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 use crate::schema::desc::{FieldKind, Prim, Target, TypeDesc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -175,10 +176,23 @@ unsafe impl Field for PString {
     const KIND: FieldKind = FieldKind::Str;
 }
 
-// SAFETY: `repr(C)` u64, u64 plus a marker; any bit pattern valid (the root is
-// a persistent address translated through checked lookups).
-unsafe impl<V: Persistent> Field for PIndex<V> {
-    const KIND: FieldKind = FieldKind::Index(Target(|| &V::DESC));
+// SAFETY: `repr(C)` u64, u64 plus markers; any bit pattern valid (the root
+// is a persistent address translated through checked lookups).
+unsafe impl<V: Persistent, K: IndexKey + 'static> Field for PIndex<V, K> {
+    const KIND: FieldKind = FieldKind::Index {
+        target: Target(|| &V::DESC),
+        key: K::name,
+        multi: false,
+    };
+}
+
+// SAFETY: `repr(C)` u64, u64, u64 plus markers; as for `PIndex`.
+unsafe impl<V: Persistent, K: IndexKey + 'static> Field for PMultiIndex<V, K> {
+    const KIND: FieldKind = FieldKind::Index {
+        target: Target(|| &V::DESC),
+        key: K::name,
+        multi: true,
+    };
 }
 
 /// Compile-time checks the derive asks for: no padding, no drop, alignment at

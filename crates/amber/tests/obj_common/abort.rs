@@ -110,7 +110,7 @@ pub fn run(b: Cfg) {
         let op = Op::IdxInsert(1000 + k as u64, id);
         work.apply(&op);
         // Keys beyond the model's range: the index splits.
-        tx.index_insert(root, |g| &mut g.idx, 1000 + k as u64, r[&id])
+        tx.index_insert(root, |g| &mut g.idx, &(1000 + k as u64), r[&id])
             .expect("insert");
     }
     // Shapes: singles, then a large one, alternating in runs, so that the

@@ -255,3 +255,60 @@ pub fn frees_a_tree(b: Cfg) {
     let after = census(&path);
     assert_eq!(all_live(&after), 2, "only `other` and its text: {after:?}");
 }
+
+/// A catalog whose index owns its nodes.
+#[derive(Persistent)]
+#[repr(C)]
+pub struct Catalog {
+    pub by_name: amber::PIndex<TreeNode, String>,
+}
+
+/// `free` releases the nodes of the object's indexes, not the objects its
+/// values lead to.
+pub fn releases_index_nodes(b: Cfg) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("index.amber");
+    let mut db = Db::create(&path, opts(b)).expect("create");
+    let mut tx = db.begin().expect("begin");
+    let mut next = 0;
+    let target = subtree(&mut tx, None, 0, 0, &mut next);
+    let cat = tx
+        .alloc(Catalog {
+            by_name: amber::PIndex::new(),
+        })
+        .expect("alloc");
+    for i in 0..2000 {
+        tx.index_insert(
+            cat,
+            |c| &mut c.by_name,
+            format!("entry number {i:06}").as_str(),
+            target,
+        )
+        .expect("insert");
+    }
+    tx.set_root("catalog", cat).expect("root");
+    tx.set_root("target", target).expect("root");
+    tx.commit().expect("commit");
+    db.close().expect("close");
+    let before = all_live(&census(&path));
+    assert!(
+        before > 2 + 2 + 4,
+        "the index has several nodes: {before} objects"
+    );
+
+    let mut db = open(&path, opts(b));
+    let cat: PRef<Catalog> = db.root("catalog").expect("root").expect("catalog");
+    let target: PRef<TreeNode> = db.root("target").expect("root").expect("target");
+    let mut tx = db.begin().expect("begin");
+    tx.remove_root("catalog").expect("remove root");
+    tx.free(cat).expect("free");
+    tx.commit().expect("commit");
+    assert_eq!(db.get(target).id, 1, "the values' objects stay");
+    db.close().expect("close");
+    let after = census(&path);
+    assert_eq!(
+        all_live(&after),
+        2,
+        "only the target and its text: {after:?}"
+    );
+}

@@ -369,7 +369,7 @@ pub fn apply_db(
                 }
             }
             for &k in keys {
-                tx.index_remove(root, |g| &mut g.idx, k)?;
+                tx.index_remove(root, |g| &mut g.idx, &k)?;
             }
             if let Some(b) = tx.get(p).blob {
                 tx.free(b)?;
@@ -391,10 +391,10 @@ pub fn apply_db(
         }
         Op::SetName(id, b) => tx.set_bytes(r(refs, id), |g| &mut g.name, b)?,
         Op::IdxInsert(k, id) => {
-            tx.index_insert(root, |g| &mut g.idx, *k, r(refs, id))?;
+            tx.index_insert(root, |g| &mut g.idx, k, r(refs, id))?;
         }
         Op::IdxRemove(k) => {
-            tx.index_remove(root, |g| &mut g.idx, *k)?;
+            tx.index_remove(root, |g| &mut g.idx, k)?;
         }
         Op::BlobNew(id, seed) => {
             let p = r(refs, id);
@@ -451,7 +451,7 @@ macro_rules! view {
                 i: &PIndex<V>,
                 k: u64,
             ) -> amber::Result<Option<PRef<V>>> {
-                <$t>::index_get(self, i, k)
+                <$t>::index_get(self, i, &k)
             }
         }
     };

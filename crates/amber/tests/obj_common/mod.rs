@@ -54,6 +54,7 @@ pub mod failing;
 pub mod free;
 pub mod graph;
 pub mod high;
+pub mod index_prop;
 pub mod kill;
 #[path = "../killer/mod.rs"]
 pub mod killer;

@@ -296,6 +296,7 @@ fn encode_v1(t: &StoredType) -> Vec<u8> {
             | StoredKind::Index {
                 target,
                 target_size,
+                ..
             } => {
                 out.push(match k {
                     StoredKind::Ref { .. } => 4,

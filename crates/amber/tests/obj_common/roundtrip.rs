@@ -230,7 +230,7 @@ fn build(db: &mut Db, spec: &Spec, rng: &mut SplitMix) -> Objs {
         tx.set_bytes(p, |g| &mut g.name, &h.name).expect("name");
         tx.set_bytes(p, |g| &mut g.blob, &h.blob).expect("blob");
         for (&k, &v) in &h.idx {
-            tx.index_insert(p, |g| &mut g.idx, k, l(v)).expect("index");
+            tx.index_insert(p, |g| &mut g.idx, &k, l(v)).expect("index");
         }
         for &b in &h.bigs {
             tx.push(p, |g| &mut g.bigs, bigs[b]).expect("push");
@@ -361,11 +361,15 @@ fn check(db: &mut Db, spec: &Spec) -> Paddrs {
         assert_eq!(db.bytes(&g.name), &h.name[..], "hub {i} name");
         assert!(db.bytes(&g.blob) == &h.blob[..], "hub {i} blob");
         assert_eq!(g.idx.len(), h.idx.len() as u64, "hub {i} idx len");
-        let got: Vec<(u64, PRef<Leaf>)> = db.index_range(&g.idx, 0, u64::MAX).expect("range");
+        let got: Vec<(u64, PRef<Leaf>)> = db
+            .index_range(&g.idx, 0..=u64::MAX)
+            .expect("range")
+            .collect::<amber::Result<_>>()
+            .expect("entries");
         let want: Vec<(u64, PRef<Leaf>)> = h.idx.iter().map(|(&k, &v)| (k, l(v))).collect();
         assert_eq!(got, want, "hub {i} idx");
         for (&k, &v) in h.idx.iter().take(3) {
-            assert_eq!(db.index_get(&g.idx, k).expect("get"), Some(l(v)));
+            assert_eq!(db.index_get(&g.idx, &k).expect("get"), Some(l(v)));
         }
         assert_eq!(g.big, h.big.map(|b| o.bigs[b]), "hub {i} big");
         let bigs: Vec<PRef<Big>> = h.bigs.iter().map(|&b| o.bigs[b]).collect();
@@ -579,7 +583,8 @@ fn mutate(tx: &mut Tx<'_>, o: &Objs, spec: &mut Spec, rng: &mut SplitMix, ops: u
             10 => {
                 let (k, v) = (rng.below(1000), leaf(rng));
                 h.idx.insert(k, v);
-                tx.index_insert(p, |g| &mut g.idx, k, l(v)).expect("insert");
+                tx.index_insert(p, |g| &mut g.idx, &k, l(v))
+                    .expect("insert");
             }
             11 if !h.idx.is_empty() => {
                 let k = *h
@@ -588,7 +593,7 @@ fn mutate(tx: &mut Tx<'_>, o: &Objs, spec: &mut Spec, rng: &mut SplitMix, ops: u
                     .nth(rng.below(h.idx.len() as u64) as usize)
                     .expect("key");
                 h.idx.remove(&k);
-                tx.index_remove(p, |g| &mut g.idx, k).expect("remove");
+                tx.index_remove(p, |g| &mut g.idx, &k).expect("remove");
             }
             12 => {
                 h.big = opt(rng, BIGS);

@@ -15,7 +15,7 @@ mod index;
 
 use super::map::{Blocks, Located, ObjectMap, Start};
 use super::{DeepReport, FindingClass, Place, Types};
-use crate::db::index::NODE_BYTES;
+use crate::db::index::node::NODE_BYTES;
 use crate::format::bytes::{get_u32, get_u64};
 use crate::format::meta::RootEntry;
 use crate::format::objects::walk as walk_objects;
@@ -28,13 +28,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// One step of a field path.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Seg<'a> {
     /// The object's type name (the first step).
     Type(&'a str),
     Field(&'a str),
     Index(u64),
-    Key(u64),
+    /// An index entry, by its key as shown (`walk/index.rs`).
+    Key(String),
 }
 
 /// What a pointer must point at.
@@ -224,10 +225,15 @@ impl<'a> Walker<'a> {
             StoredKind::Vec { elem, elem_size } => self.vector(b, at, elem, *elem_size, blocks),
             StoredKind::Bytes => self.vector(b, at, &StoredKind::Prim(Prim::U8), 1, blocks),
             StoredKind::Str => self.string(b, at, blocks),
-            StoredKind::Index { target, .. } => {
-                if let (Some(root), Some(len)) = (get_u64(b, at), get_u64(b, at + 8)) {
-                    self.index(root, len, target, blocks);
-                }
+            StoredKind::Index {
+                target, key, multi, ..
+            } => {
+                let f = index::IndexField {
+                    target,
+                    key,
+                    multi: *multi,
+                };
+                self.index(b, at, &f, blocks);
             }
         }
     }

@@ -1,0 +1,424 @@
+//! The index operations of `Db` and `Tx`: keys encoded, bounds turned into
+//! bounds on encoded keys, values turned into pointers. Reads are written
+//! once over [`Nodes`] and offered by both.
+
+use super::key::IndexKey;
+use super::read::{Cursor, Nodes};
+use crate::db::tx::Tx;
+use crate::db::{Db, translate};
+use crate::error::{Error, FileKind, Location, Result};
+use crate::format::objects::OBJECT_ALIGN;
+use crate::ptr::{PIndex, PMultiIndex, PRef};
+use crate::schema::layout::pages_for;
+use crate::vm::Persistent;
+use std::fmt;
+use std::marker::PhantomData;
+use std::num::NonZeroU64;
+use std::ops::{Bound, RangeBounds};
+
+/// Bytes of a multi-index entry's sequence number, after the key.
+const SEQ: usize = 8;
+
+fn encode<Q: IndexKey + ?Sized>(key: &Q) -> Vec<u8> {
+    let mut out = Vec::new();
+    key.encode(&mut out);
+    out
+}
+
+/// The bytes every tree key of `key`'s entries in a multi-index starts with.
+fn multi_prefix<Q: IndexKey + ?Sized>(key: &Q) -> Vec<u8> {
+    let mut out = Vec::new();
+    key.encode_nested(&mut out);
+    out
+}
+
+/// `prefix` followed by the largest sequence number: at or above every
+/// tree key of the prefix's key, below every tree key of a larger key.
+fn multi_last(mut prefix: Vec<u8>) -> Vec<u8> {
+    prefix.extend_from_slice(&[0xFF; SEQ]);
+    prefix
+}
+
+/// The bounds on tree keys of the entries whose keys are within `range`.
+fn tree_bounds<Q: IndexKey + ?Sized>(
+    range: &impl RangeBounds<Q>,
+    multi: bool,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    use Bound::*;
+    if !multi {
+        return (
+            range.start_bound().map(|k| encode(k)),
+            range.end_bound().map(|k| encode(k)),
+        );
+    }
+    let lo = match range.start_bound() {
+        Included(k) => Included(multi_prefix(k)),
+        Excluded(k) => Excluded(multi_last(multi_prefix(k))),
+        Unbounded => Unbounded,
+    };
+    let hi = match range.end_bound() {
+        Included(k) => Included(multi_last(multi_prefix(k))),
+        Excluded(k) => Excluded(multi_prefix(k)),
+        Unbounded => Unbounded,
+    };
+    (lo, hi)
+}
+
+/// The pointer an index value (a persistent address) stands for.
+fn to_ref<V: Persistent>(n: &Nodes<'_>, paddr: u64) -> Result<PRef<V>> {
+    if paddr == 0 || !paddr.is_multiple_of(OBJECT_ALIGN as u64) {
+        return Err(Error::Corrupt {
+            file: FileKind::PageFile,
+            path: n.path.to_path_buf(),
+            at: Location::Page(paddr >> n.fs.frame_size().trailing_zeros()),
+            what: format!("an index value, {paddr:#x}, is not an object's address"),
+        });
+    }
+    let va = translate(
+        n.fs,
+        paddr,
+        pages_for(u64::from(V::DESC.size), n.fs.frame_size()),
+    )?;
+    NonZeroU64::new(va)
+        .map(PRef::from_addr)
+        .ok_or_else(|| Error::invalid("index value at address 0"))
+}
+
+/// Entries of an index in key order, with their keys: what
+/// `index_range`/`multi_range` return. Each item is a `Result`: a damaged
+/// node met on the way is an `Error::Corrupt` naming its page, after which
+/// the iteration ends.
+pub struct IndexRange<'a, V, K> {
+    cursor: Cursor<'a>,
+    nodes: Nodes<'a>,
+    multi: bool,
+    _t: PhantomData<fn() -> (V, K)>,
+}
+
+impl<V: Persistent, K: IndexKey> IndexRange<'_, V, K> {
+    /// The key a tree key stands for.
+    fn decode(&self, bytes: &[u8]) -> Option<K> {
+        if !self.multi {
+            return K::decode(bytes);
+        }
+        let key = bytes.get(..bytes.len().checked_sub(SEQ)?)?;
+        match K::decode_nested(key)? {
+            (k, used) if used == key.len() => Some(k),
+            _ => None,
+        }
+    }
+}
+
+impl<V: Persistent, K: IndexKey> Iterator for IndexRange<'_, V, K> {
+    type Item = Result<(K, PRef<V>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (at, bytes, v) = match self.cursor.next()? {
+            Ok(e) => e,
+            Err(e) => return Some(Err(e)),
+        };
+        let Some(key) = self.decode(bytes) else {
+            self.cursor.stop();
+            return Some(Err(self.nodes.damaged(
+                at,
+                format!("a key does not decode as a `{}`", K::name()),
+            )));
+        };
+        Some(to_ref(&self.nodes, v).map(|v| (key, v)))
+    }
+}
+
+impl<V, K> fmt::Debug for IndexRange<'_, V, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IndexRange")
+    }
+}
+
+/// The values under one key of a multi-index, in insertion order: what
+/// `multi_get` returns (errors as for [`IndexRange`]).
+pub struct IndexValues<'a, V> {
+    cursor: Cursor<'a>,
+    nodes: Nodes<'a>,
+    _t: PhantomData<fn() -> V>,
+}
+
+impl<V: Persistent> Iterator for IndexValues<'_, V> {
+    type Item = Result<PRef<V>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.cursor.next()?.and_then(|(_, _, v)| to_ref(&self.nodes, v)))
+    }
+}
+
+impl<V> fmt::Debug for IndexValues<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IndexValues")
+    }
+}
+
+/// The reads, over what a `Db` and a `Tx` both have.
+pub(crate) mod reads {
+    use super::*;
+
+    pub fn get<V: Persistent, Q: IndexKey + ?Sized>(
+        n: Nodes<'_>,
+        root: u64,
+        key: &Q,
+    ) -> Result<Option<PRef<V>>> {
+        n.get(root, &encode(key))?
+            .map(|pa| to_ref(&n, pa))
+            .transpose()
+    }
+
+    pub fn range<'a, V, K: IndexKey>(
+        n: Nodes<'a>,
+        root: u64,
+        range: &impl RangeBounds<K::Borrowed>,
+        multi: bool,
+    ) -> Result<IndexRange<'a, V, K>>
+    {
+        let (lo, hi) = tree_bounds(range, multi);
+        Ok(IndexRange {
+            cursor: n.range(root, lo.as_ref().map(|k| k.as_slice()), hi)?,
+            nodes: n,
+            multi,
+            _t: PhantomData,
+        })
+    }
+
+    pub fn values<'a, V, Q: IndexKey + ?Sized>(
+        n: Nodes<'a>,
+        root: u64,
+        key: &Q,
+    ) -> Result<IndexValues<'a, V>> {
+        let lo = multi_prefix(key);
+        let hi = Bound::Included(multi_last(lo.clone()));
+        Ok(IndexValues {
+            cursor: n.range(root, Bound::Included(&lo), hi)?,
+            nodes: n,
+            _t: PhantomData,
+        })
+    }
+}
+
+/// The read methods of `Db` and `Tx`, written once (each type's `nodes()`
+/// gives what they need).
+macro_rules! index_reads {
+    ($t:ty) => {
+        impl $t {
+            /// The object under `key` in `idx`.
+            pub fn index_get<V: Persistent, K: IndexKey>(
+                &self,
+                idx: &PIndex<V, K>,
+                key: &K::Borrowed,
+            ) -> Result<Option<PRef<V>>>
+            {
+                reads::get::<V, K::Borrowed>(self.nodes(), idx.root, key)
+            }
+
+            /// Whether `idx` has an entry under `key`.
+            pub fn index_contains<V: Persistent, K: IndexKey>(
+                &self,
+                idx: &PIndex<V, K>,
+                key: &K::Borrowed,
+            ) -> Result<bool>
+            {
+                Ok(self.index_get(idx, key)?.is_some())
+            }
+
+            /// The entries of `idx` with keys in `range`, in key order, by
+            /// iterator: `5..10`, `..=u64::MAX`, `..`; bounds are of the
+            /// key's borrowed form (`str` for `String`:
+            /// `(Bound::Included("a"), Bound::Excluded("c"))`).
+            pub fn index_range<'a, V: Persistent, K: IndexKey>(
+                &'a self,
+                idx: &PIndex<V, K>,
+                range: impl RangeBounds<K::Borrowed>,
+            ) -> Result<IndexRange<'a, V, K>>
+            {
+                reads::range(self.nodes(), idx.root, &range, false)
+            }
+
+            /// All entries of `idx`, in key order.
+            pub fn index_iter<'a, V: Persistent, K: IndexKey>(
+                &'a self,
+                idx: &PIndex<V, K>,
+            ) -> Result<IndexRange<'a, V, K>> {
+                reads::range::<V, K>(self.nodes(), idx.root, &.., false)
+            }
+
+            /// The objects under `key` in `idx`, in insertion order.
+            pub fn multi_get<'a, V: Persistent, K: IndexKey>(
+                &'a self,
+                idx: &PMultiIndex<V, K>,
+                key: &K::Borrowed,
+            ) -> Result<IndexValues<'a, V>>
+            {
+                reads::values::<V, K::Borrowed>(self.nodes(), idx.root, key)
+            }
+
+            /// Whether `idx` has an entry under `key`.
+            pub fn multi_contains<V: Persistent, K: IndexKey>(
+                &self,
+                idx: &PMultiIndex<V, K>,
+                key: &K::Borrowed,
+            ) -> Result<bool>
+            {
+                self.multi_get(idx, key)?.next().transpose().map(|v| v.is_some())
+            }
+
+            /// The entries of `idx` with keys in `range`, in key order and,
+            /// within a key, in insertion order.
+            pub fn multi_range<'a, V: Persistent, K: IndexKey>(
+                &'a self,
+                idx: &PMultiIndex<V, K>,
+                range: impl RangeBounds<K::Borrowed>,
+            ) -> Result<IndexRange<'a, V, K>>
+            {
+                reads::range(self.nodes(), idx.root, &range, true)
+            }
+
+            /// All entries of `idx`, in key order.
+            pub fn multi_iter<'a, V: Persistent, K: IndexKey>(
+                &'a self,
+                idx: &PMultiIndex<V, K>,
+            ) -> Result<IndexRange<'a, V, K>> {
+                reads::range::<V, K>(self.nodes(), idx.root, &.., true)
+            }
+        }
+    };
+}
+
+index_reads!(Db);
+index_reads!(Tx<'_>);
+
+impl Db {
+    fn nodes(&self) -> Nodes<'_> {
+        Nodes {
+            access: &self.access,
+            fs: &self.fs,
+            path: self.store.path(),
+        }
+    }
+}
+
+impl Tx<'_> {
+    /// The address of the index header `field` selects in `obj`.
+    fn head_of<O: Persistent, I>(&mut self, obj: PRef<O>, field: impl Fn(&mut O) -> &mut I) -> u64 {
+        self.tick();
+        std::ptr::from_mut(field(self.access.object_mut(obj.addr()))) as u64
+    }
+
+    /// Maps `key` to `value` in index `field` of `obj`; returns the value it
+    /// replaced. A key whose encoding is longer than 1,024 bytes is
+    /// [`Error::Invalid`]; `value` must be live ([`Error::Dangling`]).
+    pub fn index_insert<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PIndex<V, K>,
+        key: &K::Borrowed,
+        value: PRef<V>,
+    ) -> Result<Option<PRef<V>>>
+    {
+        let head = self.head_of(obj, field);
+        let vpa = self.live_paddr::<V>(value.addr())?;
+        let old = self.tree_insert(head, obj.addr(), &encode(key), vpa)?;
+        old.map(|pa| to_ref(&self.nodes(), pa)).transpose()
+    }
+
+    /// Removes `key` from index `field` of `obj`; returns its value.
+    pub fn index_remove<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PIndex<V, K>,
+        key: &K::Borrowed,
+    ) -> Result<Option<PRef<V>>>
+    {
+        let head = self.head_of(obj, field);
+        let old = self.tree_remove(head, &encode(key))?;
+        old.map(|pa| to_ref(&self.nodes(), pa)).transpose()
+    }
+
+    /// Removes every entry of index `field` of `obj` and frees its nodes
+    /// (the objects it pointed to stay).
+    pub fn index_clear<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PIndex<V, K>,
+    ) -> Result<()> {
+        let head = self.head_of(obj, field);
+        self.tree_clear(head)
+    }
+
+    /// Adds `value` under `key` in multi-index `field` of `obj`, after the
+    /// values already there (the same value twice is two entries). Limits
+    /// as for [`index_insert`](Self::index_insert).
+    pub fn multi_insert<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
+        key: &K::Borrowed,
+        value: PRef<V>,
+    ) -> Result<()>
+    {
+        let head = self.head_of(obj, field);
+        let vpa = self.live_paddr::<V>(value.addr())?;
+        let seq = self.access.obj::<[u64; 3]>(head)[2];
+        let next = seq
+            .checked_add(1)
+            .ok_or_else(|| Error::invalid("a multi-index has used all its sequence numbers"))?;
+        let mut k = multi_prefix(key);
+        k.extend_from_slice(&seq.to_be_bytes());
+        if self.tree_insert(head, obj.addr(), &k, vpa)?.is_some() {
+            return Err(Error::internal(
+                "a multi-index sequence number was already in use",
+            ));
+        }
+        self.access.obj_mut::<[u64; 3]>(head)[2] = next;
+        Ok(())
+    }
+
+    /// Removes one entry of `value` under `key` from multi-index `field` of
+    /// `obj` (the first inserted, if it is there more than once); whether
+    /// there was one. Finding it reads the key's entries in order.
+    pub fn multi_remove<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
+        key: &K::Borrowed,
+        value: PRef<V>,
+    ) -> Result<bool>
+    {
+        let head = self.head_of(obj, field);
+        let vpa = self.paddr(value.addr())?;
+        let root = self.access.obj::<[u64; 3]>(head)[0];
+        let lo = multi_prefix(key);
+        let hi = Bound::Included(multi_last(lo.clone()));
+        let mut found = None;
+        for e in self.nodes().range(root, Bound::Included(&lo), hi)? {
+            let (_, k, v) = e?;
+            if v == vpa {
+                found = Some(k.to_vec());
+                break;
+            }
+        }
+        let Some(k) = found else {
+            return Ok(false);
+        };
+        self.tree_remove(head, &k)?;
+        Ok(true)
+    }
+
+    /// Removes every entry of multi-index `field` of `obj` and frees its
+    /// nodes.
+    pub fn multi_clear<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
+    ) -> Result<()> {
+        let head = self.head_of(obj, field);
+        self.tree_clear(head)?;
+        self.access.obj_mut::<[u64; 3]>(head)[2] = 0;
+        Ok(())
+    }
+}
