@@ -25,6 +25,7 @@
 //! [`Error::Dangling`](crate::Error::Dangling); the database is sound).
 
 mod map;
+pub(crate) mod visit;
 mod walk;
 
 use super::Inspector;
