@@ -84,6 +84,11 @@ impl Vfs for CountdownVfs {
         self.shared.tick("remove")?;
         self.inner.remove(path)
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.shared.tick("rename")?;
+        self.inner.rename(from, to)
+    }
 }
 
 #[derive(Debug)]

@@ -11,6 +11,13 @@
 //!
 //! Images are sparse (4 KiB chunks), so a test can place pages at offsets far
 //! beyond any real disk.
+//!
+//! A rename replaces the target path's file at once and durably (the real
+//! file system syncs the directory before returning), and counts as a
+//! mutating call, so a crash point falls before or after it. As on POSIX, a
+//! handle keeps reaching the file it was opened on: a handle on the file a
+//! rename replaced, or on the renamed file through its old path, fails
+//! ("stale handle") rather than reach another file.
 
 use super::{IoFile, OpenMode, Vfs};
 use std::collections::{BTreeMap, HashMap};
@@ -109,6 +116,8 @@ enum Pending {
 
 #[derive(Debug, Clone, Default)]
 struct FileImage {
+    /// Which file this is, whatever path it is at now.
+    inode: u64,
     durable: Sparse,
     live: Sparse,
     pending: Vec<Pending>,
@@ -125,6 +134,8 @@ struct State {
     dead: bool,
     /// Bumped by every crash; handles from an older epoch are dead.
     epoch: u64,
+    /// Files created so far (the next inode number).
+    inodes: u64,
 }
 
 /// An in-memory file system with a crash model. Cloning shares the files.
@@ -276,14 +287,24 @@ impl Vfs for CrashVfs {
         match mode {
             OpenMode::CreateNew if exists => return Err(io::ErrorKind::AlreadyExists.into()),
             OpenMode::CreateNew => {
-                s.files.insert(path.to_path_buf(), FileImage::default());
+                s.inodes += 1;
+                let inode = s.inodes;
+                s.files.insert(
+                    path.to_path_buf(),
+                    FileImage {
+                        inode,
+                        ..FileImage::default()
+                    },
+                );
             }
             _ if !exists => return Err(io::ErrorKind::NotFound.into()),
             _ => {}
         }
+        let inode = s.files.get(path).map_or(0, |f| f.inode);
         Ok(Box::new(CrashFile {
             vfs: self.clone(),
             path: path.to_path_buf(),
+            inode,
             epoch: s.epoch,
             read_only: mode == OpenMode::ReadOnly,
             holds_lock: Mutex::new(false),
@@ -304,12 +325,32 @@ impl Vfs for CrashVfs {
             .map(|_| ())
             .ok_or_else(|| io::ErrorKind::NotFound.into())
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        if s.dead {
+            return Err(dead_error());
+        }
+        s.mutations += 1;
+        if s.crash_at.is_some_and(|c| s.mutations >= c) {
+            s.dead = true;
+            return Err(dead_error());
+        }
+        let f = s
+            .files
+            .remove(from)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        s.files.insert(to.to_path_buf(), f);
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
 struct CrashFile {
     vfs: CrashVfs,
     path: PathBuf,
+    /// The file it was opened on (a rename may have put another at `path`).
+    inode: u64,
     epoch: u64,
     read_only: bool,
     holds_lock: Mutex<bool>,
@@ -339,7 +380,13 @@ impl CrashFile {
         let img = s
             .files
             .get_mut(&self.path)
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+            .filter(|img| img.inode == self.inode)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "stale handle: the file was renamed or replaced",
+                )
+            })?;
         Ok(f(img))
     }
 }
@@ -405,6 +452,7 @@ impl Drop for CrashFile {
             let mut s = self.vfs.lock();
             if s.epoch == self.epoch
                 && let Some(f) = s.files.get_mut(&self.path)
+                && f.inode == self.inode
             {
                 f.locked = false;
             }
@@ -456,6 +504,39 @@ mod tests {
             .open(Path::new("/g"), OpenMode::ReadWrite)
             .expect("reopen");
         assert!(g.size().expect("len") <= 1);
+    }
+
+    #[test]
+    fn rename_replaces_and_old_handles_go_stale() {
+        let vfs = CrashVfs::new();
+        let (a, b) = (Path::new("/a"), Path::new("/b"));
+        let fa = vfs.open(a, OpenMode::CreateNew).expect("create a");
+        fa.write_all_at(b"old", 0).expect("write");
+        fa.sync_data().expect("sync");
+        let fb = vfs.open(b, OpenMode::CreateNew).expect("create b");
+        fb.write_all_at(b"new", 0).expect("write");
+        fb.sync_data().expect("sync");
+        assert!(fb.try_lock_exclusive().expect("lock"));
+        vfs.rename(b, a).expect("rename");
+        assert!(!vfs.exists(b));
+        assert!(fa.size().is_err(), "a handle on the replaced file is stale");
+        drop(fa);
+        let g = vfs.open(a, OpenMode::ReadWrite).expect("open a");
+        assert!(!g.try_lock_exclusive().expect("lock"), "the lock moved along");
+        drop(fb);
+        assert!(!g.try_lock_exclusive().expect("lock"), "stale handles unlock nothing");
+        vfs.crash(1);
+        let mut buf = [0u8; 3];
+        let h = vfs.open(a, OpenMode::ReadOnly).expect("open");
+        h.read_exact_at(&mut buf, 0).expect("read");
+        assert_eq!(&buf, b"new", "a rename is durable when it returns");
+        // A crash point at the rename: it does not happen.
+        let c = vfs.open(b, OpenMode::CreateNew).expect("create b");
+        c.sync_data().expect("sync");
+        vfs.crash_after(1);
+        assert!(vfs.rename(b, a).is_err());
+        vfs.crash(2);
+        assert!(vfs.exists(b));
     }
 
     #[test]
