@@ -54,6 +54,7 @@ internal_modules! {
     vm;
 }
 mod error;
+mod gc;
 pub mod inspect;
 mod ptr;
 
@@ -64,6 +65,7 @@ extern crate self as amber;
 pub use amber_derive::Persistent;
 pub use db::{CommitStats, Db, DbStats, Options, Tx};
 pub use error::{Error, FileKind, Location, Result};
+pub use gc::CollectStats;
 pub use ptr::{PBytes, PIndex, PRef, PVec, Smart};
 pub use store::{StoreOptions, StoreStats};
 pub use vm::{Backend, BackendChoice, Field, Persistent};

@@ -15,9 +15,9 @@
 //! A rename replaces the target path's file at once and durably (the real
 //! file system syncs the directory before returning), and counts as a
 //! mutating call, so a crash point falls before or after it. As on POSIX, a
-//! handle keeps reaching the file it was opened on: a handle on the file a
-//! rename replaced, or on the renamed file through its old path, fails
-//! ("stale handle") rather than reach another file.
+//! handle keeps reaching the file it was opened on, wherever a rename put
+//! it; a handle on the file a rename replaced fails ("stale handle") rather
+//! than reach its successor.
 
 use super::{IoFile, OpenMode, Vfs};
 use std::collections::{BTreeMap, HashMap};
@@ -303,7 +303,6 @@ impl Vfs for CrashVfs {
         let inode = s.files.get(path).map_or(0, |f| f.inode);
         Ok(Box::new(CrashFile {
             vfs: self.clone(),
-            path: path.to_path_buf(),
             inode,
             epoch: s.epoch,
             read_only: mode == OpenMode::ReadOnly,
@@ -348,8 +347,7 @@ impl Vfs for CrashVfs {
 #[derive(Debug)]
 struct CrashFile {
     vfs: CrashVfs,
-    path: PathBuf,
-    /// The file it was opened on (a rename may have put another at `path`).
+    /// The file it was opened on, wherever a rename put it.
     inode: u64,
     epoch: u64,
     read_only: bool,
@@ -379,8 +377,8 @@ impl CrashFile {
         }
         let img = s
             .files
-            .get_mut(&self.path)
-            .filter(|img| img.inode == self.inode)
+            .values_mut()
+            .find(|img| img.inode == self.inode)
             .ok_or_else(|| {
                 io::Error::new(
                     io::ErrorKind::NotFound,
@@ -451,8 +449,7 @@ impl Drop for CrashFile {
         if *self.holds_lock.lock().unwrap_or_else(|e| e.into_inner()) {
             let mut s = self.vfs.lock();
             if s.epoch == self.epoch
-                && let Some(f) = s.files.get_mut(&self.path)
-                && f.inode == self.inode
+                && let Some(f) = s.files.values_mut().find(|f| f.inode == self.inode)
             {
                 f.locked = false;
             }
@@ -523,13 +520,17 @@ mod tests {
         drop(fa);
         let g = vfs.open(a, OpenMode::ReadWrite).expect("open a");
         assert!(!g.try_lock_exclusive().expect("lock"), "the lock moved along");
+        drop(g);
+        fb.write_all_at(b"N", 0).expect("a handle follows its file");
         drop(fb);
-        assert!(!g.try_lock_exclusive().expect("lock"), "stale handles unlock nothing");
+        let g = vfs.open(a, OpenMode::ReadWrite).expect("open a");
+        assert!(g.try_lock_exclusive().expect("lock"), "unlocked where it went");
+        g.sync_data().expect("sync");
         vfs.crash(1);
         let mut buf = [0u8; 3];
         let h = vfs.open(a, OpenMode::ReadOnly).expect("open");
         h.read_exact_at(&mut buf, 0).expect("read");
-        assert_eq!(&buf, b"new", "a rename is durable when it returns");
+        assert_eq!(&buf, b"New", "a rename is durable when it returns");
         // A crash point at the rename: it does not happen.
         let c = vfs.open(b, OpenMode::CreateNew).expect("create b");
         c.sync_data().expect("sync");

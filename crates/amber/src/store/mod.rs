@@ -374,6 +374,33 @@ impl Store {
         self.requests.wait_idle();
     }
 
+    /// Ends the store's life as a writer but keeps its files open and the
+    /// page file locked: stops the checkpointer thread and runs the
+    /// checkpoint of a clean close, so the page file holds every committed
+    /// change and the log header says the epoch is empty. What the collector
+    /// needs before it builds the compacted page file beside this one: no
+    /// one else can open the database meanwhile, and nothing is written to
+    /// these files again (the store is then dropped).
+    pub(crate) fn close_keeping_lock(&mut self) -> Result<()> {
+        drop(self.checkpointer.take());
+        self.log()?;
+        self.checkpoint_closing()?;
+        Core::check_poisoned(&self.lock())
+    }
+
+    /// Lengths of the page file and of the log file, in bytes.
+    pub(crate) fn file_lengths(&self) -> Result<(u64, u64)> {
+        let page_file = self
+            .file
+            .size()
+            .map_err(|e| Error::io("size database", &self.path, e))?;
+        let log = match &self.log {
+            Some(l) => l.file_len()?,
+            None => 0,
+        };
+        Ok((page_file, log))
+    }
+
     /// Closes the store: stops the checkpointer thread (a checkpoint it is
     /// running finishes first), then checkpoints if the options say so. A
     /// poisoned store (a failed background checkpoint included) reports it.

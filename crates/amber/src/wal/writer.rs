@@ -135,6 +135,13 @@ impl LogWriter {
         }
     }
 
+    /// The log file's length in bytes.
+    pub fn file_len(&self) -> Result<u64> {
+        self.file
+            .size()
+            .map_err(|e| Error::io("size log", &self.path, e))
+    }
+
     fn lock(&self) -> Held<MutexGuard<'_, WState>> {
         held(AmberLock::LogWriter, self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
