@@ -248,6 +248,34 @@ impl CrashVfs {
         out
     }
 
+    /// A file system of its own holding this one's durable images (what a
+    /// crash dropping every unsynced write would leave), unlocked: for
+    /// running one workload from the same start at every crash point.
+    pub fn durable_copy(&self) -> CrashVfs {
+        let s = self.lock();
+        let files = s
+            .files
+            .iter()
+            .map(|(p, f)| {
+                let img = FileImage {
+                    inode: f.inode,
+                    durable: f.durable.clone(),
+                    live: f.durable.clone(),
+                    pending: Vec::new(),
+                    locked: false,
+                };
+                (p.clone(), img)
+            })
+            .collect();
+        CrashVfs {
+            state: Arc::new(Mutex::new(State {
+                files,
+                inodes: s.inodes,
+                ..State::default()
+            })),
+        }
+    }
+
     /// The durable bytes of a file (what a crash with every pending write
     /// dropped would leave), for inspection by tests.
     pub fn durable_image(&self, path: &Path) -> Option<Vec<u8>> {

@@ -231,7 +231,7 @@ impl Core {
             {
                 drop(st);
                 if trigger == Trigger::Closing {
-                    log.recycle(true)?;
+                    log.recycle(true, self.opts.log_keep_bytes)?;
                 }
                 return Ok(Some(CheckpointReport {
                     lsn: start,
@@ -335,7 +335,7 @@ impl Core {
                 what,
             )
         })?;
-        log.recycle(closing)
+        log.recycle(closing, self.opts.log_keep_bytes)
             .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
         Ok(CheckpointReport {
             blocks,

@@ -63,6 +63,14 @@ pub struct StoreOptions {
     pub checkpoint_pending_bytes: usize,
     /// Checkpoint when the database is closed.
     pub checkpoint_on_close: bool,
+    /// The least log-file length (past its header) kept after a checkpoint
+    /// empties the log. A checkpoint cuts the log file back to its usual
+    /// size — the larger of this and the longest of the last four epochs
+    /// before it — when the file is more than twice that (a bulk load's
+    /// log does not stay beside the database forever; a steady workload's
+    /// log is not cut and regrown every time). Default 4 MiB; `u64::MAX`
+    /// never cuts.
+    pub log_keep_bytes: u64,
 }
 
 impl Default for StoreOptions {
@@ -73,6 +81,7 @@ impl Default for StoreOptions {
             checkpoint_log_bytes: 64 << 20,
             checkpoint_pending_bytes: 256 << 20,
             checkpoint_on_close: true,
+            log_keep_bytes: 4 << 20,
         }
     }
 }

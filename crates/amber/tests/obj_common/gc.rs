@@ -275,8 +275,7 @@ pub fn crash_points(b: Cfg) {
     let model = build_graph(&mut db, &mut rng, 40);
     db.close().expect("close");
     // The length of a collection in crash points.
-    let probe = CrashVfs::new();
-    copy_files(&vfs, &probe, path);
+    let probe = vfs.durable_copy();
     let before = probe.mutations();
     Db::collect_file_with(Arc::new(probe.clone()), path).expect("collect");
     let points = probe.mutations() - before;
@@ -284,8 +283,7 @@ pub fn crash_points(b: Cfg) {
     let seeds = env_num("AMBER_GC_CRASH_SEEDS", if long() { 3 } else { 1 });
     for point in 1..=points + 1 {
         for seed in 0..seeds {
-            let fs = CrashVfs::new();
-            copy_files(&vfs, &fs, path);
+            let fs = vfs.durable_copy();
             fs.crash_after(point);
             let r = Db::collect_file_with(Arc::new(fs.clone()), path);
             assert_eq!(r.is_err(), point <= points, "crash point {point}: {r:?}");
@@ -305,18 +303,6 @@ pub fn crash_points(b: Cfg) {
                 diff(&db, root_of(&db).expect("root"), &model).expect("collected again");
             }
         }
-    }
-}
-
-/// Copies the durable images of the database's files from `from` to `to`.
-fn copy_files(from: &CrashVfs, to: &CrashVfs, path: &Path) {
-    use amber::internals::io::{OpenMode, Vfs};
-    let wal = amber::inspect::wal_path(path);
-    for p in [path, wal.as_path()] {
-        let img = from.durable_image(p).expect("a file to copy");
-        let f = to.open(p, OpenMode::CreateNew).expect("create");
-        f.write_all_at(&img, 0).expect("write");
-        f.sync_data().expect("sync");
     }
 }
 
