@@ -2,6 +2,7 @@
 //!
 //! - [`oo1`]: the Object Operations Benchmark, its engine contract and harness;
 //! - [`storage`]: commit latency and recovery time of the storage layer;
+//! - [`churn`]: file size under allocate/free churn, and what a collection gives back;
 //! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
 //! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
 //! - [`update`]: the write path: commit cost split into detect / diff / write, log bytes
@@ -15,6 +16,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod backend;
+pub mod churn;
 pub mod faults;
 pub mod hot;
 pub mod json;
