@@ -128,8 +128,10 @@ fn collect_on(vfs: Arc<dyn Vfs>, path: &Path) -> Result<CollectStats> {
 
 /// Collects the database `store` has open (writable), then drops the store.
 fn collect_store(mut store: Store) -> Result<CollectStats> {
-    let mut stats = CollectStats::default();
-    stats.log_bytes_before = store.file_lengths()?.1;
+    let mut stats = CollectStats {
+        log_bytes_before: store.file_lengths()?.1,
+        ..CollectStats::default()
+    };
     store.close_keeping_lock()?;
     (stats.file_bytes_before, stats.log_bytes_after) = store.file_lengths()?;
     let path = store.path().to_path_buf();
