@@ -2,6 +2,7 @@
 //!
 //! - [`oo1`]: the Object Operations Benchmark, its engine contract and harness;
 //! - [`storage`]: commit latency and recovery time of the storage layer;
+//! - [`churn`]: file size under allocate/free churn, and what a collection gives back;
 //! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
 //! - [`index`]: a `PIndex` of string keys against redb on the same keys;
 //! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
@@ -18,6 +19,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod backend;
+pub mod churn;
 pub mod faults;
 pub mod hot;
 pub mod index;

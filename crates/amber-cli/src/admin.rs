@@ -1,4 +1,4 @@
-//! `create`, `verify`, `checkpoint` and `recover` (with `--salvage` and `--new-log`).
+//! `create`, `verify`, `checkpoint`, `recover` (with `--salvage` and `--new-log`) and `gc`.
 
 use crate::error::CliError;
 use amber::Error;
@@ -184,6 +184,40 @@ pub fn checkpoint(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     } else {
         let _ = writeln!(out, "checkpoint: installed {}", installed(ck));
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `amber gc PATH`: collects the database and reports what it kept and
+/// reclaimed, and the files' sizes before and after.
+pub fn gc(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
+    precheck(path)?;
+    let s = amber::Db::collect_file(path)?;
+    let _ = writeln!(
+        out,
+        "gc: kept {} live object(s) ({} bytes){}; reclaimed {} object(s) ({} bytes)",
+        s.objects_live,
+        s.bytes_live,
+        if s.tombstones > 0 {
+            format!(
+                " and {} freed object(s) still pointed at (dangling references)",
+                s.tombstones
+            )
+        } else {
+            String::new()
+        },
+        s.objects_reclaimed,
+        s.bytes_reclaimed
+    );
+    let _ = writeln!(
+        out,
+        "gc: page file {} -> {} bytes ({} -> {} pages); log file {} -> {} bytes",
+        s.file_bytes_before,
+        s.file_bytes_after,
+        s.pages_before,
+        s.pages_after,
+        s.log_bytes_before,
+        s.log_bytes_after
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,6 +6,7 @@
 
 use crate::error::CliError;
 use amber_bench::backend::Backends;
+use amber_bench::churn::{self, ChurnConfig};
 use amber_bench::faults::{self, FaultsConfig};
 use amber_bench::hot::{self, HotConfig};
 use amber_bench::index::{self, IndexConfig, IndexPeer};
@@ -59,6 +60,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "checkpoint",
         "how long page faults of another thread stall while a checkpoint installs a large log (explicit and automatic)",
+    ),
+    (
+        "churn",
+        "file size under allocate/free churn (10,000 items with 200-byte texts, 5 rounds), after a collection, and after freeing everything and collecting, against the first round and a new database",
     ),
 ];
 
@@ -163,6 +168,30 @@ struct CheckpointArgs {
     /// Seed of the updates and the reader's order.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Directory for the database (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Options of `amber bench churn`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench churn",
+    about = "Page file size after rounds of allocating and freeing items with texts, then after Db::collect, and after freeing everything and collecting, against the first round's size and a new database's"
+)]
+struct ChurnArgs {
+    /// Items allocated per round.
+    #[arg(long, default_value_t = 10_000)]
+    objects: u64,
+    /// Bytes of each item's text.
+    #[arg(long, default_value_t = 200)]
+    text_bytes: usize,
+    /// Rounds of allocation (each after the first frees the previous one's).
+    #[arg(long, default_value_t = 5)]
+    rounds: u32,
     /// Directory for the database (default: the working directory).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -728,6 +757,18 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 warmup: a.warmup,
                 pages: a.pages,
                 seed: a.seed,
+                dir: a.dir,
+            })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("churn") => {
+            let a: ChurnArgs = parse("churn", args)?;
+            check_json_target(a.json.as_deref())?;
+            let r = churn::churn(&ChurnConfig {
+                objects: a.objects,
+                text_bytes: a.text_bytes,
+                rounds: a.rounds,
                 dir: a.dir,
             })?;
             out.push_str(&r.table());

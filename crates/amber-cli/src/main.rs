@@ -1,5 +1,5 @@
-//! The `amber` command: create, inspect, verify, checkpoint and recover a
-//! database, and run the benchmarks.
+//! The `amber` command: create, inspect, verify, checkpoint, recover and
+//! collect a database, and run the benchmarks.
 //!
 //! Exit status: 0 success; 1 `verify` found damage (`verify --deep`: or a
 //! damaged pointer; a dangling reference alone is reported with status 0);
@@ -89,11 +89,21 @@ enum Command {
         #[arg(long)]
         new_log: bool,
     },
+    /// Collect the database: keep what its roots reach, reclaim every
+    /// other object (freed or unreachable), compact what is kept into as
+    /// few pages as it fits in, and shrink the file. The database must not
+    /// be open elsewhere. Crash-safe: a crash leaves the database as it
+    /// was or collected. A database deep verification finds damaged is
+    /// refused and left as it is.
+    Gc {
+        /// The database file.
+        path: PathBuf,
+    },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
     #[command(disable_help_flag = true)]
     Bench {
-        /// The benchmark: commit, recovery, oo1, hot, faults, update (or `list`).
+        /// The benchmark: commit, recovery, oo1, hot, faults, update, checkpoint, churn (or `list`).
         #[arg(allow_hyphen_values = true)]
         name: Option<String>,
         /// Its options.
@@ -124,6 +134,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             (_, true) => admin::new_log(&path, out),
             _ => admin::recover(&path, out),
         },
+        Command::Gc { path } => admin::gc(&path, out),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }
 }

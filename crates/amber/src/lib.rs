@@ -54,6 +54,7 @@ internal_modules! {
     vm;
 }
 mod error;
+mod gc;
 pub mod inspect;
 mod ptr;
 
@@ -65,6 +66,7 @@ pub use amber_derive::Persistent;
 pub use db::index::{IndexKey, IndexRange, IndexValues};
 pub use db::{CommitStats, Db, DbStats, Options, Tx, View};
 pub use error::{Error, FileKind, Location, Result};
+pub use gc::CollectStats;
 pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 pub use store::{StoreOptions, StoreStats};
 pub use vm::{Backend, BackendChoice, Field, Persistent};

@@ -139,6 +139,26 @@ fn stale_freed() {
 }
 
 #[test]
+fn gc_identity() {
+    common::gc::identity(B);
+}
+
+#[test]
+fn gc_random_graph() {
+    common::gc::random_graph(B);
+}
+
+#[test]
+fn gc_crash_points() {
+    common::gc::crash_points(B);
+}
+
+#[test]
+fn gc_killed() {
+    common::gc::killed(B, "gc_killed");
+}
+
+#[test]
 fn stale_aborted() {
     common::stale::aborted(B);
 }

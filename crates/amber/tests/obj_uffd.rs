@@ -65,6 +65,10 @@ fn main() -> std::process::ExitCode {
             common::eviction::concurrent_readers(B, "concurrent_readers")
         }),
         ("stale_freed", || common::stale::freed(B)),
+        ("gc_identity", || common::gc::identity(B)),
+        ("gc_random_graph", || common::gc::random_graph(B)),
+        ("gc_crash_points", || common::gc::crash_points(B)),
+        ("gc_killed", || common::gc::killed(B, "gc_killed")),
         ("stale_aborted", || common::stale::aborted(B)),
         ("stale_aborted_then_evicted", || {
             common::stale::aborted_then_evicted(B)

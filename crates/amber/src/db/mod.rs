@@ -94,6 +94,8 @@ pub struct Db {
     pub(crate) fs: Arc<FrameSpace>,
     pub(crate) access: Access,
     pub(crate) session: Session,
+    /// What it was opened with (a collection reopens it so).
+    pub(crate) opts: Options,
 }
 
 impl Db {
@@ -149,7 +151,7 @@ impl Db {
         Self::start(store, &opts)
     }
 
-    fn open_on(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
+    pub(crate) fn open_on(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
         let store = Store::open(vfs, path, opts.store_options())?;
         Self::start(store, &opts)
     }
@@ -198,6 +200,7 @@ impl Db {
             fs,
             access,
             session: Session::default(),
+            opts: opts.clone(),
         })
     }
 
@@ -375,7 +378,28 @@ impl Db {
     }
 
     /// Closes the database, checkpointing first.
-    pub fn close(mut self) -> Result<()> {
+    pub fn close(self) -> Result<()> {
+        match self.end_session() {
+            Ok(s) => s.close(),
+            Err(s) => s.checkpoint().map(|_| ()),
+        }
+    }
+
+    /// The store, once this session is over (for a collection, which
+    /// checkpoints it and keeps its lock); an error if something else
+    /// still holds it (then it has been checkpointed, as a close does).
+    pub(crate) fn into_store(self) -> Result<Store> {
+        self.end_session().or_else(|s| {
+            s.checkpoint()?;
+            Err(Error::internal(
+                "the store is still held elsewhere after the session ended",
+            ))
+        })
+    }
+
+    /// Ends the session: no pointer of it can be followed any more. Returns
+    /// the store, or its handle if something else still holds it.
+    fn end_session(mut self) -> std::result::Result<Store, Arc<Store>> {
         self.end_forgotten();
         // The session ends: no pointer into its dead space can be followed
         // any more, so the blocks of transactions that did not commit go
@@ -393,10 +417,7 @@ impl Db {
         drop(access);
         drop(fs);
         drop(pager);
-        match Arc::try_unwrap(store) {
-            Ok(s) => s.close(),
-            Err(s) => s.checkpoint().map(|_| ()),
-        }
+        Arc::try_unwrap(store)
     }
 }
 

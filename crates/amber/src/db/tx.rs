@@ -77,6 +77,7 @@ impl<'db> Tx<'db> {
             fs,
             access,
             session,
+            ..
         } = db;
         let page_size = store.page_size();
         let stx = store.begin()?;

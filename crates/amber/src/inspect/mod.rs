@@ -26,7 +26,7 @@
 
 mod admin;
 mod blocks;
-mod deep;
+pub(crate) mod deep;
 mod files;
 
 pub use crate::format::meta::RootEntry;

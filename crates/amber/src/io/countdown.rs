@@ -104,6 +104,11 @@ impl Vfs for CountdownVfs {
         self.shared.tick("remove", path)?;
         self.inner.remove(path)
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.shared.tick("rename", to)?;
+        self.inner.rename(from, to)
+    }
 }
 
 #[derive(Debug)]

@@ -11,6 +11,13 @@
 //!
 //! Images are sparse (4 KiB chunks), so a test can place pages at offsets far
 //! beyond any real disk.
+//!
+//! A rename replaces the target path's file at once and durably (the real
+//! file system syncs the directory before returning), and counts as a
+//! mutating call, so a crash point falls before or after it. As on POSIX, a
+//! handle keeps reaching the file it was opened on, wherever a rename put
+//! it; a handle on the file a rename replaced fails ("stale handle") rather
+//! than reach its successor.
 
 use super::{IoFile, OpenMode, Vfs};
 use std::collections::{BTreeMap, HashMap};
@@ -109,6 +116,8 @@ enum Pending {
 
 #[derive(Debug, Clone, Default)]
 struct FileImage {
+    /// Which file this is, whatever path it is at now.
+    inode: u64,
     durable: Sparse,
     live: Sparse,
     pending: Vec<Pending>,
@@ -123,8 +132,12 @@ struct State {
     /// The mutation count at which the simulated process dies.
     crash_at: Option<u64>,
     dead: bool,
+    /// The file of the call at which the simulated process died.
+    died_on: Option<PathBuf>,
     /// Bumped by every crash; handles from an older epoch are dead.
     epoch: u64,
+    /// Files created so far (the next inode number).
+    inodes: u64,
 }
 
 /// An in-memory file system with a crash model. Cloning shares the files.
@@ -171,6 +184,12 @@ impl CrashVfs {
     pub fn crash_after(&self, n: u64) {
         let mut s = self.lock();
         s.crash_at = Some(s.mutations + n.max(1));
+    }
+
+    /// The file of the call at which the simulated process died, if it
+    /// died (since the last crash).
+    pub fn died_on(&self) -> Option<PathBuf> {
+        self.lock().died_on.clone()
     }
 
     /// Whether the simulated process has died.
@@ -233,8 +252,37 @@ impl CrashVfs {
         }
         s.crash_at = None;
         s.dead = false;
+        s.died_on = None;
         s.epoch += 1;
         out
+    }
+
+    /// A file system of its own holding this one's durable images (what a
+    /// crash dropping every unsynced write would leave), unlocked: for
+    /// running one workload from the same start at every crash point.
+    pub fn durable_copy(&self) -> CrashVfs {
+        let s = self.lock();
+        let files = s
+            .files
+            .iter()
+            .map(|(p, f)| {
+                let img = FileImage {
+                    inode: f.inode,
+                    durable: f.durable.clone(),
+                    live: f.durable.clone(),
+                    pending: Vec::new(),
+                    locked: false,
+                };
+                (p.clone(), img)
+            })
+            .collect();
+        CrashVfs {
+            state: Arc::new(Mutex::new(State {
+                files,
+                inodes: s.inodes,
+                ..State::default()
+            })),
+        }
     }
 
     /// The durable bytes of a file (what a crash with every pending write
@@ -276,14 +324,23 @@ impl Vfs for CrashVfs {
         match mode {
             OpenMode::CreateNew if exists => return Err(io::ErrorKind::AlreadyExists.into()),
             OpenMode::CreateNew => {
-                s.files.insert(path.to_path_buf(), FileImage::default());
+                s.inodes += 1;
+                let inode = s.inodes;
+                s.files.insert(
+                    path.to_path_buf(),
+                    FileImage {
+                        inode,
+                        ..FileImage::default()
+                    },
+                );
             }
             _ if !exists => return Err(io::ErrorKind::NotFound.into()),
             _ => {}
         }
+        let inode = s.files.get(path).map_or(0, |f| f.inode);
         Ok(Box::new(CrashFile {
             vfs: self.clone(),
-            path: path.to_path_buf(),
+            inode,
             epoch: s.epoch,
             read_only: mode == OpenMode::ReadOnly,
             holds_lock: Mutex::new(false),
@@ -304,12 +361,32 @@ impl Vfs for CrashVfs {
             .map(|_| ())
             .ok_or_else(|| io::ErrorKind::NotFound.into())
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut s = self.lock();
+        if s.dead {
+            return Err(dead_error());
+        }
+        s.mutations += 1;
+        if s.crash_at.is_some_and(|c| s.mutations >= c) {
+            s.dead = true;
+            s.died_on = Some(to.to_path_buf());
+            return Err(dead_error());
+        }
+        let f = s
+            .files
+            .remove(from)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        s.files.insert(to.to_path_buf(), f);
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
 struct CrashFile {
     vfs: CrashVfs,
-    path: PathBuf,
+    /// The file it was opened on, wherever a rename put it.
+    inode: u64,
     epoch: u64,
     read_only: bool,
     holds_lock: Mutex<bool>,
@@ -333,13 +410,25 @@ impl CrashFile {
             s.mutations += 1;
             if s.crash_at.is_some_and(|c| s.mutations >= c) {
                 s.dead = true;
+                let inode = self.inode;
+                s.died_on = s
+                    .files
+                    .iter()
+                    .find(|(_, img)| img.inode == inode)
+                    .map(|(p, _)| p.clone());
                 return Err(dead_error());
             }
         }
         let img = s
             .files
-            .get_mut(&self.path)
-            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+            .values_mut()
+            .find(|img| img.inode == self.inode)
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "stale handle: the file was renamed or replaced",
+                )
+            })?;
         Ok(f(img))
     }
 }
@@ -413,7 +502,7 @@ impl Drop for CrashFile {
         if *self.holds_lock.lock().unwrap_or_else(|e| e.into_inner()) {
             let mut s = self.vfs.lock();
             if s.epoch == self.epoch
-                && let Some(f) = s.files.get_mut(&self.path)
+                && let Some(f) = s.files.values_mut().find(|f| f.inode == self.inode)
             {
                 f.locked = false;
             }
@@ -465,6 +554,43 @@ mod tests {
             .open(Path::new("/g"), OpenMode::ReadWrite)
             .expect("reopen");
         assert!(g.size().expect("len") <= 1);
+    }
+
+    #[test]
+    fn rename_replaces_and_old_handles_go_stale() {
+        let vfs = CrashVfs::new();
+        let (a, b) = (Path::new("/a"), Path::new("/b"));
+        let fa = vfs.open(a, OpenMode::CreateNew).expect("create a");
+        fa.write_all_at(b"old", 0).expect("write");
+        fa.sync_data().expect("sync");
+        let fb = vfs.open(b, OpenMode::CreateNew).expect("create b");
+        fb.write_all_at(b"new", 0).expect("write");
+        fb.sync_data().expect("sync");
+        assert!(fb.try_lock_exclusive().expect("lock"));
+        vfs.rename(b, a).expect("rename");
+        assert!(!vfs.exists(b));
+        assert!(fa.size().is_err(), "a handle on the replaced file is stale");
+        drop(fa);
+        let g = vfs.open(a, OpenMode::ReadWrite).expect("open a");
+        assert!(!g.try_lock_exclusive().expect("lock"), "the lock moved along");
+        drop(g);
+        fb.write_all_at(b"N", 0).expect("a handle follows its file");
+        drop(fb);
+        let g = vfs.open(a, OpenMode::ReadWrite).expect("open a");
+        assert!(g.try_lock_exclusive().expect("lock"), "unlocked where it went");
+        g.sync_data().expect("sync");
+        vfs.crash(1);
+        let mut buf = [0u8; 3];
+        let h = vfs.open(a, OpenMode::ReadOnly).expect("open");
+        h.read_exact_at(&mut buf, 0).expect("read");
+        assert_eq!(&buf, b"New", "a rename is durable when it returns");
+        // A crash point at the rename: it does not happen.
+        let c = vfs.open(b, OpenMode::CreateNew).expect("create b");
+        c.sync_data().expect("sync");
+        vfs.crash_after(1);
+        assert!(vfs.rename(b, a).is_err());
+        vfs.crash(2);
+        assert!(vfs.exists(b));
     }
 
     #[test]

@@ -38,6 +38,18 @@ pub trait Vfs: Send + Sync + Debug {
     fn exists(&self, path: &Path) -> bool;
     /// Removes `path`.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Atomically replaces `to` by `from` (POSIX `rename`), durable in the
+    /// directory when this returns: the collector's switch from the old page
+    /// file to the compacted one. Handles open on the file that was at `to`
+    /// keep reaching that file, no longer the path. File systems that cannot
+    /// (test wrappers that have no use for it) refuse.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system does not replace files",
+        ))
+    }
 }
 
 /// An open file.

@@ -22,11 +22,7 @@ impl Vfs for RealVfs {
         if mode == OpenMode::CreateNew {
             // A new file's directory entry is durable only once the directory
             // itself is synced.
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            File::open(dir)?.sync_all()?;
+            File::open(parent_dir(path))?.sync_all()?;
         }
         Ok(Box::new(RealFile { file }))
     }
@@ -37,6 +33,20 @@ impl Vfs for RealVfs {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)?;
+        // The new directory entry is durable only once the directory is.
+        File::open(parent_dir(to))?.sync_all()
+    }
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
     }
 }
 

@@ -226,6 +226,15 @@ impl Core {
         }
     }
 
+    /// The checkpoint that starts a collection: a clean close's, refused
+    /// (not deferred) while readers are behind, since the collection needs
+    /// the page file to hold every commit.
+    pub(crate) fn checkpoint_for_collection(&self) -> Result<()> {
+        self.run_checkpoint(Trigger::Closing)?
+            .map(|_| ())
+            .map_err(NotRun::error)
+    }
+
     /// The checkpointer thread's checkpoint: runs only if one is still due
     /// and no transaction has records in the log (else a later commit asks
     /// again).
@@ -287,7 +296,7 @@ impl Core {
             {
                 drop(st);
                 if trigger == Trigger::Closing {
-                    log.recycle(true)?;
+                    log.recycle(true, self.opts.log_keep_bytes)?;
                 }
                 return Ok(Ok(CheckpointReport {
                     lsn: start,
@@ -392,7 +401,7 @@ impl Core {
                 what,
             )
         })?;
-        log.recycle(closing)
+        log.recycle(closing, self.opts.log_keep_bytes)
             .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
         Ok(CheckpointReport {
             blocks,

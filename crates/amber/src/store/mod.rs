@@ -67,6 +67,14 @@ pub struct StoreOptions {
     pub checkpoint_pending_bytes: usize,
     /// Checkpoint when the database is closed.
     pub checkpoint_on_close: bool,
+    /// The least log-file length (past its header) kept after a checkpoint
+    /// empties the log. A checkpoint cuts the log file back to its usual
+    /// size — the larger of this and the longest of the last four epochs
+    /// before it — when the file is more than twice that (a bulk load's
+    /// log does not stay beside the database forever; a steady workload's
+    /// log is not cut and regrown every time). Default 4 MiB; `u64::MAX`
+    /// never cuts.
+    pub log_keep_bytes: u64,
 }
 
 impl Default for StoreOptions {
@@ -77,6 +85,7 @@ impl Default for StoreOptions {
             checkpoint_log_bytes: 64 << 20,
             checkpoint_pending_bytes: 256 << 20,
             checkpoint_on_close: true,
+            log_keep_bytes: 4 << 20,
         }
     }
 }
@@ -394,6 +403,51 @@ impl Store {
     /// or their I/O calls in a fixed order).
     pub fn wait_for_checkpointer(&self) {
         self.requests.wait_idle();
+    }
+
+    /// Ends the store's life as a writer but keeps its files open and the
+    /// page file locked: stops the checkpointer thread and runs the
+    /// checkpoint of a clean close, so the page file holds every committed
+    /// change and the log header says the epoch is empty. What the collector
+    /// needs before it builds the compacted page file beside this one: no
+    /// one else can open the database meanwhile, and nothing is written to
+    /// these files again (the store is then dropped).
+    pub(crate) fn close_keeping_lock(&mut self) -> Result<()> {
+        drop(self.checkpointer.take());
+        self.log()?;
+        self.checkpoint_for_collection()?;
+        Core::check_poisoned(&self.lock())
+    }
+
+    /// Keeps readers out (`readers.rs`) while the guard lives: refused if
+    /// one has the database open. A collection replaces the page file,
+    /// which a reader open meanwhile would go on reading.
+    pub(crate) fn exclude_readers(&self) -> Result<Option<readers::Locked<'_>>> {
+        let Some(t) = &self.readers else {
+            return Ok(None);
+        };
+        let g = t.lock()?;
+        match t.readers_behind(&g, u64::MAX)? {
+            0 => Ok(Some(g)),
+            n => Err(Error::invalid(format!(
+                "{}: {n} reader(s) have the database open; a collection replaces the page file \
+                 under them: close them first",
+                self.path.display()
+            ))),
+        }
+    }
+
+    /// Lengths of the page file and of the log file, in bytes.
+    pub(crate) fn file_lengths(&self) -> Result<(u64, u64)> {
+        let page_file = self
+            .file
+            .size()
+            .map_err(|e| Error::io("size database", &self.path, e))?;
+        let log = match &self.log {
+            Some(l) => l.file_len()?,
+            None => 0,
+        };
+        Ok((page_file, log))
     }
 
     /// Closes the store: stops the checkpointer thread (a checkpoint it is

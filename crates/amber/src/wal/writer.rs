@@ -56,7 +56,14 @@ struct WState {
     /// Commit records appended by this writer so far: the next one's
     /// sequence number (the order in which commits must apply).
     commits: u64,
+    /// Lengths of the last epochs this writer ended (`recycle`), newest
+    /// last: the log's usual size, which a checkpoint cuts the file back to
+    /// when it grew far past it.
+    epochs: Vec<u64>,
 }
+
+/// Epochs remembered for the log's usual size.
+const EPOCHS_KEPT: usize = 4;
 
 /// Where [`LogWriter::append_commit`] put a transaction's commit record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,9 +137,17 @@ impl LogWriter {
                 closed_on_disk: h.closed,
                 prev_base_lsn: h.prev_base_lsn,
                 commits: 0,
+                epochs: Vec::new(),
             }),
             flushed: Condvar::new(),
         }
+    }
+
+    /// The log file's length in bytes.
+    pub fn file_len(&self) -> Result<u64> {
+        self.file
+            .size()
+            .map_err(|e| Error::io("size log", &self.path, e))
     }
 
     fn lock(&self) -> Held<MutexGuard<'_, WState>> {
@@ -319,7 +334,15 @@ impl LogWriter {
     /// LSN `end_lsn`. Requires everything appended to be durable and
     /// installed (the caller's checkpoint has made the page file hold it).
     /// `closing` marks the epoch empty-by-a-clean-close (see the header).
-    pub fn recycle(&self, closing: bool) -> Result<()> {
+    ///
+    /// Then the file is cut back to its usual size when it grew far past it
+    /// (`keep_bytes`: see [`StoreOptions::log_keep_bytes`](crate::store::StoreOptions::log_keep_bytes)).
+    /// Safe at any moment after the new header is durable: every byte past
+    /// the header belongs to ended epochs, whose records are installed and
+    /// never verify at the new epoch's LSNs; a crash leaves the file at
+    /// either length. Nothing is appended meanwhile (this lock, and the
+    /// caller's gate).
+    pub fn recycle(&self, closing: bool, keep_bytes: u64) -> Result<()> {
         let mut s = self.lock();
         self.check(&s)?;
         if s.durable_lsn != s.end_lsn || s.leader {
@@ -343,9 +366,35 @@ impl LogWriter {
         if h.base_lsn != s.base_lsn {
             s.prev_base_lsn = s.base_lsn;
         }
+        let ended = s.end_lsn - s.base_lsn;
         s.base_lsn = h.base_lsn;
         s.buf_lsn = h.base_lsn;
         s.closed_on_disk = closing;
-        Ok(())
+        self.shrink(&mut s, ended, keep_bytes)
+    }
+
+    /// The rule of [`recycle`](Self::recycle): an epoch of `ended` bytes
+    /// just ended; the usual size is the larger of `keep_bytes` and the
+    /// longest of the epochs before it; a file more than twice that (past
+    /// its header) is cut to it and synced.
+    fn shrink(&self, s: &mut WState, ended: u64, keep_bytes: u64) -> Result<()> {
+        let usual = s.epochs.iter().copied().fold(keep_bytes, u64::max);
+        if s.epochs.len() == EPOCHS_KEPT {
+            s.epochs.remove(0);
+        }
+        s.epochs.push(ended);
+        let len = self.file_len()?;
+        if len.saturating_sub(RECORDS_START) / 2 <= usual {
+            return Ok(());
+        }
+        let res = self
+            .file
+            .set_len(RECORDS_START + usual)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| Error::io("shrink log", &self.path, e));
+        if let Err(e) = &res {
+            s.failed = Some(e.to_string());
+        }
+        res
     }
 }

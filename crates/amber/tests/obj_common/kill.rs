@@ -29,7 +29,7 @@ const MAX_NODES: usize = 80;
 
 /// Transaction `n`'s operations, planned on (and applied to) `model`, which
 /// holds the state after transaction `n - 1`.
-fn step(n: u64, model: &mut Model) -> Vec<Op> {
+pub fn step(n: u64, model: &mut Model) -> Vec<Op> {
     let mut rng = SplitMix::new(0x6b11_0000 ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let k = if n == 1 {
         20
@@ -50,7 +50,7 @@ fn step(n: u64, model: &mut Model) -> Vec<Op> {
 }
 
 /// The model after `c` transactions.
-fn advance(model: &mut Model, c: u64) {
+pub fn advance(model: &mut Model, c: u64) {
     while model.commits < c {
         let n = model.commits + 1;
         step(n, model);
@@ -66,16 +66,23 @@ fn child_options(b: Cfg) -> Options {
 
 /// The child: commits forever, reporting each commit.
 fn child(b: Cfg) {
+    commit_forever(b, child_options(b), |db| db);
+}
+
+/// Opens (or creates) the child's database with `o`, then commits forever,
+/// reporting each commit and handing the database to `after` after each
+/// (the collection's kill test collects there).
+pub fn commit_forever(b: Cfg, options: Options, mut after: impl FnMut(Db) -> Db) {
     let path = child_dir().join("db");
     let mut db = if path.exists() {
-        open(&path, child_options(b))
+        open(&path, options)
     } else {
-        let mut db = Db::create(&path, child_options(b)).expect("create");
+        let mut db = Db::create(&path, options).expect("create");
         create_root(&mut db);
         db
     };
     check_backend(&db, b);
-    let root = root_of(&db).expect("root");
+    let mut root = root_of(&db).expect("root");
     let mut model = Model::default();
     advance(&mut model, db.get(root).commits);
     let out = std::io::stdout();
@@ -108,9 +115,14 @@ fn child(b: Cfg) {
         }
         tx.commit().expect("commit");
         model = next;
-        let mut o = out.lock();
-        writeln!(o, "committed {n}").expect("stdout");
-        o.flush().expect("flush");
+        {
+            let mut o = out.lock();
+            writeln!(o, "committed {n}").expect("stdout");
+            o.flush().expect("flush");
+        }
+        db = after(db);
+        // A collection moves objects: the root is read again.
+        root = root_of(&db).expect("root");
     }
 }
 

@@ -35,6 +35,8 @@
 //!   a damaged clean page, and a forgotten transaction: memory and disk
 //!   stay at the committed state;
 //! - `kill`: SIGKILL during commits, through the public API;
+//! - `gc`: collection — identity kept, garbage reclaimed and counted, the
+//!   file shrinking, under the crash model and SIGKILL;
 //! - `eviction`, `rbuf`: regressions of bugs the suites found.
 //!
 //! Environment:
@@ -52,6 +54,7 @@ pub mod corrupt;
 pub mod eviction;
 pub mod failing;
 pub mod free;
+pub mod gc;
 pub mod graph;
 pub mod high;
 pub mod index_prop;

@@ -108,6 +108,25 @@ pub(crate) fn header(b: &[u8]) -> Result<Header, String> {
     })
 }
 
+/// The byte offsets in node `b` of the persistent addresses it holds (an
+/// inner node's children, child 0 first; a leaf's values), with its
+/// header: what the collector relocates.
+pub(crate) fn address_offsets(b: &[u8]) -> Result<(Header, Vec<usize>), String> {
+    let h = header(b)?;
+    let mut at = Vec::with_capacity(h.count + 1);
+    if !h.leaf {
+        at.push(8);
+    }
+    at.extend((0..h.count).map(|i| HDR + i * SLOT + 8));
+    Ok((h, at))
+}
+
+/// The unused bytes between node `b`'s slots and its key heap (what
+/// removals left there may be old addresses: the collector zeroes them).
+pub(crate) fn gap(h: &Header) -> std::ops::Range<usize> {
+    HDR + h.count * SLOT..h.heap
+}
+
 /// The value (leaf) or right child (inner) of slot `i < count`.
 pub(crate) fn value(b: &[u8], i: usize) -> u64 {
     u64_at(b, HDR + i * SLOT + 8)

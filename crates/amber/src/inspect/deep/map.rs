@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 /// One object's start: 16 bytes, the cost per object of the map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Start {
+pub(crate) struct Start {
     /// Persistent address of its body.
     pub addr: u64,
     /// Type id in bits 0..24, flags in bits 24..32 (as the object header).
@@ -39,6 +39,10 @@ impl Start {
         self.tag & MAX_TYPE_ID
     }
 
+    pub fn flags(&self) -> u8 {
+        (self.tag >> 24) as u8
+    }
+
     pub fn is_free(&self) -> bool {
         (self.tag >> 24) as u8 & FLAG_FREE != 0
     }
@@ -46,7 +50,7 @@ impl Start {
 
 /// What a block is, as far as pointers are concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Held {
+pub(crate) enum Held {
     /// Objects, all of them in the map.
     Data,
     /// Not objects: a metadata blob, a raw block, an unknown kind.
@@ -57,7 +61,7 @@ pub(super) enum Held {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Block {
+pub(crate) struct Block {
     pub start: u64,
     pub pages: u32,
     pub held: Held,
@@ -65,7 +69,7 @@ pub(super) struct Block {
 
 /// Where a persistent address points.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Located<'m> {
+pub(crate) enum Located<'m> {
     /// The start of an object's body.
     Start(&'m Start),
     /// `by` bytes into the body (or padding) of an object.
@@ -89,7 +93,7 @@ pub(super) enum Located<'m> {
 
 /// Every block and every object start.
 #[derive(Debug)]
-pub(super) struct ObjectMap {
+pub(crate) struct ObjectMap {
     pub page_size: u64,
     pub first_page: u64,
     pub page_count: u64,
@@ -103,6 +107,12 @@ impl ObjectMap {
         let i = self.blocks.partition_point(|b| b.start <= page);
         let b = self.blocks.get(i.checked_sub(1)?)?;
         (page < b.start + u64::from(b.pages)).then_some(b)
+    }
+
+    /// The position in [`starts`](Self::starts) of the object whose body
+    /// starts at `addr`, if one does.
+    pub fn start_index(&self, addr: u64) -> Option<usize> {
+        self.starts.binary_search_by_key(&addr, |s| s.addr).ok()
     }
 
     /// Where `addr` (not 0) points.
@@ -146,7 +156,7 @@ impl ObjectMap {
 }
 
 /// What a block's kind byte makes it.
-pub(super) fn held(kind: u8) -> Held {
+pub(crate) fn held(kind: u8) -> Held {
     match BlockKind::from_u8(kind) {
         Some(BlockKind::Data) => Held::Data,
         Some(BlockKind::Meta) => Held::Other("metadata blob"),
@@ -163,7 +173,7 @@ const CACHE_BYTES: usize = 8 << 20;
 /// Committed block images read through the store, a few kept (first in,
 /// first out).
 #[derive(Debug)]
-pub(super) struct Blocks<'s> {
+pub(crate) struct Blocks<'s> {
     store: &'s Store,
     kept: HashMap<u64, Arc<Vec<u8>>>,
     order: VecDeque<u64>,

@@ -24,7 +24,8 @@
 //! freed: the program's mistake, which reading refuses with
 //! [`Error::Dangling`](crate::Error::Dangling); the database is sound).
 
-mod map;
+pub(crate) mod map;
+pub(crate) mod visit;
 mod walk;
 
 use super::Inspector;
@@ -208,7 +209,7 @@ impl Db {
 
 /// The catalog's types by id, decoded (`None`: the descriptor does not
 /// decode, which is noted, and objects of it are not checked).
-type Types = HashMap<u32, Option<StoredType>>;
+pub(crate) type Types = HashMap<u32, Option<StoredType>>;
 
 fn types(store: &Store, report: &mut DeepReport) -> Types {
     let mut out = HashMap::new();
@@ -227,6 +228,14 @@ fn types(store: &Store, report: &mut DeepReport) -> Types {
 
 /// Runs both passes over `store`'s committed state.
 fn check(store: &Store) -> Result<DeepReport> {
+    verified_map(store).map(|(report, ..)| report)
+}
+
+/// Deep verification of `store`'s committed state, keeping what it built:
+/// the map of object starts and the decoded catalog, which the collector
+/// marks and relocates with (after refusing a database the report finds
+/// damaged).
+pub(crate) fn verified_map(store: &Store) -> Result<(DeepReport, ObjectMap, Types)> {
     let mut report = DeepReport::default();
     let types = types(store, &mut report);
     let map = map_objects(store, &types, &mut report)?;
@@ -245,7 +254,7 @@ fn check(store: &Store) -> Result<DeepReport> {
         w.root(&r);
     }
     blocks.result()?;
-    Ok(report)
+    Ok((report, map, types))
 }
 
 /// Live objects per type id in `store`'s committed state: the first pass

@@ -14,6 +14,7 @@
 mod index;
 
 use super::map::{Blocks, Located, ObjectMap, Start};
+use super::visit::{self, Seg, Slots, has_pointers};
 use super::{DeepReport, FindingClass, Place, Types};
 use crate::db::index::node::NODE_BYTES;
 use crate::format::bytes::{get_u32, get_u64};
@@ -21,22 +22,9 @@ use crate::format::meta::RootEntry;
 use crate::format::objects::walk as walk_objects;
 use crate::format::page::PageHeader;
 use crate::schema::compare::{PROGRAM_DATABASE, difference};
-use crate::schema::desc::{
-    Nullability, Prim, Shape, StoredField, StoredKind, StoredType, kind_name,
-};
+use crate::schema::desc::{Nullability, Prim, Shape, StoredKind, StoredType, kind_name};
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// One step of a field path.
-#[derive(Debug, Clone)]
-enum Seg<'a> {
-    /// The object's type name (the first step).
-    Type(&'a str),
-    Field(&'a str),
-    Index(u64),
-    /// An index entry, by its key as shown (`walk/index.rs`).
-    Key(String),
-}
 
 /// What a pointer must point at.
 #[derive(Debug, Clone, Copy)]
@@ -76,16 +64,6 @@ pub(super) struct Walker<'a> {
     /// Whether a type id is the array type of elements of a kind (keyed by
     /// the kind's address in `types`): the comparison clones descriptors.
     buffer_types: HashMap<(u32, usize), bool>,
-}
-
-/// Whether values of kind `k` hold anything to check.
-fn has_pointers(k: &StoredKind) -> bool {
-    match k {
-        StoredKind::Prim(_) => false,
-        StoredKind::Array { elem, .. } => has_pointers(elem),
-        StoredKind::Struct { fields, .. } => fields.iter().any(|f| has_pointers(&f.kind)),
-        _ => true,
-    }
 }
 
 impl<'a> Walker<'a> {
@@ -167,74 +145,7 @@ impl<'a> Walker<'a> {
             self.path.clear();
             self.path.push(Seg::Type(&t.name));
             let body = image.get(e.body..e.body + e.size).unwrap_or(&[]);
-            self.fields(body, 0, fields, blocks);
-        }
-    }
-
-    fn fields(&mut self, b: &[u8], at: usize, fields: &'a [StoredField], blocks: &mut Blocks<'_>) {
-        for f in fields {
-            if !has_pointers(&f.kind) {
-                continue;
-            }
-            self.path.push(Seg::Field(&f.name));
-            self.value(b, at + f.offset as usize, &f.kind, blocks);
-            self.path.pop();
-        }
-    }
-
-    /// Checks the value of kind `k` at `at` in `b` (an object's body, or a
-    /// buffer's). Bytes past the end were reported with the object's size.
-    fn value(&mut self, b: &[u8], at: usize, k: &'a StoredKind, blocks: &mut Blocks<'_>) {
-        match k {
-            StoredKind::Prim(_) => {}
-            StoredKind::Array {
-                elem,
-                elem_size,
-                len,
-            } => {
-                for i in 0..*len as usize {
-                    self.path.push(Seg::Index(i as u64));
-                    self.value(b, at + i * *elem_size as usize, elem, blocks);
-                    self.path.pop();
-                }
-            }
-            StoredKind::Struct { fields, .. } => self.fields(b, at, fields, blocks),
-            StoredKind::Ref {
-                target,
-                nullability,
-                ..
-            }
-            | StoredKind::Smart {
-                target,
-                nullability,
-                ..
-            } => match get_u64(b, at) {
-                None => {}
-                Some(0) if *nullability == Nullability::NonNull => self.found(
-                    FindingClass::Damage,
-                    format!(
-                        "null in a non-null `{}` (a page holding it is refused when fetched)",
-                        kind_name(k)
-                    ),
-                ),
-                Some(0) => {}
-                Some(v) => {
-                    self.pointer(v, Want::Struct(target));
-                }
-            },
-            StoredKind::Vec { elem, elem_size } => self.vector(b, at, elem, *elem_size, blocks),
-            StoredKind::Bytes => self.vector(b, at, &StoredKind::Prim(Prim::U8), 1, blocks),
-            StoredKind::Str => self.string(b, at, blocks),
-            StoredKind::Index {
-                target, key, multi, ..
-            } => {
-                let f = index::IndexField {
-                    target,
-                    key,
-                    multi: *multi,
-                };
-                self.index(b, at, &f, blocks);
-            }
+            visit::fields(&mut Visiting { w: self, blocks }, body, 0, fields);
         }
     }
 
@@ -415,13 +326,14 @@ impl<'a> Walker<'a> {
         let Some((image, off)) = self.image_of(s, blocks) else {
             return;
         };
-        let n = u64::from(len).min(u64::from(s.size / elem_size));
         let body = image.get(off..off + s.size as usize).unwrap_or(&[]);
-        for i in 0..n {
-            self.path.push(Seg::Index(i));
-            self.value(body, (i * u64::from(elem_size)) as usize, elem, blocks);
-            self.path.pop();
-        }
+        visit::elements(
+            &mut Visiting { w: self, blocks },
+            body,
+            u64::from(len),
+            elem,
+            elem_size,
+        );
     }
 
     /// A `PString` at `at` in `b`: a byte string whose `len` bytes are
@@ -451,6 +363,37 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// A `PRef`/`Smart` slot at `at` in `b`.
+    fn pointer_slot(&mut self, b: &[u8], at: usize, k: &'a StoredKind) {
+        let (StoredKind::Ref {
+            target,
+            nullability,
+            ..
+        }
+        | StoredKind::Smart {
+            target,
+            nullability,
+            ..
+        }) = k
+        else {
+            return;
+        };
+        match get_u64(b, at) {
+            None => {}
+            Some(0) if *nullability == Nullability::NonNull => self.found(
+                FindingClass::Damage,
+                format!(
+                    "null in a non-null `{}` (a page holding it is refused when fetched)",
+                    kind_name(k)
+                ),
+            ),
+            Some(0) => {}
+            Some(v) => {
+                self.pointer(v, Want::Struct(target));
+            }
+        }
+    }
+
     /// A named root: it must point at a live object of its type. A root
     /// whose type has no decodable descriptor is a storage-level user's,
     /// and is not checked.
@@ -461,5 +404,48 @@ impl<'a> Walker<'a> {
         self.owner = Owner::Root(r.name.clone());
         self.path.clear();
         self.pointer(r.addr, Want::Id(r.type_id));
+    }
+}
+
+/// The walker with its block cache, as the descent's visitor: checks each
+/// reference slot the descent finds.
+struct Visiting<'w, 'a, 'b, 's> {
+    w: &'w mut Walker<'a>,
+    blocks: &'b mut Blocks<'s>,
+}
+
+impl<'a> Slots<'a> for Visiting<'_, 'a, '_, '_> {
+    fn enter(&mut self, seg: Seg<'a>) {
+        self.w.path.push(seg);
+    }
+
+    fn leave(&mut self) {
+        self.w.path.pop();
+    }
+
+    fn pointer(&mut self, b: &[u8], at: usize, kind: &'a StoredKind) {
+        self.w.pointer_slot(b, at, kind);
+    }
+
+    fn vector(&mut self, b: &[u8], at: usize, elem: &'a StoredKind, elem_size: u32) {
+        self.w.vector(b, at, elem, elem_size, self.blocks);
+    }
+
+    fn string(&mut self, b: &[u8], at: usize) {
+        self.w.string(b, at, self.blocks);
+    }
+
+    fn index(&mut self, b: &[u8], at: usize, kind: &'a StoredKind) {
+        if let StoredKind::Index {
+            target, key, multi, ..
+        } = kind
+        {
+            let f = index::IndexField {
+                target,
+                key,
+                multi: *multi,
+            };
+            self.w.index(b, at, &f, self.blocks);
+        }
     }
 }
