@@ -112,6 +112,12 @@ pub struct AmberCommits {
     pub log_bytes: f64,
     /// Log `fdatasync` calls.
     pub log_syncs: f64,
+    /// Time to find the written pages, ms.
+    pub detect_ms: f64,
+    /// Time to diff them, ms.
+    pub diff_ms: f64,
+    /// Time to write and sync the log, ms.
+    pub write_ms: f64,
 }
 
 /// The result of `amber bench index`.
@@ -256,6 +262,7 @@ pub fn index(
     let amber_insert = ms(t);
     let mut amber_tx = Vec::with_capacity(extra.len());
     let (mut blocks, mut log_bytes) = (0u64, 0u64);
+    let mut parts = [0f64; 3];
     let syncs = amber.db.stats().store.log_syncs;
     for (i, k) in extra.iter().enumerate() {
         let t = Instant::now();
@@ -263,12 +270,18 @@ pub fn index(
         amber_tx.push(ms(t));
         blocks += s.blocks;
         log_bytes += s.log_bytes;
+        for (p, d) in parts.iter_mut().zip([s.detect, s.diff, s.write]) {
+            *p += d.as_secs_f64() * 1e3;
+        }
     }
     let n = extra.len() as f64;
     let amber_commit = AmberCommits {
         blocks: blocks as f64 / n,
         log_bytes: log_bytes as f64 / n,
         log_syncs: (amber.db.stats().store.log_syncs - syncs) as f64 / n,
+        detect_ms: parts[0] / n,
+        diff_ms: parts[1] / n,
+        write_ms: parts[2] / n,
     };
     let mut peer_load = None;
     if let Some(p) = peer.as_mut() {
@@ -379,8 +392,8 @@ impl IndexReport {
         let c = &self.amber_commit;
         let _ = writeln!(
             s,
-            "amber single-insert commit: {:.1} blocks, {:.0} log bytes, {:.2} log syncs",
-            c.blocks, c.log_bytes, c.log_syncs
+            "amber single-insert commit: {:.1} blocks, {:.0} log bytes, {:.2} log syncs; detect {:.3} ms, diff {:.3} ms, write {:.3} ms (means)",
+            c.blocks, c.log_bytes, c.log_syncs, c.detect_ms, c.diff_ms, c.write_ms
         );
         let show = |r: Option<f64>, target: f64| match r {
             Some(r) => format!("{r:.2} (target <= {target})"),
