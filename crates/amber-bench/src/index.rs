@@ -12,8 +12,9 @@
 //! - `insert`: all N keys in one transaction (Amber: allocate the record and
 //!   insert it; the peer: insert the pair), committed durably;
 //! - `insert_tx`: 1,000 transactions inserting one new key each, every
-//!   commit synced (Amber's log fsync, redb's `Durability::Immediate`);
-//!   the median commit-to-commit time;
+//!   commit synced (Amber's log fsync, redb's `Durability::Immediate`),
+//!   alternating between the engines (each key inserted into Amber and into
+//!   the peer in turn, Amber first on even keys); the median time of one;
 //! - `lookup`: batches of random lookups of present keys (a seeded sample),
 //!   summing the records' values; one untimed batch per engine first makes
 //!   everything resident (hot), then timed batches alternate between the
@@ -112,6 +113,12 @@ pub struct AmberCommits {
     pub log_bytes: f64,
     /// Log `fdatasync` calls.
     pub log_syncs: f64,
+    /// Time to find the written pages, ms.
+    pub detect_ms: f64,
+    /// Time to diff them, ms.
+    pub diff_ms: f64,
+    /// Time to write and sync the log, ms.
+    pub write_ms: f64,
 }
 
 /// The result of `amber bench index`.
@@ -143,7 +150,7 @@ pub struct IndexReport {
 const METHOD: &str = "N distinct random words of 12-20 lowercase letters (seeded) mapped to records holding a u64 \
 (Amber: PIndex<Record, String> to objects; the peer: a table &str -> u64); fresh databases; \
 insert: all N in one durable transaction (Amber allocates each record too); \
-insert_tx: 1,000 new keys, one durable transaction each (median); \
+insert_tx: 1,000 new keys, one durable transaction each, alternating between engines (median); \
 lookup: batches of random present keys summing the values, after one untimed batch per engine (hot), batches alternating between engines (median); \
 ratios are Amber's median over the peer's in the same run";
 
@@ -249,41 +256,59 @@ pub fn index(
         .map(|&i| i as u64)
         .fold(0u64, u64::wrapping_add);
 
-    // Loads, then single-insert transactions, Amber first.
+    // Loads, Amber first.
     let mut amber = AmberSide::create(work.path())?;
     let t = Instant::now();
     amber.insert_all(keys)?;
     let amber_insert = ms(t);
-    let mut amber_tx = Vec::with_capacity(extra.len());
+    let peer_insert = match peer.as_mut() {
+        Some(p) => {
+            p.create(work.path())?;
+            let t = Instant::now();
+            p.insert_all(keys)?;
+            Some(ms(t))
+        }
+        None => None,
+    };
+
+    // Single-insert transactions, alternating between the engines (Amber
+    // first on even keys), so that the disk's drift weighs on both alike.
+    let (mut amber_tx, mut peer_tx) = (Vec::new(), Vec::new());
     let (mut blocks, mut log_bytes) = (0u64, 0u64);
+    let mut parts = [0f64; 3];
     let syncs = amber.db.stats().store.log_syncs;
     for (i, k) in extra.iter().enumerate() {
-        let t = Instant::now();
-        let s = amber.insert_one(k, (cfg.keys + i) as u64)?;
-        amber_tx.push(ms(t));
-        blocks += s.blocks;
-        log_bytes += s.log_bytes;
+        let v = (cfg.keys + i) as u64;
+        for side in [i % 2, 1 - i % 2] {
+            let t = Instant::now();
+            match (side, peer.as_mut()) {
+                (0, _) => {
+                    let s = amber.insert_one(k, v)?;
+                    amber_tx.push(ms(t));
+                    blocks += s.blocks;
+                    log_bytes += s.log_bytes;
+                    for (p, d) in parts.iter_mut().zip([s.detect, s.diff, s.write]) {
+                        *p += d.as_secs_f64() * 1e3;
+                    }
+                }
+                (_, Some(p)) => {
+                    p.insert_one(k, v)?;
+                    peer_tx.push(ms(t));
+                }
+                (_, None) => {}
+            }
+        }
     }
     let n = extra.len() as f64;
     let amber_commit = AmberCommits {
         blocks: blocks as f64 / n,
         log_bytes: log_bytes as f64 / n,
         log_syncs: (amber.db.stats().store.log_syncs - syncs) as f64 / n,
+        detect_ms: parts[0] / n,
+        diff_ms: parts[1] / n,
+        write_ms: parts[2] / n,
     };
-    let mut peer_load = None;
-    if let Some(p) = peer.as_mut() {
-        p.create(work.path())?;
-        let t = Instant::now();
-        p.insert_all(keys)?;
-        let load = ms(t);
-        let mut times = Vec::with_capacity(extra.len());
-        for (i, k) in extra.iter().enumerate() {
-            let t = Instant::now();
-            p.insert_one(k, (cfg.keys + i) as u64)?;
-            times.push(ms(t));
-        }
-        peer_load = Some((load, times));
-    }
+    let peer_load = peer_insert.map(|load| (load, peer_tx));
 
     // Lookups: one untimed batch each, then alternating timed batches.
     let check = |who: &str, sum: u64| {
@@ -379,8 +404,8 @@ impl IndexReport {
         let c = &self.amber_commit;
         let _ = writeln!(
             s,
-            "amber single-insert commit: {:.1} blocks, {:.0} log bytes, {:.2} log syncs",
-            c.blocks, c.log_bytes, c.log_syncs
+            "amber single-insert commit: {:.1} blocks, {:.0} log bytes, {:.2} log syncs; detect {:.3} ms, diff {:.3} ms, write {:.3} ms (means)",
+            c.blocks, c.log_bytes, c.log_syncs, c.detect_ms, c.diff_ms, c.write_ms
         );
         let show = |r: Option<f64>, target: f64| match r {
             Some(r) => format!("{r:.2} (target <= {target})"),

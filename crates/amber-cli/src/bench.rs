@@ -701,9 +701,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
             let a: IndexArgs = parse("index", args)?;
             check_json_target(a.json.as_deref())?;
             let peer = index_peer();
-            if peer.is_none() {
-                eprintln!("amber bench index: note: {COMPARE_HINT}");
-            }
+            let alone = peer.is_none();
             let r = index::index(
                 &IndexConfig {
                     keys: a.keys,
@@ -717,6 +715,9 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
             )?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+            if alone {
+                let _ = writeln!(out, "note: {COMPARE_HINT}");
+            }
         }
         Some("oo1") => return oo1(args, out),
         Some("readers") => return readers(args, out),

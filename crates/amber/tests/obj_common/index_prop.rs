@@ -14,6 +14,7 @@
 use super::{Cfg, check_backend, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
 use amber::{Db, Error, PIndex, PMultiIndex, PRef, Persistent};
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -111,6 +112,39 @@ fn vals<T>(r: amber::Result<T>) -> T {
     r.expect("index read")
 }
 
+/// The entries an index iteration gave, with their values' numbers.
+fn entries<K>(
+    it: amber::Result<impl Iterator<Item = amber::Result<(K, PRef<IxVal>)>>>,
+    val: impl Fn(PRef<IxVal>) -> u64,
+) -> Vec<(K, u64)> {
+    vals(it).map(vals).map(|(k, p)| (k, val(p))).collect()
+}
+
+/// A map model's entries with keys within `(lo, hi)`.
+fn in_map<K: Ord + Clone + Borrow<Q>, Q: Ord + ?Sized>(
+    m: &BTreeMap<K, u64>,
+    lo: Bound<&Q>,
+    hi: Bound<&Q>,
+) -> Vec<(K, u64)> {
+    m.iter()
+        .filter(|(k, _)| within((*k).borrow(), lo, hi))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+/// A multi-map model's entries with keys within `(lo, hi)`, in key order
+/// and, within a key, in insertion order.
+fn in_multi<K: Ord + Clone + Borrow<Q>, Q: Ord + ?Sized>(
+    m: &BTreeMap<K, Vec<u64>>,
+    lo: Bound<&Q>,
+    hi: Bound<&Q>,
+) -> Vec<(K, u64)> {
+    m.iter()
+        .filter(|(k, _)| within((*k).borrow(), lo, hi))
+        .flat_map(|(k, vs)| vs.iter().map(|v| (k.clone(), *v)))
+        .collect()
+}
+
 /// Reads through `$v` (a `Db` or a `Tx`) and compares with the model:
 /// point lookups of `$n` random keys and ranges, or (`full`) every entry.
 macro_rules! check {
@@ -158,75 +192,27 @@ macro_rules! check {
                 lo.as_ref().map(String::as_str),
                 hi.as_ref().map(String::as_str),
             );
-            let got: Vec<(String, u64)> = vals(v.index_range(&r.names, (lo, hi)))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(String, u64)> = m
-                .names
-                .iter()
-                .filter(|(k, _)| within(k.as_str(), lo, hi))
-                .map(|(k, v)| (k.clone(), *v))
-                .collect();
-            assert_eq!(got, want, "names in {lo:?}..{hi:?}");
+            let got = entries(v.index_range(&r.names, (lo, hi)), val);
+            assert_eq!(got, in_map(&m.names, lo, hi), "names in {lo:?}..{hi:?}");
             let (lo, hi) = (bound(rng, num), bound(rng, num));
-            let got: Vec<(u64, u64)> = vals(v.index_range(&r.nums, (lo, hi)))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(u64, u64)> = m
-                .nums
-                .iter()
-                .filter(|(k, _)| within(*k, lo.as_ref(), hi.as_ref()))
-                .map(|(k, v)| (*k, *v))
-                .collect();
+            let got = entries(v.index_range(&r.nums, (lo, hi)), val);
+            let want = in_map(&m.nums, lo.as_ref(), hi.as_ref());
             assert_eq!(got, want, "nums in {lo:?}..{hi:?}");
             let (lo, hi) = (bound(rng, date), bound(rng, date));
-            let got: Vec<(u32, u64)> = vals(v.multi_range(&r.dates, (lo, hi)))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(u32, u64)> = m
-                .dates
-                .iter()
-                .filter(|(k, _)| within(*k, lo.as_ref(), hi.as_ref()))
-                .flat_map(|(k, vs)| vs.iter().map(|v| (*k, *v)))
-                .collect();
+            let got = entries(v.multi_range(&r.dates, (lo, hi)), val);
+            let want = in_multi(&m.dates, lo.as_ref(), hi.as_ref());
             assert_eq!(got, want, "dates in {lo:?}..{hi:?}");
         }
         if $full {
-            let got: Vec<(String, u64)> = vals(v.index_iter(&r.names))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(String, u64)> = m.names.iter().map(|(k, v)| (k.clone(), *v)).collect();
-            assert_eq!(got, want, "all names");
-            let got: Vec<(u64, u64)> = vals(v.index_range(&r.nums, ..=u64::MAX))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(u64, u64)> = m.nums.iter().map(|(k, v)| (*k, *v)).collect();
-            assert_eq!(got, want, "all nums");
-            let got: Vec<(u32, u64)> = vals(v.multi_iter(&r.dates))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(u32, u64)> = m
-                .dates
-                .iter()
-                .flat_map(|(k, vs)| vs.iter().map(|v| (*k, *v)))
-                .collect();
-            assert_eq!(got, want, "all dates");
-            let got: Vec<(String, u64)> = vals(v.multi_iter(&r.tags))
-                .map(|e| vals(e))
-                .map(|(k, p)| (k, val(p)))
-                .collect();
-            let want: Vec<(String, u64)> = m
-                .tags
-                .iter()
-                .flat_map(|(k, vs)| vs.iter().map(|v| (k.clone(), *v)))
-                .collect();
-            assert_eq!(got, want, "all tags");
+            use Bound::Unbounded as U;
+            let got = entries(v.index_iter(&r.names), val);
+            assert_eq!(got, in_map::<_, str>(&m.names, U, U), "all names");
+            let got = entries(v.index_range(&r.nums, ..=u64::MAX), val);
+            assert_eq!(got, in_map::<_, u64>(&m.nums, U, U), "all nums");
+            let got = entries(v.multi_iter(&r.dates), val);
+            assert_eq!(got, in_multi::<_, u32>(&m.dates, U, U), "all dates");
+            let got = entries(v.multi_iter(&r.tags), val);
+            assert_eq!(got, in_multi::<_, str>(&m.tags, U, U), "all tags");
         }
     }};
 }

@@ -42,9 +42,9 @@ const BODY: usize = NODE_BYTES - HDR;
 /// The longest encoded key: three entries of this size fit in a node, so a
 /// split always leaves both halves room for the entry that caused it.
 pub(crate) const MAX_KEY: usize = 1024;
-/// An entry copied out of a node: its key and its value (leaf) or right
-/// child (inner).
-pub(crate) type Entry = (Vec<u8>, u64);
+/// An entry of a node: its key and its value (leaf) or right child
+/// (inner).
+pub(crate) type Entry<'a> = (&'a [u8], u64);
 /// Node kinds (byte 2).
 const KIND_LEAF: u8 = 1;
 const KIND_INNER: u8 = 2;
@@ -269,18 +269,19 @@ pub(crate) fn remove_child(b: &mut [u8], j: usize) -> Result<bool, String> {
     Ok(true)
 }
 
-/// The node's entries, copied out: its keys and values (children).
-pub(crate) fn entries(b: &[u8]) -> Result<(Header, Vec<Entry>), String> {
+/// The node's entries: its keys and values (children), borrowed from `b`
+/// (a copy, when the node is to be rewritten from them).
+pub(crate) fn entries(b: &[u8]) -> Result<(Header, Vec<Entry<'_>>), String> {
     let h = header(b)?;
     let e = (0..h.count)
-        .map(|i| Ok((key(b, &h, i)?.to_vec(), value(b, i))))
+        .map(|i| Ok((key(b, &h, i)?, value(b, i))))
         .collect::<Result<_, String>>()?;
     Ok((h, e))
 }
 
 /// Rewrites `b` as a node holding `entries` (which must fit), its heap
 /// without garbage.
-pub(crate) fn build(b: &mut [u8], leaf: bool, child0: u64, entries: &[Entry]) {
+pub(crate) fn build(b: &mut [u8], leaf: bool, child0: u64, entries: &[Entry<'_>]) {
     init(b, leaf, child0);
     let mut heap = NODE_BYTES;
     for (i, (k, v)) in entries.iter().enumerate() {
@@ -294,13 +295,14 @@ pub(crate) fn build(b: &mut [u8], leaf: bool, child0: u64, entries: &[Entry]) {
 
 /// Rewrites the node without its heap's garbage.
 fn compact(b: &mut [u8]) -> Result<(), String> {
-    let (h, e) = entries(b)?;
+    let copy = b.to_vec();
+    let (h, e) = entries(&copy)?;
     build(b, h.leaf, h.child0, &e);
     Ok(())
 }
 
 /// Whether `entries` fit in one node.
-pub(crate) fn fits(entries: &[Entry]) -> bool {
+pub(crate) fn fits(entries: &[Entry<'_>]) -> bool {
     entries.iter().map(|(k, _)| cost(k.len())).sum::<usize>() <= BODY
 }
 
@@ -308,7 +310,7 @@ pub(crate) fn fits(entries: &[Entry]) -> bool {
 /// that halves their bytes, kept so that each side has at least one entry
 /// (`min_right` of them on the right: 1 for a leaf, 2 for an inner node,
 /// whose first right entry moves up).
-pub(crate) fn split_point(entries: &[Entry], min_right: usize) -> usize {
+pub(crate) fn split_point(entries: &[Entry<'_>], min_right: usize) -> usize {
     let total: usize = entries.iter().map(|(k, _)| cost(k.len())).sum();
     let mut acc = 0;
     let mut m = entries.len();

@@ -114,14 +114,14 @@ impl Tx<'_> {
         mut v: u64,
     ) -> Result<()> {
         loop {
-            let r = node::entries(self.node_mut(at)?);
-            let (h, mut e) = r.map_err(self.damaged(at))?;
-            e.insert(i, (key, v));
+            let image = self.node_mut(at)?.to_vec();
+            let (h, mut e) = node::entries(&image).map_err(self.damaged(at))?;
+            e.insert(i, (&key, v));
             let near = translate(self.fs, at, 1)?;
             let (left, sep, right, right_child0) = if h.leaf {
                 let m = node::split_point(&e, 1);
                 let right = e.split_off(m);
-                let sep = node::separator(&e[m - 1].0, &right[0].0);
+                let sep = node::separator(e[m - 1].0, right[0].0);
                 (e, sep, right, 0)
             } else {
                 // The first right entry's key moves up; its child starts
@@ -129,7 +129,7 @@ impl Tx<'_> {
                 let m = node::split_point(&e, 2);
                 let mut right = e.split_off(m);
                 let (sep, child0) = right.remove(0);
-                (e, sep, right, child0)
+                (e, sep.to_vec(), right, child0)
             };
             if !node::fits(&left) || !node::fits(&right) {
                 return Err(Error::internal("an index node split leaves a half too large"));
