@@ -266,3 +266,29 @@ fn emptied_nodes_are_freed() {
     assert_eq!(db.get(got).v, 7);
     db.close().expect("close");
 }
+
+/// The index reads are part of the read trait: one function serves a
+/// database and a transaction, which sees its own inserts.
+#[test]
+fn index_reads_through_the_read_trait() {
+    use amber::View;
+    fn sum(v: &impl View, h: PRef<Holder>, lo: u64, hi: u64) -> u64 {
+        let idx = &v.get(h).idx;
+        v.index_range(idx, lo..hi)
+            .expect("range")
+            .map(|e| v.get(e.expect("entry").1).v)
+            .sum()
+    }
+    let (_dir, path) = build(100);
+    let mut db = Db::open(&path, Options::default()).expect("open");
+    let h: PRef<Holder> = db.root("h").expect("root").expect("h");
+    assert_eq!(sum(&db, h, 10, 20), (10..20).sum());
+    let mut tx = db.begin().expect("begin");
+    let v = tx.alloc(Val { v: 1000 }).expect("alloc");
+    tx.index_insert(h, |o| &mut o.idx, &150, v).expect("insert");
+    assert_eq!(sum(&tx, h, 100, 200), 1000);
+    assert!(View::index_contains(&tx, &tx.get(h).idx, &150).expect("contains"));
+    tx.abort().expect("abort");
+    assert_eq!(sum(&db, h, 100, 200), 0);
+    assert!(!View::index_contains(&db, &db.get(h).idx, &150).expect("contains"));
+}

@@ -19,7 +19,9 @@ use super::{Db, Tx, checked, fault_error, translate};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::meta::RootEntry;
 use crate::format::objects::OBJECT_ALIGN;
-use crate::ptr::{PBytes, PRef, PString, PVec, Smart};
+use crate::db::index::{IndexKey, IndexRange, IndexValues, Nodes, reads};
+use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+use std::ops::RangeBounds;
 use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
@@ -40,6 +42,17 @@ pub struct Reading<'a> {
     /// In a transaction: its store transaction (its own roots) and its
     /// bookkeeping (its own allocations and frees).
     tx: Option<(&'a StoreTx<'a>, &'a TxState)>,
+}
+
+impl<'a> Reading<'a> {
+    /// What reading an index needs.
+    pub(crate) fn nodes(self) -> Nodes<'a> {
+        Nodes {
+            access: self.access,
+            fs: self.fs,
+            path: self.store.path(),
+        }
+    }
 }
 
 /// Reading a database, the same on a [`Db`] and in a [`Tx`]: write
@@ -234,6 +247,79 @@ pub trait View {
         out.sort();
         Ok(out)
     }
+
+    /// The object under `key` in index `idx`.
+    fn index_get<V: Persistent, K: IndexKey>(
+        &self,
+        idx: &PIndex<V, K>,
+        key: &K::Borrowed,
+    ) -> Result<Option<PRef<V>>> {
+        reads::get::<V, K::Borrowed>(self.reading().nodes(), idx.root, key)
+    }
+
+    /// Whether index `idx` has an entry under `key`.
+    fn index_contains<V: Persistent, K: IndexKey>(
+        &self,
+        idx: &PIndex<V, K>,
+        key: &K::Borrowed,
+    ) -> Result<bool> {
+        Ok(self.index_get(idx, key)?.is_some())
+    }
+
+    /// The entries of index `idx` with keys in `range`, in key order, by
+    /// iterator (see [`Db::index_range`]).
+    fn index_range<'a, V: Persistent, K: IndexKey>(
+        &'a self,
+        idx: &PIndex<V, K>,
+        range: impl RangeBounds<K::Borrowed>,
+    ) -> Result<IndexRange<'a, V, K>> {
+        reads::range(self.reading().nodes(), idx.root, &range, false)
+    }
+
+    /// All entries of index `idx`, in key order.
+    fn index_iter<'a, V: Persistent, K: IndexKey>(
+        &'a self,
+        idx: &PIndex<V, K>,
+    ) -> Result<IndexRange<'a, V, K>> {
+        reads::range::<V, K>(self.reading().nodes(), idx.root, &.., false)
+    }
+
+    /// The objects under `key` in multi-index `idx`, in insertion order.
+    fn multi_get<'a, V: Persistent, K: IndexKey>(
+        &'a self,
+        idx: &PMultiIndex<V, K>,
+        key: &K::Borrowed,
+    ) -> Result<IndexValues<'a, V>> {
+        reads::values::<V, K::Borrowed>(self.reading().nodes(), idx.root, key)
+    }
+
+    /// Whether multi-index `idx` has an entry under `key`.
+    fn multi_contains<V: Persistent, K: IndexKey>(
+        &self,
+        idx: &PMultiIndex<V, K>,
+        key: &K::Borrowed,
+    ) -> Result<bool> {
+        self.multi_get(idx, key)?.next().transpose().map(|v| v.is_some())
+    }
+
+    /// The entries of multi-index `idx` with keys in `range`, in key order
+    /// and, within a key, in insertion order.
+    fn multi_range<'a, V: Persistent, K: IndexKey>(
+        &'a self,
+        idx: &PMultiIndex<V, K>,
+        range: impl RangeBounds<K::Borrowed>,
+    ) -> Result<IndexRange<'a, V, K>> {
+        reads::range(self.reading().nodes(), idx.root, &range, true)
+    }
+
+    /// All entries of multi-index `idx`, in key order.
+    fn multi_iter<'a, V: Persistent, K: IndexKey>(
+        &'a self,
+        idx: &PMultiIndex<V, K>,
+    ) -> Result<IndexRange<'a, V, K>> {
+        reads::range::<V, K>(self.reading().nodes(), idx.root, &.., true)
+    }
+
 }
 
 impl<'a> Reading<'a> {

@@ -10,6 +10,7 @@ use crate::error::{Error, FileKind, Location, Result};
 use crate::format::objects::OBJECT_ALIGN;
 use crate::ptr::{PIndex, PMultiIndex, PRef};
 use crate::schema::layout::pages_for;
+use crate::db::View;
 use crate::vm::Persistent;
 use std::fmt;
 use std::marker::PhantomData;
@@ -201,8 +202,9 @@ pub(crate) mod reads {
     }
 }
 
-/// The read methods of `Db` and `Tx`, written once (each type's `nodes()`
-/// gives what they need).
+/// The read methods of `Db` and `Tx`: inherent, so that calling them needs
+/// no import; each forwards to [`View`](crate::View), where they are
+/// written once.
 macro_rules! index_reads {
     ($t:ty) => {
         impl $t {
@@ -211,9 +213,8 @@ macro_rules! index_reads {
                 &self,
                 idx: &PIndex<V, K>,
                 key: &K::Borrowed,
-            ) -> Result<Option<PRef<V>>>
-            {
-                reads::get::<V, K::Borrowed>(self.nodes(), idx.root, key)
+            ) -> Result<Option<PRef<V>>> {
+                View::index_get(self, idx, key)
             }
 
             /// Whether `idx` has an entry under `key`.
@@ -221,9 +222,8 @@ macro_rules! index_reads {
                 &self,
                 idx: &PIndex<V, K>,
                 key: &K::Borrowed,
-            ) -> Result<bool>
-            {
-                Ok(self.index_get(idx, key)?.is_some())
+            ) -> Result<bool> {
+                View::index_contains(self, idx, key)
             }
 
             /// The entries of `idx` with keys in `range`, in key order, by
@@ -234,9 +234,8 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PIndex<V, K>,
                 range: impl RangeBounds<K::Borrowed>,
-            ) -> Result<IndexRange<'a, V, K>>
-            {
-                reads::range(self.nodes(), idx.root, &range, false)
+            ) -> Result<IndexRange<'a, V, K>> {
+                View::index_range(self, idx, range)
             }
 
             /// All entries of `idx`, in key order.
@@ -244,7 +243,7 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PIndex<V, K>,
             ) -> Result<IndexRange<'a, V, K>> {
-                reads::range::<V, K>(self.nodes(), idx.root, &.., false)
+                View::index_iter(self, idx)
             }
 
             /// The objects under `key` in `idx`, in insertion order.
@@ -252,9 +251,8 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PMultiIndex<V, K>,
                 key: &K::Borrowed,
-            ) -> Result<IndexValues<'a, V>>
-            {
-                reads::values::<V, K::Borrowed>(self.nodes(), idx.root, key)
+            ) -> Result<IndexValues<'a, V>> {
+                View::multi_get(self, idx, key)
             }
 
             /// Whether `idx` has an entry under `key`.
@@ -262,9 +260,8 @@ macro_rules! index_reads {
                 &self,
                 idx: &PMultiIndex<V, K>,
                 key: &K::Borrowed,
-            ) -> Result<bool>
-            {
-                self.multi_get(idx, key)?.next().transpose().map(|v| v.is_some())
+            ) -> Result<bool> {
+                View::multi_contains(self, idx, key)
             }
 
             /// The entries of `idx` with keys in `range`, in key order and,
@@ -273,9 +270,8 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PMultiIndex<V, K>,
                 range: impl RangeBounds<K::Borrowed>,
-            ) -> Result<IndexRange<'a, V, K>>
-            {
-                reads::range(self.nodes(), idx.root, &range, true)
+            ) -> Result<IndexRange<'a, V, K>> {
+                View::multi_range(self, idx, range)
             }
 
             /// All entries of `idx`, in key order.
@@ -283,7 +279,7 @@ macro_rules! index_reads {
                 &'a self,
                 idx: &PMultiIndex<V, K>,
             ) -> Result<IndexRange<'a, V, K>> {
-                reads::range::<V, K>(self.nodes(), idx.root, &.., true)
+                View::multi_iter(self, idx)
             }
         }
     };
@@ -291,16 +287,6 @@ macro_rules! index_reads {
 
 index_reads!(Db);
 index_reads!(Tx<'_>);
-
-impl Db {
-    fn nodes(&self) -> Nodes<'_> {
-        Nodes {
-            access: &self.access,
-            fs: &self.fs,
-            path: self.store.path(),
-        }
-    }
-}
 
 impl Tx<'_> {
     /// The address of the index header `field` selects in `obj`.

@@ -27,4 +27,6 @@ mod read;
 mod write;
 
 pub use api::{IndexRange, IndexValues};
+pub(crate) use api::reads;
+pub(crate) use read::Nodes;
 pub use key::IndexKey;
