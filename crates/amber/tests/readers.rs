@@ -238,3 +238,32 @@ fn readers_beside_a_killed_writer_see_whole_commits() {
     eprintln!("readers: {rounds} kills, {refreshes} refreshes, {seen} commits seen");
     w.close().expect("close");
 }
+
+/// A collection replaces the page file, which a reader would go on
+/// reading: it is refused while a reader has the database open, and runs
+/// once the reader is gone; a reader opened afterwards sees the collected
+/// file.
+#[test]
+fn a_collection_waits_for_no_reader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("book.amber");
+    let mut w = create(&path);
+    for s in 0..10 {
+        commit(&mut w, s);
+    }
+    let r = Db::open_read_only(&path, Options::default()).expect("reader");
+    let e = w.collect().expect_err("a reader is open");
+    assert!(
+        e.to_string().contains("reader(s) have the database open"),
+        "{e}"
+    );
+    assert_eq!(check(&r, "beside the refused collection"), 10);
+    r.close().expect("close the reader");
+    let w = Db::open(&path, Options::default()).expect("reopen the writer");
+    let (w, stats) = w.collect().expect("no reader: the collection runs");
+    assert!(stats.objects_live > 0, "{stats:?}");
+    let r = Db::open_read_only(&path, Options::default()).expect("a reader after");
+    assert_eq!(check(&r, "after the collection"), 10);
+    r.close().expect("close");
+    w.close().expect("close");
+}

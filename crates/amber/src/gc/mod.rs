@@ -93,7 +93,12 @@ impl Db {
     /// "Collection"). Between the close and the reopening another process
     /// may take the database, which the reopening reports as
     /// [`Error::Locked`]. A database that deep verification finds damaged
-    /// is refused ([`Error::Corrupt`]) and left as it is.
+    /// is refused ([`Error::Corrupt`]) and left as it is. While read-only
+    /// handles ([`Db::open_read_only`]) have it open, it is refused
+    /// ([`Error::Invalid`]): the collection replaces the page file they
+    /// read; readers that open meanwhile wait until the new file is in
+    /// place. A refused collection has closed the handle: open the
+    /// database again.
     ///
     /// Reads every block three times (verification, marking, copying) and
     /// holds 16 bytes per object plus a role and a new address per object.
