@@ -129,7 +129,7 @@ impl Store {
         let end = log.end_lsn();
         let readers = Table::open(&*vfs, path)?;
         if let Some(t) = &readers {
-            t.register_writer(end)?;
+            t.register_writer(&t.lock()?, end)?;
         }
         Store::start(Core {
             vfs,
@@ -223,6 +223,10 @@ impl Store {
         let log = if opts.read_only {
             None
         } else {
+            // A reader with no writer to ask reads the log to its last valid
+            // record, holding the reader table's lock: the torn tail is cut,
+            // and this writer registered, under it (`readers.rs`).
+            let registering = readers.as_ref().map(|t| t.lock()).transpose()?;
             // Bytes after the end of the log that a clean close did not vouch
             // for may be a batch of this epoch cut short by a crash: records
             // at the very LSNs new ones would get, which a later scan could
@@ -233,6 +237,10 @@ impl Store {
                     .and_then(|()| logf.sync_data())
                     .map_err(|e| Error::io("truncate log", &wal, e))?;
             }
+            if let (Some(t), Some(g)) = (&readers, &registering) {
+                t.register_writer(g, end_lsn)?;
+            }
+            drop(registering);
             Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))
         };
         let mut core = Core {
@@ -252,9 +260,6 @@ impl Store {
             readers,
             reader,
         };
-        if let (Some(t), Some(_)) = (&core.readers, &core.log) {
-            t.register_writer(end_lsn)?;
-        }
         // Install what recovery rebuilt, and rewrite a damaged superblock or
         // log header copy (the checkpoint writes the copy that is not current).
         if core.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged) {

@@ -253,9 +253,9 @@ impl Table {
         Ok(h)
     }
 
-    /// Registers this process as the writer, with the log durable to `end`.
-    pub(crate) fn register_writer(&self, end: u64) -> Result<()> {
-        let _g = self.lock()?;
+    /// Registers this process as the writer, with the log durable to `end`
+    /// (the table's lock `_g` held).
+    pub(crate) fn register_writer(&self, _g: &Locked<'_>, end: u64) -> Result<()> {
         let me = Process::me();
         let mut b = [0u8; 32];
         b[..8].copy_from_slice(&me.pid.to_le_bytes());
