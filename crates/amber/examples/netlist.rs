@@ -140,7 +140,7 @@ fn main() -> Result<()> {
     let old = tx.slice(&tx.get(last).ins)[1];
     let new = tx.get(first).out.expect("an output");
     tx.slice_mut(last, |c| &mut c.ins)[1] = new;
-    tx.retain(old, |n| &mut n.loads, |&c| c != last);
+    tx.retain(old, |n| &mut n.loads, |&c| c != last)?;
     tx.push(new, |n| &mut n.loads, last)?;
     tx.commit()?;
 
@@ -148,7 +148,7 @@ fn main() -> Result<()> {
     // nets and indexes; `free` takes its strings and vectors with it.
     let mut tx = db.begin()?;
     for net in tx.slice(&tx.get(last).ins).to_vec() {
-        tx.retain(net, |n| &mut n.loads, |&c| c != last);
+        tx.retain(net, |n| &mut n.loads, |&c| c != last)?;
     }
     let out = tx.get(last).out.expect("an output");
     let name = tx.str(&tx.get(last).name).to_string();

@@ -180,7 +180,7 @@ fn main() -> Result<()> {
         let title = tx.str(&tx.get(n).title).to_string();
         tx.index_remove(outline, |o| &mut o.by_title, title.as_str())?;
     }
-    tx.retain(outline, |o| &mut o.top, |&n| n != work);
+    tx.retain(outline, |o| &mut o.top, |&n| n != work)?;
     let freed = tx.free_tree(work)?;
     tx.commit()?;
     println!("deleted {freed} notes");

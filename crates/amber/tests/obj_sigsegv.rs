@@ -184,6 +184,11 @@ fn free_index_nodes() {
 }
 
 #[test]
+fn free_dropped_elements() {
+    common::free::dropped_elements_release_their_buffers(B);
+}
+
+#[test]
 fn index_property_8k() {
     common::index_prop::run(B8);
 }

@@ -78,6 +78,9 @@ fn main() -> std::process::ExitCode {
         }),
         ("free_tree", || common::free::frees_a_tree(B)),
         ("free_index_nodes", || common::free::releases_index_nodes(B)),
+        ("free_dropped_elements", || {
+            common::free::dropped_elements_release_their_buffers(B)
+        }),
         ("index_property_8k", || common::index_prop::run(B8)),
         ("write_path_property_8k", || {
             common::prop::run(B8, None);

@@ -29,8 +29,19 @@ use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER, encode_heade
 use crate::ptr::PRef;
 use crate::schema::desc::{FieldKind, TypeDesc};
 use crate::schema::layout::pages_for;
-use crate::vm::{NotLive, Persistent};
+use crate::vm::{Field, NotLive, Persistent};
 use std::collections::HashSet;
+
+/// Whether a value of `kind` owns storage (a buffer or index nodes) that
+/// freeing it must release.
+fn owns(kind: &FieldKind) -> bool {
+    match kind {
+        FieldKind::Prim(_) | FieldKind::Ref { .. } | FieldKind::Smart { .. } => false,
+        FieldKind::Array { elem, .. } => owns(elem),
+        FieldKind::Struct(d) => d.fields.iter().any(|f| owns(f.kind)),
+        FieldKind::Vec { .. } | FieldKind::Bytes | FieldKind::Str | FieldKind::Index { .. } => true,
+    }
+}
 
 /// What a walk over an object's fields found: buffers it owns, and objects
 /// its pointer fields lead to (with their types).
@@ -87,6 +98,24 @@ impl Tx<'_> {
             freed += 1;
         }
         Ok(freed)
+    }
+
+    /// Frees what the elements `range` of the vector buffer at `buf` own
+    /// (elements a vector drops: `truncate`, `clear`, `retain`).
+    pub(crate) fn release_elements<T: Field>(
+        &mut self,
+        buf: u64,
+        range: std::ops::Range<u32>,
+    ) -> Result<()> {
+        if !owns(&T::KIND) {
+            return Ok(());
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let mut found = Found::default();
+        for i in range {
+            self.walk(&T::KIND, buf + u64::from(i) * size, &mut found)?;
+        }
+        self.release(&found)
     }
 
     /// [`Error::Dangling`] naming `op` unless a live object of `desc`'s

@@ -281,38 +281,44 @@ impl Tx<'_> {
     }
 
     /// Shortens the vector to `len` elements (nothing if it is not
-    /// longer); the capacity stays.
+    /// longer); the capacity stays. What the dropped elements own (their
+    /// vectors', strings' and indexes' storage) is freed with them, as
+    /// [`free`](Self::free) frees an object's.
     pub fn truncate<O: Persistent, T: Field>(
         &mut self,
         obj: PRef<O>,
         field: impl FnOnce(&mut O) -> &mut PVec<T>,
         len: usize,
-    ) {
+    ) -> Result<()> {
         let at = self.field_at(obj, field);
-        let cur = self.header::<T>(at).1;
+        let (buf, cur, _) = self.header::<T>(at);
         if (len as u64) < u64::from(cur) {
+            self.release_elements::<T>(buf, len as u32..cur)?;
             self.set_len::<T>(at, len as u32);
         }
+        Ok(())
     }
 
-    /// Removes every element; the capacity stays.
+    /// Removes every element (freeing what they own, as
+    /// [`truncate`](Self::truncate)); the capacity stays.
     pub fn clear<O: Persistent, T: Field>(
         &mut self,
         obj: PRef<O>,
         field: impl FnOnce(&mut O) -> &mut PVec<T>,
-    ) {
-        self.truncate(obj, field, 0);
+    ) -> Result<()> {
+        self.truncate(obj, field, 0)
     }
 
-    /// Keeps the elements for which `keep` returns true, in order. `keep`
-    /// sees every element before any moves, so a panic in it leaves the
+    /// Keeps the elements for which `keep` returns true, in order, freeing
+    /// what the others own (as [`truncate`](Self::truncate)). `keep` sees
+    /// every element before anything changes, so a panic in it leaves the
     /// vector as it was.
     pub fn retain<O: Persistent, T: Field>(
         &mut self,
         obj: PRef<O>,
         field: impl FnOnce(&mut O) -> &mut PVec<T>,
         mut keep: impl FnMut(&T) -> bool,
-    ) {
+    ) -> Result<()> {
         let at = self.field_at(obj, field);
         let (buf, len, _) = self.header::<T>(at);
         let kept: Vec<bool> = self
@@ -321,6 +327,9 @@ impl Tx<'_> {
             .iter()
             .map(&mut keep)
             .collect();
+        for (i, _) in kept.iter().enumerate().filter(|(_, k)| !**k) {
+            self.release_elements::<T>(buf, i as u32..i as u32 + 1)?;
+        }
         let size = std::mem::size_of::<T>();
         let room = self.room::<T>(buf, len);
         let mut w = 0;
@@ -331,6 +340,7 @@ impl Tx<'_> {
             w += 1;
         }
         self.set_len::<T>(at, w as u32);
+        Ok(())
     }
 
     /// Makes room for at least `additional` more elements, growing the

@@ -148,18 +148,19 @@ fn op(tx: &mut Tx<'_>, h: PRef<Holder>, m: &mut Model, rng: &mut SplitMix) -> St
         }
         7 => {
             let n = at(rng, len);
-            tx.truncate(h, |o| &mut o.nums, n);
+            tx.truncate(h, |o| &mut o.nums, n).expect("truncate");
             m.nums.truncate(n);
             assert_eq!(tx.get(h).nums.capacity(), cap, "truncate keeps capacity");
             format!("truncate {n}")
         }
         8 if rng.below(4) == 0 => {
-            tx.clear(h, |o| &mut o.nums);
+            tx.clear(h, |o| &mut o.nums).expect("clear");
             m.nums.clear();
             "clear".into()
         }
         9 => {
-            tx.retain(h, |o| &mut o.nums, |x| x % k != 0);
+            tx.retain(h, |o| &mut o.nums, |x| x % k != 0)
+                .expect("retain");
             m.nums.retain(|x| x % k != 0);
             format!("retain not multiples of {k}")
         }
@@ -221,13 +222,14 @@ fn op(tx: &mut Tx<'_>, h: PRef<Holder>, m: &mut Model, rng: &mut SplitMix) -> St
             }
         }
         16 => {
-            tx.retain(h, |o| &mut o.words, |w| w.n % k != 0);
+            tx.retain(h, |o| &mut o.words, |w| w.n % k != 0)
+                .expect("retain");
             m.words.retain(|w| w.0 % k != 0);
             format!("retain words not multiples of {k}")
         }
         17 => {
             let n = at(rng, m.words.len());
-            tx.truncate(h, |o| &mut o.words, n);
+            tx.truncate(h, |o| &mut o.words, n).expect("truncate");
             m.words.truncate(n);
             format!("truncate words to {n}")
         }

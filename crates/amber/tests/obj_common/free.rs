@@ -312,3 +312,41 @@ pub fn releases_index_nodes(b: Cfg) {
         "only the target and its text: {after:?}"
     );
 }
+
+/// A vector that drops elements (`truncate`, `retain`, `clear`) frees
+/// what they own, as `free` does an object's; an abort takes it back.
+pub fn dropped_elements_release_their_buffers(b: Cfg) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("drop.amber");
+    owners(&path, b).close().expect("close");
+    let before = all_live(&census(&path));
+    let mut db = open(&path, opts(b));
+    let gone: PRef<Owner> = db.root("gone").expect("root").expect("gone");
+    let mut tx = db.begin().expect("begin");
+    tx.retain(gone, |o| &mut o.labels, |l| l.tags.len() != 5)
+        .expect("retain");
+    tx.abort().expect("abort");
+    assert_eq!(
+        db.slice(&db.get(gone).labels).len(),
+        3,
+        "the abort kept them"
+    );
+    let mut tx = db.begin().expect("begin");
+    // Label 2 goes by truncate, labels 0 and 1 by retain: each with its
+    // text and its tags.
+    tx.truncate(gone, |o| &mut o.labels, 2).expect("truncate");
+    assert_eq!(tx.slice(&tx.get(gone).labels).len(), 2);
+    assert_eq!(
+        tx.bytes(&tx.slice(&tx.get(gone).labels)[1].text),
+        b"label 1"
+    );
+    tx.retain(gone, |o| &mut o.labels, |_| false)
+        .expect("retain");
+    assert!(tx.slice(&tx.get(gone).labels).is_empty());
+    tx.clear(gone, |o| &mut o.values)
+        .expect("clear numbers: nothing owned");
+    tx.commit().expect("commit");
+    db.close().expect("close");
+    let after = all_live(&census(&path));
+    assert_eq!(before - after, 3 * 2, "three labels' texts and tags freed");
+}
