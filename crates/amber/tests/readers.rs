@@ -108,6 +108,17 @@ fn check(db: &Db, ctx: &str) -> u64 {
     b.commits
 }
 
+/// The writer process, killed with the test if it fails first (a writer
+/// left running commits forever).
+struct Writer(std::process::Child);
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_reader_sees_its_snapshot_until_it_refreshes() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -199,16 +210,18 @@ fn readers_beside_a_killed_writer_see_whole_commits() {
     let exe = std::env::current_exe().expect("exe");
     let mut refreshes = 0u64;
     for round in 0..rounds {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "readers_beside_a_killed_writer_see_whole_commits",
-                "--nocapture",
-            ])
-            .env("AMBER_READERS_CHILD", dir.path())
-            .env("AMBER_READERS_SEED", (round * 100_000).to_string())
-            .spawn()
-            .expect("spawn writer");
+        let mut child = Writer(
+            Command::new(&exe)
+                .args([
+                    "--exact",
+                    "readers_beside_a_killed_writer_see_whole_commits",
+                    "--nocapture",
+                ])
+                .env("AMBER_READERS_CHILD", dir.path())
+                .env("AMBER_READERS_SEED", (round * 100_000).to_string())
+                .spawn()
+                .expect("spawn writer"),
+        );
         let until = Instant::now() + Duration::from_millis(300 + 150 * (round % 4));
         while Instant::now() < until {
             r.refresh().expect("refresh beside the writer");
@@ -220,8 +233,8 @@ fn readers_beside_a_killed_writer_see_whole_commits() {
             seen = now;
             refreshes += 1;
         }
-        child.kill().expect("kill writer");
-        child.wait().expect("reap");
+        child.0.kill().expect("kill writer");
+        child.0.wait().expect("reap");
         // The writer died holding no lock: the reader still refreshes, to
         // the last commit that reached the log.
         r.refresh().expect("refresh after the kill");

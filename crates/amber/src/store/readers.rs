@@ -214,6 +214,11 @@ impl Table {
         Ok(Locked(self))
     }
 
+    /// The table's lock: `held` if the caller has it already, else taken.
+    pub(crate) fn lock_unless<'a>(&'a self, held: Option<Locked<'a>>) -> Result<Locked<'a>> {
+        held.map_or_else(|| self.lock(), Ok)
+    }
+
     /// Takes the table's lock if nobody holds it.
     pub(crate) fn try_lock(&self) -> Result<Option<Locked<'_>>> {
         let got = self

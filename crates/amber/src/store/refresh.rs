@@ -95,7 +95,7 @@ impl Core {
         let mut end = t.published_end()?;
         // Without a writer the log is read to its last valid record; the
         // table's lock keeps a writer from starting (and appending) meanwhile.
-        let _no_writer = match end {
+        let no_writer = match end {
             Some(_) => None,
             None => {
                 let g = t.lock()?;
@@ -117,11 +117,7 @@ impl Core {
         let mut st = self.lock();
         if sb.generation != st.sb.generation || lh.base_lsn > snap.lsn {
             drop(st);
-            let g = match _no_writer {
-                Some(g) => g,
-                None => t.lock()?,
-            };
-            return self.reload(t, g, r.slot, &mut snap);
+            return self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap);
         }
         let mut pages = Vec::new();
         let source = LogSource {
@@ -148,11 +144,7 @@ impl Core {
                 // The state went into the replay and is lost: reloading
                 // from the checkpoint gets it back.
                 drop(st);
-                let g = match _no_writer {
-                    Some(g) => g,
-                    None => t.lock()?,
-                };
-                self.reload(t, g, r.slot, &mut snap)?;
+                self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap)?;
                 return Err(e);
             }
         };
