@@ -1,4 +1,5 @@
-//! `create`, `verify`, `checkpoint`, `recover` (with `--salvage` and `--new-log`) and `gc`.
+//! `create`, `verify`, `checkpoint`, `recover` (with `--salvage` and `--new-log`), `gc`
+//! and `migrate`.
 
 use crate::error::CliError;
 use amber::Error;
@@ -192,6 +193,46 @@ pub fn checkpoint(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
 pub fn gc(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     precheck(path)?;
     let s = amber::Db::collect_file(path)?;
+    gc_lines(&s, out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `amber migrate PATH --schema FILE [--dry-run]`.
+pub fn migrate(
+    path: &Path,
+    schema: &Path,
+    dry_run: bool,
+    out: &mut String,
+) -> Result<ExitCode, CliError> {
+    precheck(path)?;
+    let m = amber::Migration::load(schema)?;
+    if dry_run {
+        let changes = m.plan_file(path)?;
+        if changes.is_empty() {
+            let _ = writeln!(out, "migrate: nothing to change");
+        }
+        for c in changes {
+            let _ = writeln!(out, "would change: {c}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = m.run_file(path)?;
+    if !s.rewritten {
+        let _ = writeln!(
+            out,
+            "migrate: every stored layout is already the schema's; nothing written"
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    for c in &s.changes {
+        let _ = writeln!(out, "changed: {c}");
+    }
+    gc_lines(&s.collect, out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a collection did, in two lines.
+fn gc_lines(s: &amber::CollectStats, out: &mut String) {
     let _ = writeln!(
         out,
         "gc: kept {} live object(s) ({} bytes){}; reclaimed {} object(s) ({} bytes)",
@@ -218,7 +259,6 @@ pub fn gc(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
         s.log_bytes_before,
         s.log_bytes_after
     );
-    Ok(ExitCode::SUCCESS)
 }
 
 /// One line describing how the log ended; `closed`: whether the log's

@@ -99,6 +99,24 @@ enum Command {
         /// The database file.
         path: PathBuf,
     },
+    /// Migrate the database to a program's layouts: convert every object
+    /// whose stored layout differs from the schema file's (fields added
+    /// with their defaults, renamed, reordered or dropped), retire the old
+    /// layouts, and collect as `gc` does. The schema file is written by
+    /// the program (`Migration::save`); a migration with conversion
+    /// functions runs from the program instead. The database must not be
+    /// open elsewhere. Crash-safe: a crash leaves the database as it was
+    /// or migrated. Nothing is written if any field cannot be converted.
+    Migrate {
+        /// The database file.
+        path: PathBuf,
+        /// The schema file the program wrote.
+        #[arg(long)]
+        schema: PathBuf,
+        /// Say what would change, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
     #[command(disable_help_flag = true)]
@@ -135,6 +153,11 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             _ => admin::recover(&path, out),
         },
         Command::Gc { path } => admin::gc(&path, out),
+        Command::Migrate {
+            path,
+            schema,
+            dry_run,
+        } => admin::migrate(&path, &schema, dry_run, out),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }
 }

@@ -132,13 +132,61 @@ fn check_name(lit: &LitStr) -> Result<()> {
     Ok(())
 }
 
-/// `#[persistent]` is only meaningful on the struct; refuse it on fields so
-/// that a misplaced option is not silently ignored.
-pub fn check_field_attrs(attrs: &[Attribute], errors: &mut Vec<Error>) {
+/// Options from `#[persistent(..)]` on a field: what a migration from an
+/// older layout needs (`amber::Migration`).
+#[derive(Default)]
+pub struct FieldOptions {
+    /// `renamed_from = "old"` (repeatable): earlier names, in the order
+    /// written.
+    pub renamed_from: Vec<LitStr>,
+    /// `default` (all bytes zero) or `default = EXPR`.
+    pub default: Option<FieldDefault>,
+}
+
+/// A field's declared default.
+pub enum FieldDefault {
+    /// `default`: zero, empty, `None`.
+    Zero,
+    /// `default = EXPR`: a primitive's value.
+    Expr(syn::Expr),
+}
+
+/// Parses the `#[persistent(..)]` attributes of a field; pushes an error per
+/// problem.
+pub fn field_options(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldOptions {
+    let mut opts = FieldOptions::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("persistent")) {
-        errors.push(Error::new_spanned(
-            attr,
-            "#[persistent(..)] goes on the struct, not on a field; fields have no options",
-        ));
+        let parsed = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("renamed_from") {
+                let lit: LitStr = meta.value()?.parse()?;
+                if lit.value().is_empty() {
+                    return Err(Error::new_spanned(&lit, "an earlier name cannot be empty"));
+                }
+                opts.renamed_from.push(lit);
+                Ok(())
+            } else if meta.path.is_ident("default") {
+                if opts.default.is_some() {
+                    return Err(meta.error("the default is given twice; keep one"));
+                }
+                opts.default = Some(if meta.input.peek(syn::Token![=]) {
+                    FieldDefault::Expr(meta.value()?.parse()?)
+                } else {
+                    FieldDefault::Zero
+                });
+                Ok(())
+            } else {
+                Err(meta.error(
+                    "unknown #[persistent] option on a field; the options are `default` (zero, \
+                     empty or None when a migration adds the field), `default = EXPR` (a \
+                     primitive field's value when a migration adds it) and `renamed_from = \
+                     \"old\"` (the field's name in older layouts); `name = \"...\"` goes on \
+                     the struct",
+                ))
+            }
+        });
+        if let Err(e) = parsed {
+            errors.push(e);
+        }
     }
+    opts
 }

@@ -19,6 +19,8 @@ struct Field {
     ty: Type,
     /// Where to point errors about it.
     span: Span,
+    /// What a migration needs: earlier names, default.
+    evolution: attrs::FieldOptions,
 }
 
 /// Expands the derive, or returns every error found.
@@ -55,15 +57,21 @@ fn expand(input: &DeriveInput) -> Result<TokenStream, Vec<Error>> {
     };
     let field_descs = fields.iter().map(|f| {
         let Field {
-            name, member, ty, ..
+            name,
+            member,
+            ty,
+            evolution,
+            ..
         } = f;
         // The `Field` bound is checked here; point its error at the type.
         let kind = quote_spanned! {ty.span()=> <#ty as ::amber::Field>::KIND };
+        let evolution = evolution_tokens(ty, evolution);
         quote! {
             ::amber::desc::FieldDesc {
                 name: #name,
                 offset: ::core::mem::offset_of!(#ident, #member) as u32,
                 kind: &#kind,
+                evolution: #evolution,
             }
         }
     });
@@ -84,6 +92,33 @@ fn expand(input: &DeriveInput) -> Result<TokenStream, Vec<Error>> {
             #checks
         };
     })
+}
+
+/// A field's `Evolution`: its earlier names and default. A `default =
+/// EXPR` becomes the value's little-endian bytes, computed at compile time
+/// (`to_le_bytes` is what a primitive field has; other kinds take the zero
+/// `default`).
+fn evolution_tokens(ty: &Type, e: &attrs::FieldOptions) -> TokenStream {
+    let names = &e.renamed_from;
+    let default = match &e.default {
+        None => quote! { ::amber::desc::FieldDefault::None },
+        Some(attrs::FieldDefault::Zero) => quote! { ::amber::desc::FieldDefault::Zero },
+        Some(attrs::FieldDefault::Expr(x)) => quote_spanned! {x.span()=>
+            ::amber::desc::FieldDefault::Bytes({
+                const fn __amber_primitive<T: ::amber::__private::PrimitiveDefault>() {}
+                __amber_primitive::<#ty>();
+                const __AMBER_DEFAULT: [u8; ::core::mem::size_of::<#ty>()] =
+                    <#ty>::to_le_bytes(#x);
+                &__AMBER_DEFAULT
+            })
+        },
+    };
+    quote! {
+        ::amber::desc::Evolution {
+            renamed_from: &[#(#names),*],
+            default: #default,
+        }
+    }
 }
 
 /// The fields of a struct; an error for enums, unions and field-less structs.
@@ -129,7 +164,7 @@ fn struct_fields(input: &DeriveInput, errors: &mut Vec<Error>) -> Vec<Field> {
         )),
         fields => {
             for (i, f) in fields.iter().enumerate() {
-                attrs::check_field_attrs(&f.attrs, errors);
+                let evolution = attrs::field_options(&f.attrs, errors);
                 let (name, member, span) = match &f.ident {
                     Some(id) => (id.unraw().to_string(), Member::Named(id.clone()), id.span()),
                     None => (
@@ -148,6 +183,7 @@ fn struct_fields(input: &DeriveInput, errors: &mut Vec<Error>) -> Vec<Field> {
                     member,
                     ty,
                     span,
+                    evolution,
                 });
             }
         }

@@ -24,6 +24,7 @@
 //!                 name: "id",
 //!                 offset: ::core::mem::offset_of!(Node, id) as u32,
 //!                 kind: &<u32 as ::amber::Field>::KIND,
+//!                 evolution: ::amber::desc::Evolution::NONE,
 //!             },
 //!             // … `_pad` likewise, and `next` with `Self` spelled `Node`:
 //!             // kind: &<Option<PRef<Node>> as ::amber::Field>::KIND

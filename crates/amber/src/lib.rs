@@ -175,7 +175,7 @@ pub use amber_derive::Persistent;
 pub use db::index::{IndexKey, IndexRange, IndexValues};
 pub use db::{CommitStats, Db, DbStats, Options, Tx, View};
 pub use error::{Error, FileKind, Location, Result};
-pub use gc::CollectStats;
+pub use gc::{CollectStats, MigrateStats, Migration, Plain};
 pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 pub use store::{StoreOptions, StoreStats};
 pub use vm::{Backend, BackendChoice, Field, Persistent};
@@ -184,12 +184,15 @@ pub use vm::{Backend, BackendChoice, Field, Persistent};
 /// name, size, and each field's offset and kind), as [`Persistent::DESC`]
 /// and [`Field::KIND`] hold them.
 pub mod desc {
-    pub use crate::schema::desc::{FieldDesc, FieldKind, Prim, Target, TypeDesc};
+    pub use crate::schema::desc::{
+        Evolution, FieldDefault, FieldDesc, FieldKind, Prim, Target, TypeDesc,
+    };
 }
 
 /// What `#[derive(Persistent)]` expands to needs; not for direct use.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::schema::desc::PrimitiveDefault;
     pub use crate::vm::check_layout;
 }
 

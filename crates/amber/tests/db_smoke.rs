@@ -27,16 +27,19 @@ unsafe impl Persistent for Node {
                 name: "value",
                 offset: 0,
                 kind: &<u64 as Field>::KIND,
+                evolution: amber::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "next",
                 offset: 8,
                 kind: &<Option<PRef<Node>> as Field>::KIND,
+                evolution: amber::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "kids",
                 offset: 16,
                 kind: &<PVec<u64> as Field>::KIND,
+                evolution: amber::desc::Evolution::NONE,
             },
         ],
     };
@@ -134,6 +137,7 @@ unsafe impl Persistent for Holder {
             name: "idx",
             offset: 0,
             kind: &<amber::PIndex<Node> as Field>::KIND,
+            evolution: amber::desc::Evolution::NONE,
         }],
     };
 }

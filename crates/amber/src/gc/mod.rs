@@ -28,17 +28,23 @@
 mod file;
 mod index;
 mod mark;
+mod migrate;
 mod pack;
+
+pub use migrate::{MigrateStats, Migration, Plain};
 
 use crate::db::Db;
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::first_data_page;
 use crate::format::meta::RootEntry;
 use crate::format::objects::slot_size;
+use crate::inspect::deep::Types;
 use crate::inspect::deep::map::Blocks;
 use crate::inspect::deep::verified_map;
 use crate::io::Vfs;
 use crate::io::real::RealVfs;
+use crate::schema::desc::StoredType;
+use crate::schema::evolve::{Plan, Wanted};
 use crate::store::alloc::FreeSpace;
 use crate::store::{Store, StoreOptions};
 use file::NewFile;
@@ -132,7 +138,15 @@ fn collect_on(vfs: Arc<dyn Vfs>, path: &Path) -> Result<CollectStats> {
 }
 
 /// Collects the database `store` has open (writable), then drops the store.
-fn collect_store(mut store: Store) -> Result<CollectStats> {
+fn collect_store(store: Store) -> Result<CollectStats> {
+    Ok(rewrite_store(store, None)?.0)
+}
+
+/// Collects the database `store` has open (writable), converting every
+/// object to the layouts `wanted` gives if there are any (a migration),
+/// then drops the store. Returns what the migration changed, one line
+/// each.
+fn rewrite_store(mut store: Store, wanted: Option<&Wanted>) -> Result<(CollectStats, Vec<String>)> {
     let mut stats = CollectStats {
         log_bytes_before: store.file_lengths()?.1,
         ..CollectStats::default()
@@ -176,11 +190,28 @@ fn collect_store(mut store: Store) -> Result<CollectStats> {
             b.start
         )));
     }
+    let catalog: Vec<(u32, StoredType)> = types
+        .iter()
+        .filter_map(|(id, t)| Some((*id, t.clone()?)))
+        .collect();
+    let plan = wanted.map(|w| Plan::new(&catalog, w)).transpose()?;
+    let new_types: Types = match &plan {
+        None => types.clone(),
+        Some(p) => p
+            .entries
+            .iter()
+            .map(|(id, e)| (*id, Some(e.new.clone())))
+            .collect(),
+    };
     let roots = store.roots();
     let mut blocks = Blocks::new(&store);
     let roles = mark::mark(&path, &map, &types, &roots, &mut blocks)?;
     let first = first_data_page(ps);
-    let layout = pack::layout(&map, &roles, first);
+    let layout = pack::layout(&map, &roles, first, plan.as_ref());
+    let to = pack::Target {
+        types: &new_types,
+        plan: plan.as_ref(),
+    };
 
     let new = NewFile::create(&**store.vfs(), &path, ps)?;
     let mut fsm = FreeSpace::new(first);
@@ -188,7 +219,7 @@ fn collect_store(mut store: Store) -> Result<CollectStats> {
         let img = pack::build_block(
             nb,
             &map,
-            &types,
+            to,
             &roles,
             &layout,
             &mut blocks,
@@ -227,7 +258,7 @@ fn collect_store(mut store: Store) -> Result<CollectStats> {
             Ok((r.name.clone(), r))
         })
         .collect::<Result<_>>()?;
-    let catalog: BTreeMap<u32, Vec<u8>> = store.types().into_iter().collect();
+    let catalog = kept_catalog(&store, &map, &roles, plan.as_ref());
     drop(blocks);
     let vfs = store.vfs().clone();
     let (locked, len) = new.finish(&*vfs, &path, fsm, &moved, &catalog, sb)?;
@@ -238,5 +269,33 @@ fn collect_store(mut store: Store) -> Result<CollectStats> {
     drop(no_readers);
     drop(store);
     drop(locked);
-    Ok(stats)
+    Ok((stats, plan.map(|p| p.changes).unwrap_or_default()))
+}
+
+/// The catalog of the new file: the entries of the types some kept object
+/// has — in their new layouts if a migration is carried — and no others:
+/// a layout no object uses any more is retired (a program type of that name
+/// is defined again when it is next stored).
+fn kept_catalog(
+    store: &Store,
+    map: &crate::inspect::deep::map::ObjectMap,
+    roles: &[Option<mark::Role<'_>>],
+    plan: Option<&Plan<'_>>,
+) -> BTreeMap<u32, Vec<u8>> {
+    let used: std::collections::HashSet<u32> = map
+        .starts
+        .iter()
+        .zip(roles)
+        .filter(|(_, r)| r.is_some())
+        .map(|(s, _)| s.type_id())
+        .collect();
+    store
+        .types()
+        .into_iter()
+        .filter(|(id, _)| used.contains(id))
+        .map(|(id, bytes)| match plan.and_then(|p| p.entries.get(&id)) {
+            Some(e) if e.new != e.old => (id, e.new.encode()),
+            _ => (id, bytes),
+        })
+        .collect()
 }

@@ -24,7 +24,8 @@ use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::inspect::deep::Types;
 use crate::inspect::deep::map::{Blocks, ObjectMap, Start};
 use crate::inspect::deep::visit::{self, Slots};
-use crate::schema::desc::{Shape, StoredKind};
+use crate::schema::desc::{Shape, StoredKind, StoredType};
+use crate::schema::evolve::Plan;
 use crate::schema::layout::{is_large, pages_for};
 
 /// A data block of the compacted file.
@@ -46,8 +47,14 @@ pub(super) struct Layout {
     pub blocks: Vec<NewBlock>,
 }
 
-/// Lays out the objects that have a role, from page `first` on.
-pub(super) fn layout(map: &ObjectMap, roles: &[Option<Role<'_>>], first: PageNo) -> Layout {
+/// Lays out the objects that have a role, from page `first` on, each of
+/// the size `plan` gives it (its own without a migration).
+pub(super) fn layout(
+    map: &ObjectMap,
+    roles: &[Option<Role<'_>>],
+    first: PageNo,
+    plan: Option<&Plan<'_>>,
+) -> Layout {
     let ps = map.page_size;
     let mut fwd = vec![0u64; roles.len()];
     let mut blocks: Vec<NewBlock> = Vec::new();
@@ -56,7 +63,8 @@ pub(super) fn layout(map: &ObjectMap, roles: &[Option<Role<'_>>], first: PageNo)
     // the end of its object area.
     let mut open: Option<(usize, u64)> = None;
     for (i, _) in roles.iter().enumerate().filter(|(_, r)| r.is_some()) {
-        let size = u64::from(map.starts[i].size);
+        let s = &map.starts[i];
+        let size = u64::from(plan.map_or(s.size, |p| p.new_size(s.type_id(), s.size)));
         if is_large(size, ps as usize) {
             let pages = pages_for(size, ps as usize);
             fwd[i] = next * ps + (HEADER_SIZE + OBJECT_HEADER) as u64;
@@ -89,14 +97,24 @@ pub(super) fn layout(map: &ObjectMap, roles: &[Option<Role<'_>>], first: PageNo)
     Layout { fwd, blocks }
 }
 
+/// What the new file's objects are read as: the stored types, or a
+/// migration's plan and the types after it.
+#[derive(Clone, Copy)]
+pub(super) struct Target<'a> {
+    /// Types by id as the new file has them.
+    pub types: &'a Types,
+    /// The migration, if one is carried.
+    pub plan: Option<&'a Plan<'a>>,
+}
+
 /// Builds the sealed image of the new block `nb`: each of its objects
-/// copied from its old block (read through `blocks`) and its references
-/// rewritten by `layout`. `lsn` is the checkpoint LSN the compacted file
-/// carries.
+/// copied from its old block (read through `blocks`), converted to the new
+/// layout if `to` carries a migration, and its references rewritten by
+/// `layout`. `lsn` is the checkpoint LSN the compacted file carries.
 pub(super) fn build_block(
     nb: &NewBlock,
     map: &ObjectMap,
-    types: &Types,
+    to: Target<'_>,
     roles: &[Option<Role<'_>>],
     layout: &Layout,
     blocks: &mut Blocks<'_>,
@@ -108,9 +126,7 @@ pub(super) fn build_block(
     let mut used = HEADER_SIZE;
     for &i in &nb.objects {
         let s = map.starts[i];
-        let size = s.size as usize;
         let at = (layout.fwd[i] - nb.head * ps) as usize;
-        img[at - OBJECT_HEADER..at].copy_from_slice(&encode_header(s.type_id(), s.flags(), s.size));
         let Some((old, off)) = image_of(map, blocks, &s) else {
             blocks.result()?;
             return Err(Error::internal(format!(
@@ -118,18 +134,49 @@ pub(super) fn build_block(
                 s.addr
             )));
         };
-        let old = &old[off..off + size];
-        let new = &mut img[at..at + size];
-        new.copy_from_slice(old);
+        let old = &old[off..off + s.size as usize];
         let role =
             roles[i].ok_or_else(|| Error::internal("collect: laid out an unmarked object"))?;
-        rewrite(new, old, role, &s, types, |v| forward(map, layout, v))
+        let (old, role) = match to
+            .plan
+            .and_then(|p| p.conversion(s.type_id()).map(|e| (p, e)))
+        {
+            None => (std::borrow::Cow::Borrowed(old), role),
+            Some((plan, entry)) => {
+                let converted = plan.convert(s.type_id(), old).map_err(|what| {
+                    Error::internal(format!("migrate: object {:#x}: {what}", s.addr))
+                })?;
+                (converted.into(), converted_role(role, &entry.new))
+            }
+        };
+        let size = old.len();
+        img[at - OBJECT_HEADER..at].copy_from_slice(&encode_header(
+            s.type_id(),
+            s.flags(),
+            size as u32,
+        ));
+        let new = &mut img[at..at + size];
+        new.copy_from_slice(&old);
+        rewrite(new, &old, role, &s, to.types, |v| forward(map, layout, v))
             .map_err(|what| Error::internal(format!("collect: object {:#x}: {what}", s.addr)))?;
         used = at + align_up(size);
     }
     put_u32(&mut img, USED_OFFSET, used as u32);
     page::seal(&mut img, lsn);
     Ok(img)
+}
+
+/// The role of a converted object: a buffer's elements are now of its
+/// array type's new element kind.
+fn converted_role<'a>(role: Role<'a>, new: &'a StoredType) -> Role<'a> {
+    match (role, &new.shape) {
+        (Role::Buffer { len, .. }, Shape::Array(elem)) => Role::Buffer {
+            elem,
+            elem_size: new.size,
+            len,
+        },
+        (r, _) => r,
+    }
 }
 
 /// The new address of the object whose old body address is `v`.
@@ -178,7 +225,7 @@ fn rewrite(
             match &t.shape {
                 Shape::Struct(fields) => visit::fields(&mut rec, old, 0, fields),
                 Shape::Array(elem) => {
-                    let n = u64::from(s.size) / u64::from(t.size.max(1));
+                    let n = old.len() as u64 / u64::from(t.size.max(1));
                     visit::elements(&mut rec, old, n, elem, t.size);
                 }
             }

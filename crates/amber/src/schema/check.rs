@@ -19,6 +19,7 @@
 
 use super::compare::{Sides, difference, first_difference};
 use super::desc::{FieldKind, Prim, StoredType, TypeDesc};
+use super::evolve::same_bytes;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
@@ -63,6 +64,10 @@ pub fn check<'c>(
     let top_layout = top.stored();
     let mut now = Checked::new();
     let mut work = vec![(top, String::new())];
+    // A type whose layout differs only in its pointers' target sizes is
+    // reported only if no reached type differs in its own fields: the
+    // field that changed is what the programmer looks for.
+    let mut retargeted = None;
     while let Some((p, via)) = work.pop() {
         let program = p.stored();
         let seen = checked.get(&program.name).or(now.get(&program.name));
@@ -74,13 +79,23 @@ pub fn check<'c>(
         if let Some(stored) = catalog(&program.name)
             && let Some(what) = first_difference(&program, stored)
         {
-            return Err(Error::SchemaMismatch {
-                type_name: program.name,
-                what: format!("{what}{}", reached_through(&via)),
-            });
+            let e = Error::SchemaMismatch {
+                type_name: program.name.clone(),
+                what: format!(
+                    "{what}{}; a migration converts the stored objects (amber::Migration)",
+                    reached_through(&via)
+                ),
+            };
+            if !same_bytes(&program, stored) {
+                return Err(e);
+            }
+            retargeted.get_or_insert(e);
         }
         reached(p, &program.name, &via, &mut work);
         now.insert(program.name.clone(), program);
+    }
+    if let Some(e) = retargeted {
+        return Err(e);
     }
     checked.extend(now);
     Ok(top_layout)
@@ -119,6 +134,13 @@ fn step(via: &str, name: &str, field: &str) -> String {
     } else {
         format!("{via} → {here}")
     }
+}
+
+/// Pushes the types `p` reaches directly.
+pub(super) fn reached_types(p: Program, out: &mut Vec<Program>) {
+    let mut work = Vec::new();
+    reached(p, "", "", &mut work);
+    out.extend(work.into_iter().map(|(p, _)| p));
 }
 
 /// Pushes the types `p` (stored as `name`, reached through `via`) reaches.
@@ -184,11 +206,13 @@ mod tests {
                 name: "a",
                 offset: 0,
                 kind: &FieldKind::Prim(Prim::U64),
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "b",
                 offset: 8,
                 kind: &FieldKind::Prim(Prim::U64),
+                evolution: crate::schema::desc::Evolution::NONE,
             },
         ],
     };
@@ -203,11 +227,13 @@ mod tests {
                 name: "b",
                 offset: 0,
                 kind: &FieldKind::Prim(Prim::U64),
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "a",
                 offset: 8,
                 kind: &FieldKind::Prim(Prim::U64),
+                evolution: crate::schema::desc::Evolution::NONE,
             },
         ],
     };
@@ -225,6 +251,7 @@ mod tests {
                     target: Target(|| &NODE),
                     nullable: true,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "leaves",
@@ -236,6 +263,7 @@ mod tests {
                     },
                     elem_size: 8,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
         ],
     };
@@ -253,6 +281,7 @@ mod tests {
                     target: Target(|| &NODE2),
                     nullable: true,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "leaves",
@@ -264,6 +293,7 @@ mod tests {
                     },
                     elem_size: 8,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
         ],
     };

@@ -32,6 +32,58 @@ pub struct FieldDesc {
     pub offset: u32,
     /// What it holds.
     pub kind: &'static FieldKind,
+    /// How a migration fills it in from an older layout
+    /// (`#[persistent(default ..)]`, `#[persistent(renamed_from = ..)]`).
+    pub evolution: Evolution,
+}
+
+/// What a field's attributes tell a migration (`gc/migrate.rs`): the names
+/// it had in older layouts, and the value it takes where an older layout
+/// lacks it. Not part of the stored layout: two layouts that differ only
+/// here are the same layout.
+#[derive(Debug, Clone, Copy)]
+pub struct Evolution {
+    /// Earlier names of the field, newest first.
+    pub renamed_from: &'static [&'static str],
+    /// Its value in objects of a layout without it.
+    pub default: FieldDefault,
+}
+
+impl Evolution {
+    /// A field with no earlier names and no default.
+    pub const NONE: Evolution = Evolution {
+        renamed_from: &[],
+        default: FieldDefault::None,
+    };
+}
+
+/// The field types `#[persistent(default = VALUE)]` takes: primitives,
+/// whose value the derive stores as little-endian bytes.
+#[diagnostic::on_unimplemented(
+    message = "`#[persistent(default = VALUE)]` is for primitive fields, and `{Self}` is not one",
+    label = "a value default on a `{Self}`",
+    note = "write `#[persistent(default)]` for zero, an empty vector, string or index, or `None`"
+)]
+pub trait PrimitiveDefault {}
+
+macro_rules! primitive_default {
+    ($($t:ty),*) => {$(impl PrimitiveDefault for $t {})*};
+}
+primitive_default!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
+
+/// The value a migration gives a field that the older layout lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldDefault {
+    /// None declared: a migration that must add the field is refused,
+    /// naming it.
+    None,
+    /// `#[persistent(default)]`: all bytes zero — 0, an empty vector,
+    /// string or index, `None` for an `Option` pointer. Refused for a
+    /// field where zero is not a value (a `PRef`).
+    Zero,
+    /// `#[persistent(default = EXPR)]` on a primitive field: its
+    /// little-endian bytes.
+    Bytes(&'static [u8]),
 }
 
 /// A function returning the descriptor of a pointer's target; a function, not

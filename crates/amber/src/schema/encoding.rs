@@ -34,7 +34,7 @@ const T_STR: u8 = 11;
 /// the key type's name and a multi flag byte (0 or 1).
 const T_KEYED_INDEX: u8 = 16;
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u16).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
@@ -295,6 +295,7 @@ mod tests {
             name: "v",
             offset: 0,
             kind: &FieldKind::Prim(Prim::U64),
+            evolution: crate::schema::desc::Evolution::NONE,
         }],
     };
 
@@ -311,6 +312,7 @@ mod tests {
                     target: Target(|| &LINK),
                     nullable: false,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "prev",
@@ -319,6 +321,7 @@ mod tests {
                     target: Target(|| &LINK),
                     nullable: true,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
         ],
     };
@@ -335,6 +338,7 @@ mod tests {
                     target: Target(|| &NODE),
                     nullable: true,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "leaves",
@@ -344,6 +348,7 @@ mod tests {
                     elem_size: 8,
                     len: 2,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "kids",
@@ -355,11 +360,13 @@ mod tests {
                     },
                     elem_size: 8,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "name",
                 offset: 40,
                 kind: &FieldKind::Bytes,
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "home",
@@ -368,6 +375,7 @@ mod tests {
                     target: Target(|| &LEAF),
                     nullable: false,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
             FieldDesc {
                 name: "away",
@@ -376,6 +384,7 @@ mod tests {
                     target: Target(|| &LEAF),
                     nullable: true,
                 },
+                evolution: crate::schema::desc::Evolution::NONE,
             },
         ],
     };

@@ -21,4 +21,18 @@ struct OnField {
     v: u64,
 }
 
+#[derive(Persistent)]
+#[repr(C)]
+struct TwoDefaults {
+    #[persistent(default, default = 3)]
+    v: u64,
+}
+
+#[derive(Persistent)]
+#[repr(C)]
+struct ValueOnAVector {
+    #[persistent(default = 3)]
+    v: amber::PVec<u64>,
+}
+
 fn main() {}
