@@ -118,7 +118,8 @@ fn label(out: &mut String, pad: &str, text: &str, v: &Value) {
 
 /// Writes a value: on the same line for a scalar, on following lines (at
 /// `indent`) for a struct or an array of them.
-fn value(v: &Value, ps: u64, indent: usize, out: &mut String) {
+fn value(v: &Value, show: &Show<'_>, indent: usize, out: &mut String) {
+    let ps = show.ps;
     let pad = " ".repeat(indent);
     let _ = match v {
         Value::Truncated => writeln!(out, "(truncated)"),
@@ -144,7 +145,7 @@ fn value(v: &Value, ps: u64, indent: usize, out: &mut String) {
             let _ = writeln!(out);
             for (i, item) in items.iter().take(ELEMS).enumerate() {
                 label(out, &pad, &format!("[{i}]"), item);
-                value(item, ps, indent + 2, out);
+                value(item, show, indent + 2, out);
             }
             if items.len() > ELEMS {
                 let _ = writeln!(out, "{pad}… ({} more)", items.len() - ELEMS);
@@ -153,7 +154,7 @@ fn value(v: &Value, ps: u64, indent: usize, out: &mut String) {
         }
         Value::Struct(fields) => {
             let _ = writeln!(out);
-            struct_fields(fields, ps, indent, out);
+            struct_fields(fields, show, indent, out);
             Ok(())
         }
         Value::Ref(a) => writeln!(out, "{}", addr(*a, ps)),
@@ -165,16 +166,63 @@ fn value(v: &Value, ps: u64, indent: usize, out: &mut String) {
     };
 }
 
-fn struct_fields(fields: &[FieldValue], ps: u64, indent: usize, out: &mut String) {
+fn struct_fields(fields: &[FieldValue], show: &Show<'_>, indent: usize, out: &mut String) {
     for f in fields {
         let text = format!("{} ({}, offset {})", f.name, kind_name(&f.kind), f.offset);
         label(out, &" ".repeat(indent), &text, &f.value);
-        value(&f.value, ps, indent + 2, out);
+        value(&f.value, show, indent + 2, out);
+        if let (StoredKind::Str | StoredKind::Bytes, Value::Vector { buffer, len, .. }) =
+            (&f.kind, &f.value)
+        {
+            let pad = " ".repeat(indent + 2);
+            let _ = writeln!(out, "{pad}{}", show.contents(*buffer, *len));
+        }
     }
 }
 
+/// What showing a value needs: the page size (addresses are shown as
+/// page:offset) and the database, to show a string's or byte string's
+/// contents from its buffer.
+struct Show<'a> {
+    ps: u64,
+    s: &'a Inspector,
+}
+
+impl Show<'_> {
+    /// The first bytes of the buffer at `buffer` (`len` of them are the
+    /// value), escaped, or why they cannot be shown.
+    fn contents(&self, buffer: u64, len: u32) -> String {
+        if buffer == 0 {
+            return "contents: (empty)".into();
+        }
+        let o = match self.s.object(buffer) {
+            Ok(o) => o,
+            Err(e) => return format!("contents: unreadable ({e})"),
+        };
+        let ObjectValue::Array {
+            elements: Value::Bytes(b),
+            ..
+        } = &o.value
+        else {
+            return "contents: the buffer is not a byte array".into();
+        };
+        let n = (len as usize).min(b.len());
+        let shown = n.min(TEXT);
+        let more = if n > shown {
+            format!(" … ({} more bytes)", n - shown)
+        } else {
+            String::new()
+        };
+        format!("contents: {}{more}", escaped(&b[..shown]))
+    }
+}
+
+/// Bytes of a string shown.
+const TEXT: usize = 120;
+
 /// One object.
-fn object(o: &ObjectView, cat: &[CatalogEntry], ps: u64, out: &mut String) {
+fn object(o: &ObjectView, cat: &[CatalogEntry], show: &Show<'_>, out: &mut String) {
+    let ps = show.ps;
     let mut flags = Vec::new();
     if o.is_free() {
         flags.push("free");
@@ -203,7 +251,7 @@ fn object(o: &ObjectView, cat: &[CatalogEntry], ps: u64, out: &mut String) {
         ObjectValue::Free => {
             let _ = writeln!(
                 out,
-                "    (a free slot, kept for reuse by objects of its type)"
+                "    (freed: its space is reclaimed by `amber gc`; pointers to it are refused as dangling)"
             );
         }
         ObjectValue::Struct { type_size, fields } => {
@@ -214,7 +262,7 @@ fn object(o: &ObjectView, cat: &[CatalogEntry], ps: u64, out: &mut String) {
                     o.size
                 );
             }
-            struct_fields(fields, ps, 4, out);
+            struct_fields(fields, show, 4, out);
         }
         ObjectValue::Array {
             elem,
@@ -223,7 +271,7 @@ fn object(o: &ObjectView, cat: &[CatalogEntry], ps: u64, out: &mut String) {
         } => {
             let text = format!("{count} element(s) of {}", kind_name(elem));
             label(out, "    ", &text, elements);
-            value(elements, ps, 6, out);
+            value(elements, show, 6, out);
         }
         ObjectValue::NoDescriptor { first_bytes } => {
             let hex: String = first_bytes.iter().map(|x| format!("{x:02x}")).collect();
@@ -317,11 +365,11 @@ fn objects<'a>(
     b: &BlockView,
     list: impl IntoIterator<Item = &'a ObjectView>,
     cat: &[CatalogEntry],
-    ps: u64,
+    show: &Show<'_>,
     out: &mut String,
 ) {
     for o in list {
-        object(o, cat, ps, out);
+        object(o, cat, show, out);
     }
     if let Some(e) = &b.map_damage {
         let _ = writeln!(out, "  DAMAGED object map: {e}");
@@ -342,7 +390,8 @@ pub fn page(s: &Inspector, path: &Path, page: u64, out: &mut String) -> Result<(
             BLOCK_HEADER_SIZE,
             b.header.used
         );
-        objects(&b, &b.objects, &cat, ps as u64, out);
+        let show = Show { ps: ps as u64, s };
+        objects(&b, &b.objects, &cat, &show, out);
     }
     Ok(())
 }
@@ -382,6 +431,6 @@ pub fn one_object(
             path.display()
         )));
     };
-    objects(&b, [o], &cat, ps as u64, out);
+    objects(&b, [o], &cat, &Show { ps: ps as u64, s }, out);
     Ok(())
 }

@@ -108,6 +108,14 @@ fn migrate_from_a_schema_file() {
     let r = amber(&["migrate", s(&path), "--schema", s(&schema)]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("nothing written"), "{}", r.stdout);
+
+    // `amber inspect` shows a string field's text beside its header.
+    let shown = (2..8).any(|page| {
+        let r = amber(&["inspect", s(&path), "--page", &page.to_string()]);
+        r.stdout.contains("title (PString, offset 0): len 9")
+            && r.stdout.contains("contents: \"task 0000\"")
+    });
+    assert!(shown, "no page shows task 0000's title");
 }
 
 #[test]

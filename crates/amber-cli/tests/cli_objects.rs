@@ -293,7 +293,7 @@ fn free_slots_large_objects_and_damage() {
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     has(&r.stdout, "flags 0x01 (free)");
-    has(&r.stdout, "a free slot");
+    has(&r.stdout, "freed: its space is reclaimed by `amber gc`");
     // Errors are one line.
     assert_error(
         &amber(&["inspect", s(&db), "--page", "999999"]),
