@@ -48,8 +48,9 @@ fn owns(kind: &FieldKind) -> bool {
 #[derive(Default)]
 struct Found {
     buffers: Vec<u64>,
-    /// Headers of the object's indexes, whose nodes it owns.
-    indexes: Vec<u64>,
+    /// Headers of the object's indexes, whose nodes it owns, with their
+    /// value types.
+    indexes: Vec<(u64, &'static TypeDesc)>,
     targets: Vec<(u64, &'static TypeDesc)>,
 }
 
@@ -73,7 +74,8 @@ impl Tx<'_> {
 
     /// Frees an object, the buffers it owns, and every object reachable
     /// from it through pointer fields (`PRef`, `Option<PRef>`, `Smart`,
-    /// `Option<Smart>`, in fields and in vectors), with theirs: for data
+    /// `Option<Smart>`, in fields and in vectors) and through its indexes'
+    /// values, with theirs: for data
     /// whose pointers mean ownership, such as a tree. Shared and cyclic
     /// structures are fine (each object is freed once); a pointer anywhere
     /// else into what was freed is refused at its next dereference.
@@ -88,6 +90,14 @@ impl Tx<'_> {
         while let Some((va, desc)) = todo.pop() {
             let mut found = Found::default();
             self.walk_struct(desc, va, &mut found)?;
+            for &(head, d) in &found.indexes {
+                let pages = pages_for(u64::from(d.size), self.page_size);
+                for pa in self.tree_values(head)? {
+                    if let Ok(to) = super::translate(self.fs, pa, pages) {
+                        found.targets.push((to, d));
+                    }
+                }
+            }
             self.release(&found)?;
             for (t, d) in found.targets {
                 if seen.insert(t) && self.is_live(t, d)? {
@@ -136,7 +146,7 @@ impl Tx<'_> {
     /// among those found (one can appear twice: two objects' walks meeting
     /// the same vector).
     fn release(&mut self, found: &Found) -> Result<()> {
-        for &head in &found.indexes {
+        for &(head, _) in &found.indexes {
             self.tree_clear(head)?;
         }
         for &b in &found.buffers {
@@ -220,8 +230,9 @@ impl Tx<'_> {
                     found.buffers.push(buf);
                 }
             }
-            // An index owns its nodes (not the objects its values lead to).
-            FieldKind::Index { .. } => found.indexes.push(va),
+            // An index owns its nodes; the objects its values lead to are
+            // targets, as a pointer's are (`free_tree` follows them).
+            FieldKind::Index { target, .. } => found.indexes.push((va, (target.0)())),
         }
         Ok(())
     }

@@ -264,7 +264,7 @@ pub struct Catalog {
 }
 
 /// `free` releases the nodes of the object's indexes, not the objects its
-/// values lead to.
+/// values lead to; `free_tree` releases those too.
 pub fn releases_index_nodes(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("index.amber");
@@ -311,6 +311,32 @@ pub fn releases_index_nodes(b: Cfg) {
         2,
         "only the target and its text: {after:?}"
     );
+
+    // `free_tree` follows an index's values as it follows pointers: each
+    // value's object goes, with its text, once (two keys lead to one).
+    let mut db = open(&path, opts(b));
+    let mut tx = db.begin().expect("begin");
+    let cat = tx
+        .alloc(Catalog {
+            by_name: amber::PIndex::new(),
+        })
+        .expect("alloc");
+    for i in 0..300 {
+        let v = subtree(&mut tx, None, 0, 0, &mut next);
+        for key in [format!("a {i:04}"), format!("b {i:04}")] {
+            tx.index_insert(cat, |c| &mut c.by_name, key.as_str(), v)
+                .expect("insert");
+        }
+    }
+    tx.set_root("catalog", cat).expect("root");
+    tx.commit().expect("commit");
+    let mut tx = db.begin().expect("begin");
+    tx.remove_root("catalog").expect("remove root");
+    assert_eq!(tx.free_tree(cat).expect("free_tree"), 301);
+    tx.commit().expect("commit");
+    db.close().expect("close");
+    let after = census(&path);
+    assert_eq!(all_live(&after), 2, "the values went with it: {after:?}");
 }
 
 /// A vector that drops elements (`truncate`, `retain`, `clear`) frees

@@ -210,22 +210,37 @@ impl Tx<'_> {
         }
     }
 
-    /// Frees every node of the tree whose header is at `head` and empties
-    /// it (the entries' objects stay).
-    pub(crate) fn tree_clear(&mut self, head: u64) -> Result<()> {
+    /// Every node of the tree whose header is at `head`, and the values
+    /// (persistent addresses) its leaves hold.
+    fn tree_nodes(&self, head: u64) -> Result<(std::collections::BTreeSet<u64>, Vec<u64>)> {
         let root = self.access.obj::<[u64; 2]>(head)[ROOT];
         let mut work = if root == 0 { vec![] } else { vec![root] };
         let mut all = std::collections::BTreeSet::new();
+        let mut values = Vec::new();
         while let Some(at) = work.pop() {
             if !all.insert(at) {
                 return Err(self.nodes().damaged(at, "the node is reached twice".into()));
             }
             let n = self.nodes().node(at)?;
-            if !n.h.leaf {
+            if n.h.leaf {
+                values.extend((0..n.h.count).map(|i| node::value(n.b, i)));
+            } else {
                 work.extend((0..=n.h.count).map(|j| node::child(n.b, &n.h, j)));
             }
         }
-        for at in all {
+        Ok((all, values))
+    }
+
+    /// The values (persistent addresses) of the tree whose header is at
+    /// `head`: what `free_tree` follows through an index.
+    pub(crate) fn tree_values(&self, head: u64) -> Result<Vec<u64>> {
+        Ok(self.tree_nodes(head)?.1)
+    }
+
+    /// Frees every node of the tree whose header is at `head` and empties
+    /// it (the entries' objects stay).
+    pub(crate) fn tree_clear(&mut self, head: u64) -> Result<()> {
+        for at in self.tree_nodes(head)?.0 {
             self.free_node(at)?;
         }
         *self.access.obj_mut::<[u64; 2]>(head) = [0, 0];
