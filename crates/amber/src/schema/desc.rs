@@ -329,7 +329,7 @@ pub enum StoredKind {
         target: String,
         /// Value size.
         target_size: u32,
-        /// Key type name; [`LEGACY_INDEX_KEY`] for an index of the node
+        /// Key type name; `LEGACY_INDEX_KEY` for an index of the node
         /// format before keys were encoded (u64 keys in word arrays).
         key: String,
         /// Whether several values per key (`PMultiIndex`).
