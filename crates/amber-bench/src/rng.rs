@@ -82,6 +82,14 @@ impl Rng {
         result
     }
 
+    /// Shuffles `v` in place (Fisher–Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+
     /// Uniform in `0..n` without bias (Lemire's multiply-and-reject). Returns 0
     /// when `n == 0`.
     pub fn below(&mut self, n: u64) -> u64 {

@@ -551,4 +551,13 @@ fn benches_run_and_write_json() {
         }
     }
     assert!(v["breakdown"]["swizzle_us"].as_f64().is_some());
+    for k in [
+        "minor_fault_ns",
+        "minor_fault_in_order_ns",
+        "minor_fault_one_per_page_ns",
+        "copy_fresh_us",
+    ] {
+        let x = v["breakdown"]["limits"][k].as_f64();
+        assert!(x.is_some_and(|x| x > 0.0), "limits.{k}: {v}");
+    }
 }

@@ -11,12 +11,14 @@ use std::time::Instant;
 
 use amber::internals::schema::registry::Registry;
 use amber::internals::translate::swizzle::{AddrMap, Direction, convert_block};
+use amber::internals::vm::probe::mapped_read;
 use amber::internals::vm::{
     BackendChoice, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, Installer, VmConfig,
 };
 use amber::{Db, Options};
 
-use super::report::Breakdown;
+use super::report::{Breakdown, Limits};
+use crate::rng::Rng;
 use crate::storage::{BenchError, summarize};
 
 /// A fault service for a frame space that is never touched.
@@ -125,6 +127,7 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
     }
     drop(fs);
     db.close()?;
+    let limits = limits(&file, ps, &heads, runs)?;
     let checksum_us = summarize(&crc).median;
     Ok(Breakdown {
         pread_us: summarize(&pread).median,
@@ -132,5 +135,44 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
         checksum_us,
         checksum_gb_s: ps as f64 / checksum_us / 1e3,
         swizzle_us: summarize(&swizzle).median,
+        limits,
+    })
+}
+
+/// The machine's limits per cold page (`Limits`), over the pages `heads`
+/// of the page file `file`, `runs` times each, medians.
+fn limits(file: &File, ps: usize, heads: &[u64], runs: usize) -> Result<Limits, BenchError> {
+    let mut order = heads.to_vec();
+    Rng::seed_from_u64(0xfa17).shuffle(&mut order);
+    let n = order.len().max(1) as f64;
+    let (mut around, mut in_order, mut one, mut copy) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let src = vec![7u8; ps];
+    for _ in 0..runs {
+        for (pages, one_per_fault, out) in [
+            (&order[..], false, &mut around),
+            (heads, false, &mut in_order),
+            (&order[..], true, &mut one),
+        ] {
+            let t = mapped_read(file, ps, pages, one_per_fault)
+                .map_err(|e| BenchError::new(format!("mapped read of the page file: {e}")))?;
+            out.push(t.as_secs_f64() * 1e9 / n);
+        }
+        // Fresh memory: a zeroed allocation this large is mapped lazily, so
+        // each page's first write takes the fault a fetch into a new frame
+        // takes.
+        let mut fresh = vec![0u8; order.len() * ps];
+        let t = Instant::now();
+        for dst in fresh.chunks_exact_mut(ps) {
+            dst.copy_from_slice(&src);
+        }
+        copy.push(t.elapsed().as_secs_f64() * 1e6 / n);
+        black_box(&fresh);
+    }
+    Ok(Limits {
+        minor_fault_ns: summarize(&around).median,
+        minor_fault_in_order_ns: summarize(&in_order).median,
+        minor_fault_one_per_page_ns: summarize(&one).median,
+        copy_fresh_us: summarize(&copy).median,
     })
 }

@@ -142,11 +142,7 @@ pub fn faults(cfg: &FaultsConfig) -> Result<FaultsReport, BenchError> {
     let per_page = build(&path, cfg.pages, cfg.seed)?;
     let in_order: Vec<u32> = (0..cfg.pages as u32).collect();
     let mut random = in_order.clone();
-    let mut rng = Rng::seed_from_u64(cfg.seed ^ 0x5eed);
-    for i in (1..random.len()).rev() {
-        let j = rng.below(i as u64 + 1) as usize;
-        random.swap(i, j);
-    }
+    Rng::seed_from_u64(cfg.seed ^ 0x5eed).shuffle(&mut random);
     let mut cases = Vec::new();
     let mut backends = BTreeMap::new();
     for choice in cfg.backends.choices() {

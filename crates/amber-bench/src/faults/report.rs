@@ -61,6 +61,27 @@ pub struct Breakdown {
     /// Swizzling one fetched page (object walk, 254 pointers converted
     /// through a frame table where every page already has a frame), µs.
     pub swizzle_us: f64,
+    /// The machine's limits for a cold page (`Limits`).
+    pub limits: Limits,
+}
+
+/// What a cold page costs at least on this machine, whatever user-space
+/// work is added: the kernel's own minor fault on a page-cache page of a
+/// mapped file, and the copy a user-space fetch cannot avoid.
+#[derive(Clone, Debug, Serialize)]
+pub struct Limits {
+    /// Reading one byte per page of a fresh private mapping of the page
+    /// file, random order, the kernel's fault-around on (its default: up
+    /// to 16 cached neighbours mapped per fault), ns per page.
+    pub minor_fault_ns: f64,
+    /// The same in page order (where fault-around helps most), ns per page.
+    pub minor_fault_in_order_ns: f64,
+    /// Random order with `MADV_RANDOM` (fault-around off: one minor fault per
+    /// page), ns per page.
+    pub minor_fault_one_per_page_ns: f64,
+    /// Copying a page into freshly allocated memory (its first-touch
+    /// fault included), µs per page.
+    pub copy_fresh_us: f64,
 }
 
 /// The result of `amber bench faults`.
@@ -91,7 +112,9 @@ amber/src/vm/mod.rs (vm_costs example): cold read fault filled by one memcpy 7.9
 pub(super) const METHOD: &str = "N pages of 127 objects (value, next, far: an object on a random page); closed and reopened per run (files in the OS page cache); \
 the directory of first objects is read first (its pages fault, every page gets a frame); then one object per page is touched in page or random order; \
 time / faults and time / pages fetched from db.stats(); medians over runs. Breakdown without faults: pread per page, CRC-32C of a page, \
-Store::read_cluster of one page into a kept buffer (pread + checksum + bookkeeping), convert_block (swizzle) with a scratch frame space's frame table";
+Store::read_cluster of one page into a kept buffer (pread + checksum + bookkeeping), convert_block (swizzle) with a scratch frame space's frame table. \
+Limits: one byte read per page of a fresh read-only MAP_PRIVATE mapping of the page file, random page order (and page order) with the kernel's fault-around, and random order with MADV_RANDOM \
+(one minor fault per page); a page copied into a fresh zeroed allocation (first-touch fault included), per page";
 
 impl FaultsReport {
     /// The result as a small table.
@@ -127,6 +150,16 @@ impl FaultsReport {
             "  without faults, per page: pread {:.2} µs, checksum {:.2} µs ({:.1} GB/s), store read as a fault does (pread, checksum, bookkeeping) {:.2} µs, swizzle {:.2} µs",
             b.pread_us, b.checksum_us, b.checksum_gb_s, b.fetch_us, b.swizzle_us
         );
+        let l = &b.limits;
+        let _ = writeln!(
+            s,
+            "  the machine's limits per cold page: minor fault on a mapped page-cache page {:.0} ns at random ({:.0} in page order) with fault-around, {:.0} ns with one fault per page; copy into fresh memory {:.2} µs; CRC-32C {:.2} µs",
+            l.minor_fault_ns,
+            l.minor_fault_in_order_ns,
+            l.minor_fault_one_per_page_ns,
+            l.copy_fresh_us,
+            b.checksum_us
+        );
         for (name, f) in &self.backends {
             let _ = writeln!(
                 s,
@@ -137,6 +170,12 @@ impl FaultsReport {
                 f.cluster8_us_per_page,
                 f.cluster8_faults,
                 f.cold_fault_us - b.fetch_us - b.swizzle_us
+            );
+            let _ = writeln!(
+                s,
+                "  {name}: cold cost per page (random order) = {:.0} × a minor fault with fault-around, {:.1} × one minor fault per page",
+                f.cold_fault_random_us * 1e3 / l.minor_fault_ns,
+                f.cold_fault_random_us * 1e3 / l.minor_fault_one_per_page_ns
             );
         }
         let _ = writeln!(s, "  for comparison: {}", self.design_reference);

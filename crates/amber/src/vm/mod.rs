@@ -118,6 +118,8 @@ mod frame_table;
 mod held;
 mod lock;
 mod pagemap;
+#[cfg(feature = "internals")]
+pub mod probe;
 mod residency;
 mod service;
 mod sigsegv;

@@ -38,6 +38,12 @@ impl Mapping {
         Self::map(len, prot, libc::MAP_SHARED, fd)
     }
 
+    /// A private (copy-on-write) view of `fd` from offset 0.
+    #[cfg(feature = "internals")]
+    pub(crate) fn private_fd(len: usize, prot: libc::c_int, fd: libc::c_int) -> io::Result<Mapping> {
+        Self::map(len, prot, libc::MAP_PRIVATE, fd)
+    }
+
     fn map(
         len: usize,
         prot: libc::c_int,
