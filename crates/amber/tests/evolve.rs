@@ -385,3 +385,31 @@ fn a_dropped_field_frees_what_it_held() {
     let deep = db.verify_deep().expect("deep");
     assert!(deep.is_clean(), "{:?}", deep.findings);
 }
+
+/// A read-only handle cannot migrate (nor collect): refused with a clear
+/// error, the database left as it was; its plan is readable.
+#[test]
+fn a_read_only_handle_cannot_migrate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = copy_fixture(dir.path());
+    let before = std::fs::read(&path).expect("read");
+    let db = Db::open_read_only(&path, opts()).expect("open read-only");
+    assert_eq!(db.migration_plan(&v2::migration()).expect("plan").len(), 7);
+    let e = db.migrate(&v2::migration()).expect_err("read-only");
+    assert!(matches!(e, Error::Invalid(_)), "{e}");
+    assert!(
+        e.to_string()
+            .contains("open the database writable to migrate"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&path).expect("read"), before);
+    let db = Db::open_read_only(&path, opts()).expect("open read-only");
+    let e = db.collect().expect_err("read-only");
+    assert!(matches!(e, Error::Invalid(_)), "{e}");
+    assert!(
+        e.to_string()
+            .contains("open the database writable to collect"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(&path).expect("read"), before);
+}

@@ -305,6 +305,7 @@ impl Db {
         if !m.changes_anything(&stored_types(&self.store)?)? {
             return Ok((self, MigrateStats::default()));
         }
+        self.writable("migrate")?;
         let vfs = self.store.vfs().clone();
         let path = self.store.path().to_path_buf();
         let opts = self.opts.clone();

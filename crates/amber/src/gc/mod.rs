@@ -109,6 +109,7 @@ impl Db {
     /// Reads every block three times (verification, marking, copying) and
     /// holds 16 bytes per object plus a role and a new address per object.
     pub fn collect(self) -> Result<(Db, CollectStats)> {
+        self.writable("collect")?;
         let vfs = self.store.vfs().clone();
         let path = self.store.path().to_path_buf();
         let opts = self.opts.clone();
@@ -116,6 +117,16 @@ impl Db {
         let stats = collect_store(store)?;
         let db = Db::open_on(vfs, &path, opts)?;
         Ok((db, stats))
+    }
+
+    /// Refuses `op` (which rewrites the file) on a read-only handle.
+    pub(crate) fn writable(&self, op: &str) -> Result<()> {
+        self.store.log().map(drop).map_err(|_| {
+            Error::invalid(format!(
+                "{op} rewrites the database, and this handle is read-only \
+                 (Db::open_read_only): open the database writable to {op} it"
+            ))
+        })
     }
 
     /// Collects the database at `path`, which no one may have open (as
