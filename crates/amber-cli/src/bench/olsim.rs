@@ -116,9 +116,13 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<(), CliError> {
             "bench olsim: --database-pages must be 1..={whole_disk} (the disk's pages)"
         )));
     }
-    if a.seeds == 0 || !(0.0..=1.0).contains(&a.write_ratio) || a.fetch_pct > 100 {
+    if a.seeds == 0
+        || a.write_trigger == 0
+        || !(0.0..=1.0).contains(&a.write_ratio)
+        || a.fetch_pct > 100
+    {
         return Err(CliError::msg(
-            "bench olsim: --seeds must be at least 1, --write-ratio in 0..1, --fetch-pct in 0..100",
+            "bench olsim: --seeds and --write-trigger must be at least 1, --write-ratio in 0..1, --fetch-pct in 0..100",
         ));
     }
     let cfg = OlsimConfig {
