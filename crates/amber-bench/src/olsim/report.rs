@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::beyond::{AgeRow, SaturationReport};
 use super::disk::Device;
 use super::experiments::{
     Breakeven, CLIENTS, Config, FETCH_SWEEP, FIRST_LOG_PAGES, GOOD_LOG_PAGES, LOG_PAGES, Precision,
@@ -102,6 +103,8 @@ pub struct DeviceRun {
     pub servers: Vec<Row>,
     /// The break-even decreases.
     pub breakeven: Vec<Breakeven>,
+    /// The client sweep until the device saturates (present-day devices).
+    pub saturation: Option<SaturationReport>,
 }
 
 /// Parameters recorded in the JSON.
@@ -132,6 +135,8 @@ pub struct OlsimReport {
     pub breakeven: Vec<Breakeven>,
     /// The disk model's validation table.
     pub validation: Vec<ValidationRow>,
+    /// The age-weight experiment on the HP 97560.
+    pub age_weight: Vec<AgeRow>,
     /// The same experiments on present-day devices.
     pub devices: Vec<DeviceRun>,
 }
@@ -143,7 +148,7 @@ fn diff(ours: Option<f64>, paper: Option<f64>) -> String {
     }
 }
 
-fn num(v: Option<f64>, scale: f64, digits: usize) -> String {
+pub(crate) fn num(v: Option<f64>, scale: f64, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{:.digits$}", v * scale))
 }
 
@@ -162,7 +167,13 @@ pub fn rows(results: &Results) -> Vec<Row> {
     results.values().map(|(r, _)| r.clone()).collect()
 }
 
-fn metric_line(s: &mut String, label: &str, ours: Option<&Row>, paper: Option<&Row>, writes: bool) {
+pub(crate) fn metric_line(
+    s: &mut String,
+    label: &str,
+    ours: Option<&Row>,
+    paper: Option<&Row>,
+    writes: bool,
+) {
     let o = |f: fn(&Row) -> Option<f64>| ours.and_then(f);
     let p = |f: fn(&Row) -> Option<f64>| paper.and_then(f);
     let tx = |r: &Row| Some(r.tx_per_s);
@@ -315,12 +326,7 @@ pub fn device_text(
     );
     for server in [Page, Basic, Absorbing, Opportunistic] {
         let log = if server == Page { 0 } else { FIRST_LOG_PAGES };
-        let c = Config {
-            server,
-            clients: 50,
-            fetch_pct: 20,
-            log_pages: log,
-        };
+        let c = Config::new(server, 50, 20, log);
         if let Some((_, e)) = results.get(&c) {
             let _ = writeln!(
                 s,
