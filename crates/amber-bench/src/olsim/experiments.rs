@@ -336,6 +336,8 @@ pub struct Extra {
     pub cpu_util: f64,
     /// Modifications that found their page cached.
     pub modification_hit: Option<f64>,
+    /// Fetches answered without a read of their own.
+    pub fetch_hit: Option<f64>,
     /// Median wait of a modification in the log, ms.
     pub wait_p50_ms: Option<f64>,
     /// 99th percentile of that wait, ms.
@@ -394,6 +396,7 @@ pub fn aggregate(c: &Config, runs: &[RunMetrics]) -> (Row, Extra) {
         device_util: opt(|r| Some(r.device_util)).unwrap_or(0.0),
         cpu_util: opt(|r| Some(r.cpu_util)).unwrap_or(0.0),
         modification_hit: opt(|r| r.modification_hit),
+        fetch_hit: opt(|r| r.fetch_hit),
         wait_p50_ms: opt(|r| r.wait_p50_ms),
         wait_p99_ms: opt(|r| r.wait_p99_ms),
         wait_max_ms: opt(|r| r.wait_max_ms),

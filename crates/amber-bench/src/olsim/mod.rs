@@ -55,6 +55,9 @@ pub struct RunMetrics {
     pub cpu_util: f64,
     /// Modifications that found their page in the server cache.
     pub modification_hit: Option<f64>,
+    /// Fetches answered without a read of their own (page cached, or a
+    /// read of it under way).
+    pub fetch_hit: Option<f64>,
     /// Median time a modification waited in the log for its installation
     /// (object servers), ms.
     pub wait_p50_ms: Option<f64>,
@@ -108,6 +111,7 @@ pub fn metrics(server: ServerKind, p: &Params, device: &Device, c: &sim::Counter
         device_util: c.device_busy_ms / ms / f64::from(device.channels()),
         cpu_util: c.cpu_busy_ms / ms,
         modification_hit: ratio(c.modification_hits as f64, c.modifications),
+        fetch_hit: ratio(c.fetch_hits as f64, c.fetches),
         wait_p50_ms: None,
         wait_p99_ms: None,
         wait_max_ms: None,
@@ -168,12 +172,7 @@ pub fn run_bench(cfg: &OlsimConfig) -> OlsimOutput {
             Vec::new()
         };
         text.push('\n');
-        text.push_str(&report::device_text(
-            device.name(),
-            &results,
-            &breakeven,
-            &paper,
-        ));
+        text.push_str(&report::device_text(device, &results, &breakeven, &paper));
         text.push_str(&format!(
             "({} configurations × {} seeds in {:.1} s)\n",
             plan.len(),
