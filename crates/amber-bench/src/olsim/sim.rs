@@ -457,6 +457,7 @@ impl Sim {
                 Ok(victim) => self.replaced(victim),
                 Err(NoFrame) => {
                     self.blocked.push_back(c);
+                    self.write_check();
                     return;
                 }
             }
