@@ -24,6 +24,21 @@ pub const GOOD_LOG_PAGES: u32 = 6000;
 pub const FETCH_SWEEP: [u32; 20] = [
     1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 25, 30, 35, 40, 45, 50, 55, 60,
 ];
+/// Age weights `w` of the age-weight experiment (opportunistic server, 50
+/// clients, fetch 20%, log 1,500 pages). `T_wait` is in ms and a
+/// modification waits about 100 s in that log, so `w = 10⁻⁴` credits an
+/// average entry about 10 ms — the scale of the positioning times SPTF
+/// chooses between; the sweep spans two decades either side of pure SPTF
+/// reaching, at 10⁻³, a credit that dominates any positioning time.
+pub const AGE_WEIGHTS: [f64; 6] = [0.0, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3];
+/// First client count of the saturation sweep on present-day devices.
+pub const SATURATION_FROM: u32 = 50;
+/// Last client count the saturation sweep may reach.
+pub const SATURATION_MAX: u32 = 3200;
+/// Doubling the clients is saturated when no server gains this much.
+pub const SATURATION_GAIN: f64 = 0.05;
+/// Fetch ratios (percent) of the break-even at the saturation point.
+pub const SATURATION_FETCH: [u32; 8] = [4, 8, 12, 16, 20, 25, 30, 40];
 
 /// How many runs, how long.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -38,6 +53,21 @@ pub struct Precision {
     pub measure_s: f64,
 }
 
+impl Precision {
+    /// The precision for runs with `clients` clients: the simulated
+    /// durations shortened in proportion to the clients beyond
+    /// [`SATURATION_FROM`], so that a run covers about as many transactions
+    /// as one at 50 clients (at least 15 s of warm-up and 30 s measured).
+    pub fn scaled(&self, clients: u32) -> Precision {
+        let f = f64::from(SATURATION_FROM) / f64::from(clients.max(SATURATION_FROM));
+        Precision {
+            warmup_s: self.warmup_s.min((self.warmup_s * f).max(15.0)),
+            measure_s: self.measure_s.min((self.measure_s * f).max(30.0)),
+            ..*self
+        }
+    }
+}
+
 /// One configuration: a server and the parameters the experiments vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Config {
@@ -49,10 +79,15 @@ pub struct Config {
     pub fetch_pct: u32,
     /// Log pages (0 for the page server, which has no log).
     pub log_pages: u32,
+    /// The age weight's bits (`f64::to_bits`, which orders non-negative
+    /// weights as numbers), or `None` for the run's base weight.
+    pub age_weight_bits: Option<u64>,
 }
 
 impl Config {
-    fn new(server: ServerKind, clients: u32, fetch_pct: u32, log_pages: u32) -> Self {
+    /// `server` at `clients`, `fetch_pct` and `log_pages` (0 for the page
+    /// server), with the run's base age weight.
+    pub fn new(server: ServerKind, clients: u32, fetch_pct: u32, log_pages: u32) -> Self {
         let log_pages = if server.is_object_server() {
             log_pages
         } else {
@@ -63,7 +98,21 @@ impl Config {
             clients,
             fetch_pct,
             log_pages,
+            age_weight_bits: None,
         }
+    }
+
+    /// This configuration with age weight `w`.
+    pub fn with_age_weight(self, w: f64) -> Self {
+        Self {
+            age_weight_bits: Some(w.to_bits()),
+            ..self
+        }
+    }
+
+    /// The age weight, if this configuration sets one.
+    pub fn age_weight(&self) -> Option<f64> {
+        self.age_weight_bits.map(f64::from_bits)
     }
 
     /// The parameters of this configuration on top of `base`.
@@ -72,6 +121,7 @@ impl Config {
             clients: self.clients,
             fetch_ratio: f64::from(self.fetch_pct) / 100.0,
             log_pages: self.log_pages,
+            age_weight: self.age_weight().unwrap_or(base.age_weight),
             warmup_s: precision.warmup_s,
             measure_s: precision.measure_s,
             ..base.clone()
@@ -107,6 +157,144 @@ pub fn plan(base_fetch_pct: u32) -> Vec<Config> {
     all.sort();
     all.dedup();
     all
+}
+
+/// The age-weight experiment: the opportunistic server at 50 clients and
+/// the base fetch ratio with each weight of `weights`, and the absorbing
+/// server (FIFO installation reads, the limit of a large weight).
+pub fn age_weight_plan(base_fetch_pct: u32, weights: &[f64]) -> Vec<Config> {
+    let mut all: Vec<Config> = weights
+        .iter()
+        .map(|&w| {
+            Config::new(
+                ServerKind::Opportunistic,
+                50,
+                base_fetch_pct,
+                FIRST_LOG_PAGES,
+            )
+            .with_age_weight(w)
+        })
+        .collect();
+    all.push(Config::new(
+        ServerKind::Absorbing,
+        50,
+        base_fetch_pct,
+        FIRST_LOG_PAGES,
+    ));
+    all.sort();
+    all.dedup();
+    all
+}
+
+/// The four servers at `clients` (log 1,500 pages, the base fetch ratio):
+/// one step of the saturation sweep.
+pub fn servers_at(clients: u32, base_fetch_pct: u32) -> Vec<Config> {
+    ServerKind::ALL
+        .iter()
+        .map(|&s| Config::new(s, clients, base_fetch_pct, FIRST_LOG_PAGES))
+        .collect()
+}
+
+/// What is run at the saturation point: the log-size table and the
+/// break-even sweep (page, basic at 1,500 pages, opportunistic at 6,000).
+pub fn saturated_plan(clients: u32, base_fetch_pct: u32) -> Vec<Config> {
+    use ServerKind::*;
+    let mut all = Vec::new();
+    for log in LOG_PAGES {
+        all.push(Config::new(Opportunistic, clients, base_fetch_pct, log));
+    }
+    for pct in SATURATION_FETCH {
+        all.push(Config::new(Page, clients, pct, 0));
+        all.push(Config::new(Basic, clients, pct, FIRST_LOG_PAGES));
+        all.push(Config::new(Opportunistic, clients, pct, GOOD_LOG_PAGES));
+    }
+    all.sort();
+    all.dedup();
+    all
+}
+
+/// The client sweep on one device until it saturates: the client counts
+/// run, the first count from which doubling gains no server
+/// [`SATURATION_GAIN`] (`None`: not reached by [`SATURATION_MAX`]), and
+/// every result, including the log-size table and break-even at that count
+/// (or at the last count swept).
+pub struct Saturation {
+    /// Client counts run, doubling from [`SATURATION_FROM`].
+    pub clients: Vec<u32>,
+    /// Where the device (or the server CPU) saturates.
+    pub saturated_at: Option<u32>,
+    /// The count the log-size table and the break-even were run at.
+    pub table_clients: u32,
+    /// Every result.
+    pub results: Results,
+}
+
+/// `base` with its write trigger scaled to `clients`: the same clean frames
+/// per client as the default trigger has at 50 clients. The trigger is
+/// chosen above the reads that can be under way, one per client; a fixed
+/// 100 frames at 200 clients lets a fetched page be replaced before its
+/// client's commit arrives (installation absorption fell from 28% to 10%).
+pub fn scaled_trigger(base: &Params, clients: u32) -> Params {
+    let scaled = u64::from(base.write_trigger) * u64::from(clients) / u64::from(SATURATION_FROM);
+    Params {
+        write_trigger: base
+            .write_trigger
+            .max(u32::try_from(scaled).unwrap_or(u32::MAX)),
+        ..base.clone()
+    }
+}
+
+/// Runs the saturation sweep on `device`.
+pub fn saturation(
+    base: &Params,
+    base_fetch_pct: u32,
+    device: &Device,
+    precision: &Precision,
+    threads: usize,
+) -> Saturation {
+    let mut results = Results::new();
+    let mut clients = Vec::new();
+    let mut n = SATURATION_FROM;
+    let mut saturated_at = None;
+    while n <= SATURATION_MAX {
+        results.extend(run_all(
+            &servers_at(n, base_fetch_pct),
+            &scaled_trigger(base, n),
+            device,
+            &precision.scaled(n),
+            threads,
+        ));
+        clients.push(n);
+        if let [.., prev, _] = clients[..] {
+            let gain = |s: ServerKind| {
+                let tx = |c| {
+                    results
+                        .get(&Config::new(s, c, base_fetch_pct, FIRST_LOG_PAGES))
+                        .map_or(0.0, |(r, _)| r.tx_per_s)
+                };
+                tx(n) / tx(prev) - 1.0
+            };
+            if ServerKind::ALL.iter().all(|&s| gain(s) < SATURATION_GAIN) {
+                saturated_at = Some(prev);
+                break;
+            }
+        }
+        n *= 2;
+    }
+    let table_clients = saturated_at.unwrap_or(*clients.last().unwrap_or(&SATURATION_FROM));
+    results.extend(run_all(
+        &saturated_plan(table_clients, base_fetch_pct),
+        &scaled_trigger(base, table_clients),
+        device,
+        &precision.scaled(table_clients),
+        threads,
+    ));
+    Saturation {
+        clients,
+        saturated_at,
+        table_clients,
+        results,
+    }
 }
 
 /// The mean over seeds of one configuration.
@@ -148,6 +336,14 @@ pub struct Extra {
     pub cpu_util: f64,
     /// Modifications that found their page cached.
     pub modification_hit: Option<f64>,
+    /// Fetches answered without a read of their own.
+    pub fetch_hit: Option<f64>,
+    /// Median wait of a modification in the log, ms.
+    pub wait_p50_ms: Option<f64>,
+    /// 99th percentile of that wait, ms.
+    pub wait_p99_ms: Option<f64>,
+    /// Longest wait (mean over seeds of each seed's longest), ms.
+    pub wait_max_ms: Option<f64>,
 }
 
 /// Two-sided 97.5% quantile of Student's t with `df` degrees of freedom.
@@ -200,6 +396,10 @@ pub fn aggregate(c: &Config, runs: &[RunMetrics]) -> (Row, Extra) {
         device_util: opt(|r| Some(r.device_util)).unwrap_or(0.0),
         cpu_util: opt(|r| Some(r.cpu_util)).unwrap_or(0.0),
         modification_hit: opt(|r| r.modification_hit),
+        fetch_hit: opt(|r| r.fetch_hit),
+        wait_p50_ms: opt(|r| r.wait_p50_ms),
+        wait_p99_ms: opt(|r| r.wait_p99_ms),
+        wait_max_ms: opt(|r| r.wait_max_ms),
     };
     (row, extra)
 }
@@ -285,14 +485,19 @@ pub fn fetch_for_throughput(curve: &[(f64, f64)], target: f64) -> Option<f64> {
     curve.last().map(|l| l.0)
 }
 
-/// The break-even decrease at every swept fetch ratio, for the basic and
-/// the opportunistic servers.
+/// The break-even decrease at every swept fetch ratio at 50 clients, for
+/// the basic and the opportunistic servers.
 pub fn breakeven(results: &Results) -> Vec<Breakeven> {
+    breakeven_at(results, 50, &FETCH_SWEEP)
+}
+
+/// The break-even decrease at each fetch ratio of `sweep` at `clients`.
+pub fn breakeven_at(results: &Results, clients: u32, sweep: &[u32]) -> Vec<Breakeven> {
     let curve = |server: ServerKind, log: u32| -> Vec<(f64, f64)> {
-        FETCH_SWEEP
+        sweep
             .iter()
             .filter_map(|&pct| {
-                let c = Config::new(server, 50, pct, log);
+                let c = Config::new(server, clients, pct, log);
                 results.get(&c).map(|(r, _)| (f64::from(pct), r.tx_per_s))
             })
             .collect()
@@ -333,6 +538,51 @@ mod tests {
         assert_eq!(t975(4), 2.776);
         assert!(t975(0).is_nan());
         assert_eq!(t975(100), 1.96);
+    }
+
+    #[test]
+    fn a_configuration_s_age_weight_overrides_the_base_weight() {
+        let base = Params {
+            age_weight: 0.5,
+            ..Params::default()
+        };
+        let pr = Precision {
+            seeds: 1,
+            seed: 1,
+            warmup_s: 1.0,
+            measure_s: 2.0,
+        };
+        let plan = age_weight_plan(20, &[0.0, 1e-4]);
+        assert_eq!(plan.len(), 3);
+        let weights: Vec<f64> = plan
+            .iter()
+            .map(|c| c.params(&base, &pr).age_weight)
+            .collect();
+        // The absorbing server keeps the base weight (it does not use it).
+        assert_eq!(weights, vec![0.5, 0.0, 1e-4]);
+    }
+
+    #[test]
+    fn runs_with_more_clients_are_shorter_and_keep_clean_frames_per_client() {
+        let pr = Precision {
+            seeds: 1,
+            seed: 1,
+            warmup_s: 60.0,
+            measure_s: 300.0,
+        };
+        assert_eq!(pr.scaled(50), pr);
+        assert_eq!(
+            (pr.scaled(200).warmup_s, pr.scaled(200).measure_s),
+            (15.0, 75.0)
+        );
+        assert_eq!(
+            (pr.scaled(3200).warmup_s, pr.scaled(3200).measure_s),
+            (15.0, 30.0)
+        );
+        let base = Params::default();
+        assert_eq!(scaled_trigger(&base, 50).write_trigger, 100);
+        assert_eq!(scaled_trigger(&base, 20).write_trigger, 100);
+        assert_eq!(scaled_trigger(&base, 800).write_trigger, 1600);
     }
 
     #[test]

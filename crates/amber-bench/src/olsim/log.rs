@@ -9,12 +9,14 @@ use std::collections::{BTreeSet, HashMap};
 use super::pool::{Layout, Pool};
 
 /// A committed modification waiting to be installed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Entry {
     /// The commit's number.
     pub commit: u64,
     /// The page version the commit made.
     pub version: u32,
+    /// When it entered the log, ms.
+    pub logged: f64,
 }
 
 /// The pending modifications of one page.
@@ -156,6 +158,7 @@ mod tests {
         let e = |c| Entry {
             commit: c,
             version: c as u32,
+            logged: 0.0,
         };
         log.append(&l, 9, e(1), 1.0, false);
         log.append(&l, 4, e(2), 2.0, false);

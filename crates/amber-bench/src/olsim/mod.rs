@@ -14,6 +14,7 @@
 //!   intervals, and the break-even search;
 //! - [`report`], [`plot`]: tables beside the paper's numbers, JSON, SVG.
 
+pub mod beyond;
 pub mod cache;
 pub mod devices;
 pub mod disk;
@@ -54,6 +55,17 @@ pub struct RunMetrics {
     pub cpu_util: f64,
     /// Modifications that found their page in the server cache.
     pub modification_hit: Option<f64>,
+    /// Fetches answered without a read of their own (page cached, or a
+    /// read of it under way).
+    pub fetch_hit: Option<f64>,
+    /// Median time a modification waited in the log for its installation
+    /// (object servers), ms.
+    pub wait_p50_ms: Option<f64>,
+    /// 99th percentile of that wait, ms.
+    pub wait_p99_ms: Option<f64>,
+    /// Its maximum, counting the modification still waiting longest at
+    /// the end of the run, ms.
+    pub wait_max_ms: Option<f64>,
 }
 
 fn ratio(num: f64, den: u64) -> Option<f64> {
@@ -64,7 +76,23 @@ fn ratio(num: f64, den: u64) -> Option<f64> {
 pub fn run_once(server: ServerKind, p: &Params, device: &Device, seed: u64) -> RunMetrics {
     let mut s = sim::Sim::new(server, p, device, seed);
     s.run();
-    metrics(server, p, device, &s.counters)
+    let mut m = metrics(server, p, device, &s.counters);
+    if server.is_object_server() {
+        s.waits.sort_by(f64::total_cmp);
+        m.wait_p50_ms = percentile(&s.waits, 0.50);
+        m.wait_p99_ms = percentile(&s.waits, 0.99);
+        let longest = s.waits.last().copied().unwrap_or(0.0);
+        m.wait_max_ms = Some(longest.max(s.oldest_wait()));
+    }
+    m
+}
+
+/// The `q` quantile of sorted `xs` (nearest rank: the smallest value with
+/// at least a fraction `q` of the values at or below it); `None` when empty.
+pub fn percentile(xs: &[f64], q: f64) -> Option<f64> {
+    let last = xs.len().checked_sub(1)?;
+    let rank = ((q * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1;
+    xs.get(rank.min(last)).copied()
 }
 
 /// The paper's metrics from the counters of a run.
@@ -83,6 +111,10 @@ pub fn metrics(server: ServerKind, p: &Params, device: &Device, c: &sim::Counter
         device_util: c.device_busy_ms / ms / f64::from(device.channels()),
         cpu_util: c.cpu_busy_ms / ms,
         modification_hit: ratio(c.modification_hits as f64, c.modifications),
+        fetch_hit: ratio(c.fetch_hits as f64, c.fetches),
+        wait_p50_ms: None,
+        wait_p99_ms: None,
+        wait_max_ms: None,
     }
 }
 
@@ -98,8 +130,10 @@ pub struct OlsimConfig {
     pub precision: experiments::Precision,
     /// Threads running simulations.
     pub threads: usize,
-    /// Also run the present-day devices.
+    /// Also run the present-day devices (with their saturation sweeps).
     pub modern: bool,
+    /// Age weights of the age-weight experiment (empty: not run).
+    pub age_weights: Vec<f64>,
     /// Requests per line of the disk validation table.
     pub validation_requests: usize,
 }
@@ -127,6 +161,7 @@ pub fn run_bench(cfg: &OlsimConfig) -> OlsimOutput {
     let mut text = validate::table_text(&validation);
     let mut charts = Vec::new();
     let mut runs = Vec::new();
+    let mut age_weight = Vec::new();
     for (i, device) in devices.iter().enumerate() {
         let started = std::time::Instant::now();
         let results = experiments::run_all(&plan, &cfg.params, device, &cfg.precision, cfg.threads);
@@ -137,12 +172,7 @@ pub fn run_bench(cfg: &OlsimConfig) -> OlsimOutput {
             Vec::new()
         };
         text.push('\n');
-        text.push_str(&report::device_text(
-            device.name(),
-            &results,
-            &breakeven,
-            &paper,
-        ));
+        text.push_str(&report::device_text(device, &results, &breakeven, &paper));
         text.push_str(&format!(
             "({} configurations × {} seeds in {:.1} s)\n",
             plan.len(),
@@ -158,10 +188,46 @@ pub fn run_bench(cfg: &OlsimConfig) -> OlsimOutput {
         for (suffix, svg) in plot::charts(device.name(), &rows, &breakeven) {
             charts.push((format!("olsim-{tag}-{suffix}.svg"), svg));
         }
+        if i == 0 && !cfg.age_weights.is_empty() {
+            let started = std::time::Instant::now();
+            let plan = experiments::age_weight_plan(base_pct, &cfg.age_weights);
+            let r = experiments::run_all(&plan, &cfg.params, device, &cfg.precision, cfg.threads);
+            age_weight = beyond::age_rows(&r);
+            text.push_str(&beyond::age_text(device.name(), &age_weight));
+            text.push_str(&format!(
+                "({} configurations × {} seeds in {:.1} s)\n",
+                plan.len(),
+                cfg.precision.seeds,
+                started.elapsed().as_secs_f64()
+            ));
+        }
+        let saturation = (i > 0).then(|| {
+            let started = std::time::Instant::now();
+            let sat =
+                experiments::saturation(&cfg.params, base_pct, device, &cfg.precision, cfg.threads);
+            let be = experiments::breakeven_at(
+                &sat.results,
+                sat.table_clients,
+                &experiments::SATURATION_FETCH,
+            );
+            text.push_str(&beyond::saturation_text(device.name(), &sat, &be));
+            text.push_str(&format!(
+                "({} configurations × {} seeds in {:.1} s)\n",
+                sat.results.len(),
+                cfg.precision.seeds,
+                started.elapsed().as_secs_f64()
+            ));
+            charts.push((
+                format!("olsim-{tag}-saturation.svg"),
+                beyond::saturation_chart(device.name(), &sat),
+            ));
+            beyond::saturation_report(&sat, be)
+        });
         runs.push(report::DeviceRun {
             device: device.clone(),
             servers: rows,
             breakeven,
+            saturation,
         });
     }
     let first = runs.remove(0);
@@ -176,11 +242,62 @@ pub fn run_bench(cfg: &OlsimConfig) -> OlsimOutput {
         paper: report::paper_rows(),
         breakeven: first.breakeven,
         validation,
+        age_weight,
         devices: runs,
     };
     OlsimOutput {
         report,
         text,
         charts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let xs: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&xs, 0.5), Some(50.0));
+        assert_eq!(percentile(&xs, 0.99), Some(99.0));
+        assert_eq!(percentile(&xs, 1.0), Some(100.0));
+        assert_eq!(percentile(&[7.0], 0.99), Some(7.0));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    /// The age weight trades positioning for fairness: on a saturated disk
+    /// a large weight shortens the longest wait in the log and makes
+    /// installation reads dearer.
+    #[test]
+    fn the_age_weight_bounds_the_wait_at_a_positioning_cost() {
+        let device = Device::Disk(Geometry::hp97560());
+        let p = Params {
+            clients: 40,
+            database_pages: 40_000,
+            memory_pages: 4000,
+            log_pages: 300,
+            write_trigger: 60,
+            warmup_s: 10.0,
+            measure_s: 60.0,
+            ..Params::default()
+        };
+        let run = |w| {
+            run_once(
+                ServerKind::Opportunistic,
+                &Params {
+                    age_weight: w,
+                    ..p.clone()
+                },
+                &device,
+                3,
+            )
+        };
+        let (sptf, aged) = (run(0.0), run(1e-2));
+        let max = |m: &RunMetrics| m.wait_max_ms.unwrap_or(0.0);
+        let cost = |m: &RunMetrics| m.icost_ms.unwrap_or(0.0);
+        assert!(max(&aged) < 0.8 * max(&sptf), "{aged:?} against {sptf:?}");
+        assert!(cost(&aged) > cost(&sptf), "{aged:?} against {sptf:?}");
+        assert!(aged.wait_p50_ms <= aged.wait_p99_ms && aged.wait_p99_ms <= aged.wait_max_ms);
     }
 }

@@ -69,9 +69,14 @@ struct OlsimArgs {
     /// Write a dirty page when fewer clean pages than this remain.
     #[arg(long, default_value_t = 100)]
     write_trigger: u32,
-    /// Age weight w of T_eff = T_pos - w·T_wait (opportunistic server).
+    /// Age weight w of T_eff = T_pos - w·T_wait (opportunistic server), for
+    /// every experiment but the age-weight sweep.
     #[arg(long, default_value_t = 0.0)]
     age_weight: f64,
+    /// The age-weight sweep: the weights w to run (T_wait in ms), comma
+    /// separated; `--age-weights` with no value skips it.
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = olsim::experiments::AGE_WEIGHTS)]
+    age_weights: Vec<f64>,
     /// HP 97560 controller overhead per request, ms.
     #[arg(long, default_value_t = 2.2)]
     controller_overhead_ms: f64,
@@ -116,9 +121,18 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<(), CliError> {
             "bench olsim: --database-pages must be 1..={whole_disk} (the disk's pages)"
         )));
     }
-    if a.seeds == 0 || !(0.0..=1.0).contains(&a.write_ratio) || a.fetch_pct > 100 {
+    if a.seeds == 0
+        || a.write_trigger == 0
+        || !a
+            .age_weights
+            .iter()
+            .chain([&a.age_weight])
+            .all(|w| w.is_finite() && *w >= 0.0)
+        || !(0.0..=1.0).contains(&a.write_ratio)
+        || a.fetch_pct > 100
+    {
         return Err(CliError::msg(
-            "bench olsim: --seeds must be at least 1, --write-ratio in 0..1, --fetch-pct in 0..100",
+            "bench olsim: --seeds and --write-trigger must be at least 1, --write-ratio in 0..1, --fetch-pct in 0..100, age weights finite and not negative",
         ));
     }
     let cfg = OlsimConfig {
@@ -151,6 +165,7 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<(), CliError> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         modern: !a.no_modern,
+        age_weights: a.age_weights.clone(),
         validation_requests: a.validation_requests,
     };
     let r = olsim::run_bench(&cfg);
