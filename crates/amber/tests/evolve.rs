@@ -413,3 +413,52 @@ fn a_read_only_handle_cannot_migrate() {
     );
     assert_eq!(std::fs::read(&path).expect("read"), before);
 }
+
+/// Saving a schema file over an older one with every file-system call
+/// failing in turn: the older file stays whole (a failed save) or the new
+/// one is in place, never a part of either; loading a damaged file is
+/// refused naming it.
+#[test]
+fn a_schema_file_is_replaced_whole_or_not_at_all() {
+    use amber::internals::io::countdown::CountdownVfs;
+    use amber::internals::io::real::RealVfs;
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("app.schema");
+    let mut old = amber::Migration::new();
+    old.upgrade::<dropped::Outline>().expect("upgrade");
+    let mut new = amber::Migration::new();
+    new.upgrade::<no_default::Task>().expect("upgrade");
+    let plan_of = |m: &amber::Migration| {
+        let db_dir = tempfile::tempdir().expect("tempdir");
+        let db = Db::open(copy_fixture(db_dir.path()), opts()).expect("open");
+        db.migration_plan(m).map_err(|e| e.to_string())
+    };
+    let (old_plan, new_plan) = (plan_of(&old), plan_of(&new));
+    assert_ne!(old_plan, new_plan);
+    for n in 1.. {
+        old.save(&path).expect("the older file");
+        let vfs = CountdownVfs::new(Arc::new(RealVfs), n, false);
+        let r = new.save_with(&vfs, &path);
+        let failed = vfs.failed_file().is_some();
+        assert_eq!(r.is_err(), failed, "call {n}: {r:?}");
+        let loaded = amber::Migration::load(&path).expect("a whole file");
+        let got = plan_of(&loaded);
+        if failed {
+            assert!(got == old_plan || got == new_plan, "call {n}: {got:?}");
+        } else {
+            assert_eq!(got, new_plan, "call {n}");
+            break;
+        }
+    }
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&path, &bytes).expect("write");
+    let e = amber::Migration::load(&path).expect_err("damaged");
+    assert!(
+        e.to_string().contains("app.schema") && e.to_string().contains("checksum"),
+        "{e}"
+    );
+}

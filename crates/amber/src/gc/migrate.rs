@@ -13,8 +13,8 @@
 use super::{CollectStats, rewrite_store};
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::io::Vfs;
 use crate::io::real::RealVfs;
+use crate::io::{OpenMode, Vfs};
 use crate::schema::check::Program;
 use crate::schema::desc::{FieldKind, StoredType};
 use crate::schema::evolve::{Converter, DROPPED, Plan, Wanted};
@@ -78,6 +78,10 @@ use std::sync::Arc;
 pub struct Migration {
     wanted: Wanted,
 }
+
+/// The largest schema file read: a program's whole schema is a few
+/// kilobytes; a length beyond this is not one.
+const SCHEMA_FILE_MAX: u64 = 64 << 20;
 
 /// What a migration did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -177,30 +181,82 @@ impl Migration {
     /// defaults) to a schema file, from which `amber migrate DB --schema
     /// FILE` runs this migration without the program. Refused if the
     /// migration has conversions: they are code, which a file cannot
-    /// hold; run such a migration from the program.
+    /// hold; run such a migration from the program. The file is written
+    /// beside `path`, synced and renamed over it: a crash leaves the old
+    /// file or the new one.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
+        self.save_on(&RealVfs, path.as_ref())
+    }
+
+    /// Reads a schema file written by [`save`](Self::save).
+    pub fn load(path: impl AsRef<Path>) -> Result<Migration> {
+        Self::load_on(&RealVfs, path.as_ref())
+    }
+
+    /// [`save`](Self::save) on a given file system (fault injection).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn save_with(&self, vfs: &dyn Vfs, path: &Path) -> Result<()> {
+        self.save_on(vfs, path)
+    }
+
+    /// [`load`](Self::load) on a given file system (fault injection).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn load_with(vfs: &dyn Vfs, path: &Path) -> Result<Migration> {
+        Self::load_on(vfs, path)
+    }
+
+    fn save_on(&self, vfs: &dyn Vfs, path: &Path) -> Result<()> {
         if self.wanted.has_conversions() {
             return Err(Error::invalid(
                 "this migration converts fields with the program's functions, which a schema \
                  file cannot hold: run it from the program (Db::migrate or Migration::run_file)",
             ));
         }
-        std::fs::write(path, schema_file::encode(&self.wanted)).map_err(|source| Error::Io {
-            op: "write the schema file",
-            path: path.to_path_buf(),
-            source,
-        })
+        let bytes = schema_file::encode(&self.wanted);
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = std::path::PathBuf::from(tmp);
+        let io = |op: &'static str, at: &Path| {
+            let at = at.to_path_buf();
+            move |source| Error::Io {
+                op,
+                path: at,
+                source,
+            }
+        };
+        if vfs.exists(&tmp) {
+            vfs.remove(&tmp)
+                .map_err(io("remove a stale schema file", &tmp))?;
+        }
+        let f = vfs
+            .open(&tmp, OpenMode::CreateNew)
+            .map_err(io("create the schema file", &tmp))?;
+        f.write_all_at(&bytes, 0)
+            .and_then(|()| f.sync_data())
+            .map_err(io("write the schema file", &tmp))?;
+        drop(f);
+        vfs.rename(&tmp, path)
+            .map_err(io("put the schema file in place", path))
     }
 
-    /// Reads a schema file written by [`save`](Self::save).
-    pub fn load(path: impl AsRef<Path>) -> Result<Migration> {
-        let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    fn load_on(vfs: &dyn Vfs, path: &Path) -> Result<Migration> {
+        let io = |source| Error::Io {
             op: "read the schema file",
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let f = vfs.open(path, OpenMode::ReadOnly).map_err(io)?;
+        let len = f.size().map_err(io)?;
+        if len > SCHEMA_FILE_MAX {
+            return Err(Error::invalid(format!(
+                "{}: {len} bytes is not a schema file (they are at most {SCHEMA_FILE_MAX})",
+                path.display()
+            )));
+        }
+        let mut bytes = vec![0u8; len as usize];
+        f.read_exact_at(&mut bytes, 0).map_err(io)?;
         let wanted = schema_file::decode(&bytes)
             .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))?;
         Ok(Migration { wanted })
