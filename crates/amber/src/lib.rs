@@ -44,13 +44,22 @@
 //! (`push`, `insert`, `remove`, `retain`, `extend`, …), `set_str`,
 //! `index_insert`/`index_remove`, `set_root`, `free` (an object with the
 //! buffers and index nodes it owns) and `free_tree` (everything its
-//! pointers reach). `commit` makes it durable; `abort`, a failed commit, a
+//! pointers and its indexes' values reach). `commit` makes it durable; `abort`, a failed commit, a
 //! dropped or a forgotten transaction leave memory and disk as they were.
 //!
 //! **Space.** Freed space is not reused within a session, so a stale
 //! pointer is always refused, never led to another object. [`Db::collect`]
 //! (or `amber gc PATH`) keeps what the roots reach, reclaims the rest and
 //! shrinks the file.
+//!
+//! **Evolving types.** When a struct changes — fields added with
+//! `#[persistent(default)]` or `#[persistent(default = VALUE)]`, renamed
+//! with `#[persistent(renamed_from = "old")]`, reordered, dropped, or
+//! given another numeric type through a typed conversion — a [`Migration`]
+//! converts the stored objects: [`Db::migrate`] (once; later calls find
+//! nothing to do), [`Migration::run_file`], or `amber migrate PATH
+//! --schema FILE` from a schema file the program saved. Until then, the
+//! changed type is refused with an error naming the field.
 //!
 //! **Errors.** Every fallible call returns [`Result`]; [`Error`] says in
 //! one line what is wrong and where (file, page, LSN, field), and its
