@@ -7,6 +7,7 @@
 mod index;
 mod olsim;
 mod oo1;
+mod oo7;
 mod readers;
 
 use crate::error::CliError;
@@ -34,6 +35,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "oo1",
         "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB and redb (normalised, and LMDB and redb inline), a serde snapshot and plain memory",
+    ),
+    (
+        "oo7",
+        "the OO7 benchmark (Carey, DeWitt, Naughton): traversals, queries and structural modifications on Amber's engines and, built with --features compare, memory, a serde snapshot, SQLite, LMDB and redb",
     ),
     (
         "hot",
@@ -373,6 +378,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         }
         Some("index") => index::run(args, out)?,
         Some("oo1") => return oo1::run(args, out),
+        Some("oo7") => return oo7::run(args, out),
         Some("readers") => return readers::run(args, out),
         Some("olsim") => olsim::run(args, out)?,
         Some("hot") => {

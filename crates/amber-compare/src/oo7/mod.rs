@@ -1,0 +1,21 @@
+//! The comparison engines of `amber bench oo7`, each written the way a
+//! careful user of it would write OO7:
+//!
+//! - [`memory`]: the model's plain Rust structs, nothing persisted;
+//! - [`snapshot`]: the same structs serialised whole with serde + postcard.
+//!
+//! A front end passes [`engines()`] to `amber_bench::oo7::run_oo7` and
+//! `amber_bench::oo7::run_oo7_child`.
+
+pub mod memory;
+pub mod snapshot;
+
+use amber_bench::oo7::Oo7Factory;
+
+/// Every OO7 comparison engine, in the default column order.
+pub fn engines() -> Vec<Box<dyn Oo7Factory>> {
+    vec![
+        Box::new(memory::MemoryFactory),
+        Box::new(snapshot::SnapshotFactory),
+    ]
+}
