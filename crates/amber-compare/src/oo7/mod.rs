@@ -2,13 +2,15 @@
 //! careful user of it would write OO7:
 //!
 //! - [`memory`]: the model's plain Rust structs, nothing persisted;
-//! - [`snapshot`]: the same structs serialised whole with serde + postcard.
+//! - [`snapshot`]: the same structs serialised whole with serde + postcard;
+//! - [`sqlite`]: normalised tables and indexes, one object per statement.
 //!
 //! A front end passes [`engines()`] to `amber_bench::oo7::run_oo7` and
 //! `amber_bench::oo7::run_oo7_child`.
 
 pub mod memory;
 pub mod snapshot;
+pub mod sqlite;
 
 use amber_bench::oo7::Oo7Factory;
 
@@ -17,5 +19,6 @@ pub fn engines() -> Vec<Box<dyn Oo7Factory>> {
     vec![
         Box::new(memory::MemoryFactory),
         Box::new(snapshot::SnapshotFactory),
+        Box::new(sqlite::SqliteFactory),
     ]
 }
