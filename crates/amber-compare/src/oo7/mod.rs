@@ -4,13 +4,14 @@
 //! - [`memory`]: the model's plain Rust structs, nothing persisted;
 //! - [`snapshot`]: the same structs serialised whole with serde + postcard;
 //! - [`sqlite`]: normalised tables and indexes, one object per statement;
-//! - [`redb`] (and `lmdb`): records keyed by id with secondary-index
+//! - [`lmdb`] and [`redb`]: records keyed by id with secondary-index
 //!   tables, the OO7 logic written once over [`kv`].
 //!
 //! A front end passes [`engines()`] to `amber_bench::oo7::run_oo7` and
 //! `amber_bench::oo7::run_oo7_child`.
 
 pub mod kv;
+pub mod lmdb;
 pub mod memory;
 pub mod redb;
 pub mod snapshot;
@@ -24,6 +25,7 @@ pub fn engines() -> Vec<Box<dyn Oo7Factory>> {
         Box::new(memory::MemoryFactory),
         Box::new(snapshot::SnapshotFactory),
         Box::new(sqlite::SqliteFactory),
+        Box::new(lmdb::LmdbFactory),
         Box::new(redb::RedbFactory),
     ]
 }
