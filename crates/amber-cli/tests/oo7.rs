@@ -9,7 +9,14 @@ use std::collections::HashMap;
 use std::process::Command;
 
 const AMBER: [&str; 2] = ["amber", "amber-sigsegv"];
-const COMPARE: [&str; 5] = ["memory", "snapshot", "sqlite", "lmdb", "redb"];
+const COMPARE: [&str; 6] = [
+    "memory",
+    "snapshot",
+    "sqlite",
+    "sqlite-recursive",
+    "lmdb",
+    "redb",
+];
 const OPS: [&str; 23] = [
     "t1", "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t4", "t5", "t6", "t7", "t8", "t9", "q1", "q2",
     "q3", "q4", "q5", "q6", "q7", "q8", "insert", "delete",

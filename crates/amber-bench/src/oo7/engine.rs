@@ -70,18 +70,14 @@ impl Tally {
     }
 
     /// An atomic part read as it is now: counts one and folds
-    /// `(id, x, y, build_date)`.
+    /// `(id, x, y, build_date)` (two mixes: the traversals' inner loop).
     #[inline]
     pub fn atomic(&mut self, id: u32, x: i32, y: i32, build_date: i32) {
         self.count += 1;
-        self.fold(
-            Tag::Atomic,
-            [
-                i64::from(id),
-                (i64::from(x) << 32) | i64::from(y as u32),
-                i64::from(build_date),
-            ],
-        );
+        let a = (u64::from(id) << 32) | u64::from(build_date as u32);
+        let b = (u64::from(x as u32) << 32) | u64::from(y as u32);
+        let h = mix64(a ^ mix64(b ^ Tag::Atomic as u64));
+        self.checksum = self.checksum.wrapping_add(h);
     }
 
     /// Counts one and folds `(tag, id, value)`.

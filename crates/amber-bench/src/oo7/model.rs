@@ -184,31 +184,58 @@ impl Model {
         Ok(out)
     }
 
-    /// Depth-first from composite part `c`'s root part with a visited set:
-    /// the atomic part ids in visit order.
+    /// The atomic part ids of [`Model::walk`] in visit order.
     fn graph_order(&self, c: &Composite) -> Result<Vec<u32>, EngineError> {
-        let first = c.part.first_atomic;
-        let mut seen = vec![false; c.parts.len()];
         let mut order = Vec::with_capacity(c.parts.len());
-        let mut stack = vec![first];
-        while let Some(id) = stack.pop() {
-            let i = (id - first) as usize;
-            if seen[i] {
-                continue;
-            }
-            seen[i] = true;
-            order.push(id);
-            for conn in self.atomic(id)?.to.iter().rev() {
-                if !seen[(conn.to - first) as usize] {
-                    stack.push(conn.to);
-                }
-            }
-        }
+        self.walk(c, &mut Vec::new(), &mut Vec::new(), |a| order.push(a.id))?;
         Ok(order)
+    }
+
+    /// Depth-first from composite part `c`'s root part with a visited set
+    /// (`seen` and `stack` are scratch space, reused): calls `f` on every
+    /// atomic part once.
+    fn walk(
+        &self,
+        c: &Composite,
+        seen: &mut Vec<bool>,
+        stack: &mut Vec<u32>,
+        mut f: impl FnMut(&AtomicPart),
+    ) -> Result<(), EngineError> {
+        let first = c.part.first_atomic;
+        seen.clear();
+        seen.resize(c.parts.len(), false);
+        stack.clear();
+        stack.push(first);
+        while let Some(id) = stack.pop() {
+            match seen.get_mut(id.wrapping_sub(first) as usize) {
+                Some(s) if !*s => *s = true,
+                _ => continue,
+            }
+            let a = self.atomic(id)?;
+            f(&a.part);
+            stack.extend(a.to.iter().rev().map(|conn| conn.to));
+        }
+        Ok(())
     }
 
     /// T1, T2, T3, T6.
     pub fn traverse(&mut self, module: u32, t: Traversal) -> Result<Answer, EngineError> {
+        if t.update().is_none() {
+            let mut tally = Tally::new();
+            let (mut seen, mut stack) = (Vec::new(), Vec::new());
+            for c in self.composite_visits(module)? {
+                let comp = self.composite(c)?;
+                if t.root_only() {
+                    let a = self.atomic(comp.part.first_atomic)?.part;
+                    tally.atomic(a.id, a.x, a.y, a.build_date);
+                } else {
+                    self.walk(comp, &mut seen, &mut stack, |a| {
+                        tally.atomic(a.id, a.x, a.y, a.build_date)
+                    })?;
+                }
+            }
+            return Ok(tally.finish());
+        }
         let mut tally = Tally::new();
         let mut updates = 0u64;
         for c in self.composite_visits(module)? {

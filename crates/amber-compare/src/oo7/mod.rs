@@ -3,7 +3,8 @@
 //!
 //! - [`memory`]: the model's plain Rust structs, nothing persisted;
 //! - [`snapshot`]: the same structs serialised whole with serde + postcard;
-//! - [`sqlite`]: normalised tables and indexes, one object per statement;
+//! - [`sqlite`]: normalised tables and indexes, one object per statement
+//!   (and `sqlite-recursive`: T1 and T6 as one recursive query each);
 //! - [`lmdb`] and [`redb`]: records keyed by id with secondary-index
 //!   tables, the OO7 logic written once over [`kv`].
 //!
@@ -25,6 +26,7 @@ pub fn engines() -> Vec<Box<dyn Oo7Factory>> {
         Box::new(memory::MemoryFactory),
         Box::new(snapshot::SnapshotFactory),
         Box::new(sqlite::SqliteFactory),
+        Box::new(sqlite::SqliteRecursiveFactory),
         Box::new(lmdb::LmdbFactory),
         Box::new(redb::RedbFactory),
     ]

@@ -80,6 +80,70 @@ const SET_DATE: &str = "UPDATE atomic_parts SET build_date = ?2 WHERE id = ?1";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SqliteFactory;
 
+/// `sqlite-recursive`: the `sqlite` engine whose read-only traversals (T1,
+/// T6) are one recursive query each ([`T1_RECURSIVE`], [`T6_RECURSIVE`]);
+/// every other operation as `sqlite`'s.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SqliteRecursiveFactory;
+
+/// The assembly hierarchy of module `?1` and its composite-part visits
+/// (one row per `components_priv` entry).
+const HIERARCHY: &str = r#"WITH RECURSIVE
+  asm(id) AS (SELECT design_root FROM modules WHERE id = ?1
+              UNION ALL SELECT c.id FROM complex_assemblies AS c JOIN asm ON c.super_assembly = asm.id),
+  visits(cid) AS (SELECT k.composite FROM asm JOIN base_assemblies AS b ON b.super_assembly = asm.id
+                  JOIN components AS k ON k.base = b.id AND k.private = 1)"#;
+
+/// T1 as one query: the hierarchy, then per composite part the atomic
+/// parts reachable from its root (`UNION` is the visited set), joined to
+/// every visit of the composite part.
+pub const T1_RECURSIVE: &str = r#",
+  reach(cid, id) AS (SELECT c.id, c.root_part FROM composite_parts AS c WHERE c.id IN (SELECT cid FROM visits)
+                     UNION SELECT reach.cid, k."to" FROM reach JOIN connections AS k ON k."from" = reach.id)
+SELECT a.id, a.x, a.y, a.build_date FROM visits JOIN reach ON reach.cid = visits.cid
+  JOIN atomic_parts AS a ON a.id = reach.id"#;
+
+/// T6 as one query: the hierarchy, then every visit's root part.
+pub const T6_RECURSIVE: &str = r#"
+SELECT a.id, a.x, a.y, a.build_date FROM visits JOIN composite_parts AS c ON c.id = visits.cid
+  JOIN atomic_parts AS a ON a.id = c.root_part"#;
+
+impl Oo7Factory for SqliteRecursiveFactory {
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            name: "sqlite-recursive",
+            summary: "the sqlite engine with T1 and T6 as one recursive query each (WITH RECURSIVE over the hierarchy and each composite part's graph); every other operation as sqlite's",
+            ..SqliteFactory.info()
+        }
+    }
+
+    fn build(&self, dir: &Path, db: &Oo7Db, options: &EngineOptions) -> Result<(), EngineError> {
+        SqliteFactory.build(dir, db, options)
+    }
+
+    fn open(&self, dir: &Path, options: &EngineOptions) -> Result<Box<dyn Oo7Engine>, EngineError> {
+        let mut engine = open(dir, options)?;
+        engine.recursive = true;
+        Ok(Box::new(engine))
+    }
+}
+
+fn open(dir: &Path, options: &EngineOptions) -> Result<Sqlite, EngineError> {
+    let path = dir.join(DB_FILE);
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = connect(&path, flags, options)?;
+    let document_size: i64 = conn
+        .query_row("SELECT length(text) + 1 FROM documents LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .ctx("reading the document size")?;
+    Ok(Sqlite {
+        conn,
+        document_size: document_size as u32,
+        recursive: false,
+    })
+}
+
 /// The schema, as the table names it.
 pub const SCHEMA_SUMMARY: &str = "normalised: a table per class, bags as a components table (base, composite, private), connections in their own table; indexes on each parent, components by base and by composite, documents by title, atomic parts by build date and by composite; a traversal step is an index lookup of the part's connections and a primary-key lookup per part";
 
@@ -175,18 +239,7 @@ impl Oo7Factory for SqliteFactory {
     }
 
     fn open(&self, dir: &Path, options: &EngineOptions) -> Result<Box<dyn Oo7Engine>, EngineError> {
-        let path = dir.join(DB_FILE);
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = connect(&path, flags, options)?;
-        let document_size: i64 = conn
-            .query_row("SELECT length(text) + 1 FROM documents LIMIT 1", [], |r| {
-                r.get(0)
-            })
-            .ctx("reading the document size")?;
-        Ok(Box::new(Sqlite {
-            conn,
-            document_size: document_size as u32,
-        }))
+        Ok(Box::new(open(dir, options)?))
     }
 }
 
@@ -239,6 +292,8 @@ fn add_composite(
 pub struct Sqlite {
     conn: Connection,
     document_size: u32,
+    /// `sqlite-recursive`: T1 and T6 as one recursive query.
+    recursive: bool,
 }
 
 fn missing(what: &str, id: u32) -> EngineError {
@@ -332,6 +387,16 @@ impl Sqlite {
 impl Oo7Engine for Sqlite {
     fn traverse(&mut self, m: u32, t: Traversal) -> Result<Answer, EngineError> {
         let tx = self.conn.transaction().ctx("beginning a traversal")?;
+        if self.recursive && t.update().is_none() {
+            let tail = if t.root_only() {
+                T6_RECURSIVE
+            } else {
+                T1_RECURSIVE
+            };
+            let tally = atomics_of(&tx, &format!("{HIERARCHY}{tail}"), [m])?;
+            Self::commit(tx)?;
+            return Ok(tally.finish());
+        }
         let mut tally = Tally::new();
         let mut updates = 0u64;
         let mut seen = Vec::new();

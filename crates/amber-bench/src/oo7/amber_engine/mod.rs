@@ -18,9 +18,12 @@
 //! the assembly hierarchy too.
 //!
 //! **(choice)** The build commits every [`BUILD_BATCH`] composite parts
-//! (their graphs), then the documents in batches of the same size, then
-//! each module (assemblies, bags, manual): documents come after every
-//! graph so that T1's pages hold atomic parts and connections only.
+//! (their atomic parts first, together, then their connection vectors and
+//! the composite parts), then the documents in batches of the same size,
+//! then each module (assemblies, bags, manual): documents come after every
+//! graph so that T1's pages hold atomic parts and connections only, and
+//! atomic parts fill pages of their own (51 to a page) so that T2 and T3
+//! dirty as few pages as they can.
 
 pub mod schema;
 
@@ -105,11 +108,14 @@ impl Oo7Factory for AmberOo7Factory {
         let k = db.params.conn_per_atomic as usize;
         for batch in db.composites.chunks(BUILD_BATCH) {
             let mut tx = adb.begin().ctx("beginning the build")?;
+            let mut refs = Vec::with_capacity(batch.len());
             for c in batch {
-                let atomics = db.parts_of(c);
+                refs.push(load::add_atomics(&mut tx, root, db.parts_of(c))?);
+            }
+            for (c, refs) in batch.iter().zip(refs) {
                 let first = (c.first_atomic - 1) as usize * k;
-                let conns = &db.connections[first..first + atomics.len() * k];
-                load::add_graph(&mut tx, root, c, atomics, conns)?;
+                let conns = &db.connections[first..first + refs.len() * k];
+                load::add_links(&mut tx, root, c, &refs, conns)?;
             }
             tx.commit().ctx("committing the build")?;
         }
@@ -144,7 +150,7 @@ impl Oo7Factory for AmberOo7Factory {
         Ok(Box::new(AmberOo7 {
             db,
             root,
-            seen: Vec::new(),
+            scratch: ops::Scratch::default(),
             last_log_bytes: None,
         }))
     }
@@ -154,7 +160,7 @@ impl Oo7Factory for AmberOo7Factory {
 pub struct AmberOo7 {
     db: Db,
     root: PRef<Root>,
-    /// The visited set of a composite part's graph walk, reused.
-    seen: Vec<bool>,
+    /// A graph walk's visited set and stack, reused.
+    scratch: ops::Scratch,
     last_log_bytes: Option<u64>,
 }

@@ -5,7 +5,7 @@ use amber::{Db, PRef, Tx, View};
 use super::AmberOo7;
 use super::load;
 use super::schema::{
-    AtomicPart, BaseAssembly, CHUNK, ComplexAssembly, CompositePart, Module, Root,
+    AtomChunk, AtomicPart, BaseAssembly, CHUNK, ComplexAssembly, CompositePart, Module, Root,
 };
 use crate::oo7::engine::{
     Answer, EngineError, Oo7Engine, ResultExt, Tag, Tally, count_i, toggle_date, toggle_document,
@@ -18,13 +18,23 @@ fn missing(what: &str, id: u32) -> EngineError {
     EngineError::bad_input(format!("{what} {id} is not in the database"))
 }
 
-/// Atomic part `id`, through the two-level id index.
-fn atomic(r: &impl View, root: PRef<Root>, id: u32) -> Result<PRef<AtomicPart>, EngineError> {
+/// Atomic part `id` in the two-level id index `chunks`.
+#[inline]
+fn find(
+    r: &impl View,
+    chunks: &[PRef<AtomChunk>],
+    id: u32,
+) -> Result<PRef<AtomicPart>, EngineError> {
     let i = (id as usize).wrapping_sub(1);
-    r.slice(&r.get(root).atomic_chunks)
+    chunks
         .get(i / CHUNK)
         .and_then(|&c| r.get(c).parts[i % CHUNK])
         .ok_or_else(|| missing("atomic part", id))
+}
+
+/// Atomic part `id`, through the root's id index.
+fn atomic(r: &impl View, root: PRef<Root>, id: u32) -> Result<PRef<AtomicPart>, EngineError> {
+    find(r, r.slice(&r.get(root).atomic_chunks), id)
 }
 
 fn module(r: &impl View, root: PRef<Root>, id: u32) -> Result<PRef<Module>, EngineError> {
@@ -53,18 +63,27 @@ fn composite_visits(
     Ok(out)
 }
 
+/// A graph walk's visited set and stack, reused from walk to walk.
+#[derive(Default)]
+pub(super) struct Scratch {
+    seen: Vec<bool>,
+    stack: Vec<PRef<AtomicPart>>,
+}
+
 /// Depth-first over composite part `c`'s graph from its root part, with a
 /// visited set; calls `f` on every part once.
 fn walk<V: View>(
     r: &V,
     c: &CompositePart,
-    seen: &mut Vec<bool>,
+    scratch: &mut Scratch,
     mut f: impl FnMut(PRef<AtomicPart>, &AtomicPart),
 ) {
     let first = r.get(c.root_part).id;
+    let Scratch { seen, stack } = scratch;
     seen.clear();
     seen.resize(c.parts.len(), false);
-    let mut stack = vec![c.root_part];
+    stack.clear();
+    stack.push(c.root_part);
     while let Some(p) = stack.pop() {
         let part = r.get(p);
         let i = part.id.wrapping_sub(first) as usize;
@@ -124,14 +143,14 @@ impl AmberOo7 {
         let Some((field, _, _)) = t.update() else {
             return Err(EngineError::bad_input("not an updating traversal"));
         };
-        let mut seen = std::mem::take(&mut self.seen);
+        let mut scratch = std::mem::take(&mut self.scratch);
         let mut tally = Tally::new();
         let mut updates = 0u64;
         let mut order = Vec::new();
         let mut tx = self.db.begin().ctx("beginning a traversal")?;
         for c in composite_visits(&tx, root, m)? {
             order.clear();
-            walk(&tx, tx.get(c), &mut seen, |p, part| {
+            walk(&tx, tx.get(c), &mut scratch, |p, part| {
                 tally_atomic(&mut tally, part);
                 order.push(p);
             });
@@ -158,7 +177,7 @@ impl AmberOo7 {
             }
         }
         self.last_log_bytes = Some(commit(tx, "committing a traversal")?);
-        self.seen = seen;
+        self.scratch = scratch;
         Ok(tally.finish_with(updates))
     }
 }
@@ -175,7 +194,7 @@ impl Oo7Engine for AmberOo7 {
             if t.root_only() {
                 tally_atomic(&mut tally, db.get(comp.root_part));
             } else {
-                walk(db, comp, &mut self.seen, |_, part| {
+                walk(db, comp, &mut self.scratch, |_, part| {
                     tally_atomic(&mut tally, part)
                 });
             }
@@ -259,9 +278,10 @@ impl Oo7Engine for AmberOo7 {
 
     fn lookup(&mut self, ids: &[u32]) -> Result<Answer, EngineError> {
         let db = &self.db;
+        let chunks = db.slice(&db.get(self.root).atomic_chunks);
         let mut tally = Tally::new();
         for &id in ids {
-            tally_atomic(&mut tally, db.get(atomic(db, self.root, id)?));
+            tally_atomic(&mut tally, db.get(find(db, chunks, id)?));
         }
         Ok(tally.finish())
     }
