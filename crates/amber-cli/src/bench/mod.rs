@@ -37,10 +37,6 @@ pub const BENCHES: &[(&str, &str)] = &[
         "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB and redb (normalised, and LMDB and redb inline), a serde snapshot and plain memory",
     ),
     (
-        "oo7",
-        "the OO7 benchmark (Carey, DeWitt, Naughton): traversals, queries and structural modifications on Amber's engines and, built with --features compare, memory, a serde snapshot, SQLite, LMDB and redb",
-    ),
-    (
         "hot",
         "a hot traversal of resident persistent objects against the same traversal of plain Rust structs",
     ),
@@ -71,6 +67,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "churn",
         "file size under allocate/free churn (10,000 items with 200-byte texts, 5 rounds), after a collection, and after freeing everything and collecting, against the first round and a new database",
+    ),
+    (
+        "oo7",
+        "the OO7 benchmark (Carey, DeWitt, Naughton): traversals, queries and structural modifications on Amber's engines and, built with --features compare, memory, a serde snapshot, SQLite, LMDB and redb",
     ),
 ];
 
