@@ -73,11 +73,11 @@ pub struct Row {
 /// One target of the issue, as measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct Target {
-    pub what: &'static str,
+    pub what: String,
     /// The measured ratio.
     pub ratio: f64,
-    /// The bound the ratio must meet.
-    pub goal: &'static str,
+    /// The bound the ratio must meet: `<= 1.15`, `>= 30`, `< 1`.
+    pub goal: String,
     pub met: bool,
 }
 
@@ -354,131 +354,78 @@ impl Oo7Report {
     /// The issue's targets, where both engines of a ratio ran.
     fn compute_targets(&self) -> Vec<Target> {
         let mut out = Vec::new();
-        let mut add = |what,
-                       a: Option<f64>,
-                       b: Option<f64>,
-                       goal,
-                       at_most: Option<f64>,
-                       at_least: Option<f64>| {
-            if let (Some(a), Some(b)) = (a, b)
-                && b > 0.0
-            {
-                let ratio = a / b;
-                let met = at_most.is_none_or(|m| ratio <= m) && at_least.is_none_or(|m| ratio >= m);
-                out.push(Target {
-                    what,
-                    ratio,
-                    goal,
-                    met,
-                });
+        // `goal` is a comparison and a bound: "<=", ">=" or "<".
+        let mut add = |what: String, a: Option<f64>, b: Option<f64>, goal: (&str, f64)| {
+            let (Some(a), Some(b)) = (a, b) else { return };
+            if b <= 0.0 {
+                return;
             }
+            let ratio = a / b;
+            let (cmp, bound) = goal;
+            let met = match cmp {
+                "<=" => ratio <= bound,
+                ">=" => ratio >= bound,
+                _ => ratio < bound,
+            };
+            out.push(Target {
+                what,
+                ratio,
+                goal: format!("{cmp} {bound}"),
+                met,
+            });
         };
         let hot = |e: &str, op: &str| self.ms(e, op, "hot");
         add(
-            "T1 hot: amber / memory",
+            "T1 hot: amber / memory".into(),
             hot("amber", "t1"),
             hot("memory", "t1"),
-            "<= 1.15",
-            Some(1.15),
-            None,
+            ("<=", 1.15),
         );
+        for (peer, goal) in [("lmdb", 30.0), ("redb", 30.0), ("sqlite", 200.0)] {
+            add(
+                format!("T1 hot: {peer} / amber"),
+                hot(peer, "t1"),
+                hot("amber", "t1"),
+                (">=", goal),
+            );
+        }
         add(
-            "T1 hot: lmdb / amber",
-            hot("lmdb", "t1"),
-            hot("amber", "t1"),
-            ">= 30",
-            None,
-            Some(30.0),
-        );
-        add(
-            "T1 hot: redb / amber",
-            hot("redb", "t1"),
-            hot("amber", "t1"),
-            ">= 30",
-            None,
-            Some(30.0),
-        );
-        add(
-            "T1 hot: sqlite / amber",
-            hot("sqlite", "t1"),
-            hot("amber", "t1"),
-            ">= 200",
-            None,
-            Some(200.0),
-        );
-        add(
-            "T6 hot: amber / memory",
+            "T6 hot: amber / memory".into(),
             hot("amber", "t6"),
             hot("memory", "t6"),
-            "<= 1.5",
-            Some(1.5),
-            None,
+            ("<=", 1.5),
         );
         add(
-            "Q1 hot: amber / memory",
+            "Q1 hot: amber / memory".into(),
             hot("amber", "q1"),
             hot("memory", "q1"),
-            "<= 1.5",
-            Some(1.5),
-            None,
+            ("<=", 1.5),
         );
         for peer in ["sqlite", "lmdb"] {
-            let (what_a, what_b, time_a, time_b) = if peer == "sqlite" {
-                (
-                    "T2a amortized bytes per commit: amber / sqlite",
-                    "T2b amortized bytes per commit: amber / sqlite",
-                    "T2a hot time: amber / sqlite",
-                    "T2b hot time: amber / sqlite",
-                )
-            } else {
-                (
-                    "T2a amortized bytes per commit: amber / lmdb",
-                    "T2b amortized bytes per commit: amber / lmdb",
-                    "T2a hot time: amber / lmdb",
-                    "T2b hot time: amber / lmdb",
-                )
-            };
-            add(
-                what_a,
-                self.amortized("amber", "t2a"),
-                self.amortized(peer, "t2a"),
-                "<= 0.1",
-                Some(0.1),
-                None,
-            );
-            add(
-                what_b,
-                self.amortized("amber", "t2b"),
-                self.amortized(peer, "t2b"),
-                "<= 0.5",
-                Some(0.5),
-                None,
-            );
-            add(
-                time_a,
-                hot("amber", "t2a"),
-                hot(peer, "t2a"),
-                "<= 1",
-                Some(1.0),
-                None,
-            );
-            add(
-                time_b,
-                hot("amber", "t2b"),
-                hot(peer, "t2b"),
-                "<= 1",
-                Some(1.0),
-                None,
-            );
+            for (op, goal) in [("t2a", 0.1), ("t2b", 0.5)] {
+                add(
+                    format!(
+                        "{} amortized bytes per commit: amber / {peer}",
+                        op.to_uppercase()
+                    ),
+                    self.amortized("amber", op),
+                    self.amortized(peer, op),
+                    ("<=", goal),
+                );
+                add(
+                    format!("{} hot time: amber / {peer}", op.to_uppercase()),
+                    hot("amber", op),
+                    hot(peer, op),
+                    ("<=", 1.0),
+                );
+            }
         }
         let open_t1 = |e: &str| Some(self.ms(e, "open", "cold")? + self.ms(e, "t1", "cold")?);
         add(
-            "open + cold T1: amber / snapshot",
+            "open + cold T1: amber / snapshot".into(),
             open_t1("amber"),
             open_t1("snapshot"),
-            "< 1",
-            Some(1.0),
-            None,
+            ("<", 1.0),
         );
         out
     }
