@@ -1,6 +1,7 @@
 //! Amber's benchmarks, run by `amber bench …`.
 //!
 //! - [`oo1`]: the Object Operations Benchmark, its engine contract and harness;
+//! - [`oo7`]: the OO7 benchmark: its generator, operations, engines and harness;
 //! - [`storage`]: commit latency and recovery time of the storage layer;
 //! - [`churn`]: file size under allocate/free churn, and what a collection gives back;
 //! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
@@ -26,6 +27,7 @@ pub mod index;
 pub mod json;
 pub mod olsim;
 pub mod oo1;
+pub mod oo7;
 pub mod procfs;
 pub mod readers;
 pub mod rng;

@@ -121,7 +121,7 @@ enum Command {
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
     #[command(disable_help_flag = true)]
     Bench {
-        /// The benchmark: commit, recovery, oo1, hot, faults, update, checkpoint, churn (or `list`).
+        /// The benchmark: commit, recovery, oo1, oo7, hot, faults, update, checkpoint, churn (or `list`).
         #[arg(allow_hyphen_values = true)]
         name: Option<String>,
         /// Its options.

@@ -14,7 +14,8 @@
 //! Every engine that persists syncs each commit; each says how, and how it
 //! lays out the graph, in its `EngineInfo`.
 //!
-//! [`index_peer`] is redb as the peer of `amber bench index`.
+//! [`index_peer`] is redb as the peer of `amber bench index`; [`oo7`] holds
+//! the engines of `amber bench oo7`.
 //!
 //! A front end passes [`engines()`] to `amber_bench::oo1::run_oo1` and to
 //! `amber_bench::oo1::run_oo1_child`.
@@ -26,6 +27,7 @@ pub mod inline;
 pub mod lmdb;
 pub mod lmdb_inline;
 pub mod memory;
+pub mod oo7;
 pub mod record;
 pub mod redb;
 pub mod redb_inline;

@@ -50,10 +50,16 @@ pub const INSTALL: &str =
 // environment on the same file) would be undefined behaviour. This is the one
 // unsafe call of the comparison engines; the workspace denies unsafe code
 // everywhere else.
-#[allow(unsafe_code)]
 pub(crate) fn open_env(dir: &Path) -> Result<Env, EngineError> {
+    open_env_with(dir, 3)
+}
+
+/// [`open_env`] for an environment of up to `max_dbs` named databases
+/// (OO7's engine has more than OO1's three).
+#[allow(unsafe_code)]
+pub(crate) fn open_env_with(dir: &Path, max_dbs: u32) -> Result<Env, EngineError> {
     let mut options = EnvOpenOptions::new();
-    options.map_size(MAP_SIZE).max_dbs(3);
+    options.map_size(MAP_SIZE).max_dbs(max_dbs);
     // The harness gives every process its own copy of the database directory
     // and nothing else writes to it while it is open; LMDB's lock file (default
     // flags: no NO_LOCK, no NO_SYNC) coordinates readers and the writer.

@@ -15,7 +15,7 @@ use amber_bench::oo1::{
 
 use crate::graph::Graph;
 
-const SNAPSHOT_FILE: &str = "snapshot.postcard";
+pub(crate) const SNAPSHOT_FILE: &str = "snapshot.postcard";
 const TEMP_FILE: &str = "snapshot.postcard.tmp";
 
 /// The `snapshot` engine.
@@ -57,8 +57,9 @@ impl EngineFactory for SnapshotFactory {
     }
 }
 
-/// Writes `graph` durably as the snapshot of `dir`.
-fn save(dir: &Path, graph: &Graph) -> Result<(), EngineError> {
+/// Writes `graph` durably as the snapshot of `dir` (OO7's `snapshot`
+/// engine writes its model with it too).
+pub(crate) fn save<T: serde::Serialize>(dir: &Path, graph: &T) -> Result<(), EngineError> {
     let bytes = postcard::to_allocvec(graph)
         .map_err(|e| EngineError::backend("encoding the snapshot", e))?;
     let temp = dir.join(TEMP_FILE);

@@ -53,7 +53,7 @@ const INCREMENT: &str = "UPDATE parts SET x = x + 1, y = y + 1 WHERE id = ?1";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SqliteFactory;
 
-fn connect(
+pub(crate) fn connect(
     path: &Path,
     flags: OpenFlags,
     options: &EngineOptions,
@@ -137,6 +137,21 @@ impl EngineFactory for SqliteFactory {
         let conn = connect(&path, flags, options)?;
         Ok(Box::new(Sqlite { conn }))
     }
+}
+
+/// `PRAGMA wal_checkpoint(TRUNCATE)`: every WAL frame into the database
+/// file, synced, the WAL truncated (OO1's and OO7's `install`).
+pub(crate) fn checkpoint(conn: &Connection) -> Result<(), EngineError> {
+    let busy: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+        .ctx("checkpointing the WAL")?;
+    if busy != 0 {
+        return Err(EngineError::io(
+            "PRAGMA wal_checkpoint(TRUNCATE)",
+            std::io::Error::other("blocked by another connection (SQLITE_BUSY)"),
+        ));
+    }
+    Ok(())
 }
 
 /// An open `sqlite` database.
@@ -302,17 +317,7 @@ impl Engine for Sqlite {
     }
 
     fn install(&mut self) -> Result<(), EngineError> {
-        let busy: i64 = self
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-            .ctx("checkpointing the WAL")?;
-        if busy != 0 {
-            return Err(EngineError::io(
-                "PRAGMA wal_checkpoint(TRUNCATE)",
-                std::io::Error::other("blocked by another connection (SQLITE_BUSY)"),
-            ));
-        }
-        Ok(())
+        checkpoint(&self.conn)
     }
 
     fn close(self: Box<Self>) -> Result<(), EngineError> {

@@ -62,7 +62,7 @@ impl IoProbe {
         }
     }
 
-    fn sample(&self) -> Option<Sample> {
+    pub(crate) fn sample(&self) -> Option<Sample> {
         let io = IoCounters::now()?;
         Some(Sample {
             io,
@@ -73,13 +73,13 @@ impl IoProbe {
 
 /// The counters at one instant.
 #[derive(Clone, Copy, Debug)]
-struct Sample {
+pub(crate) struct Sample {
     io: IoCounters,
     device: Option<u64>,
 }
 
 /// The bytes written between two samples.
-fn written(before: Option<Sample>, after: Option<Sample>) -> Option<IoDelta> {
+pub(crate) fn written(before: Option<Sample>, after: Option<Sample>) -> Option<IoDelta> {
     before.zip(after).map(|(a, b)| {
         let d = a.io.delta(b.io);
         IoDelta {
@@ -140,11 +140,11 @@ pub struct JobResult {
     pub peak_rss_kib: Option<u64>,
 }
 
-/// A child's reply on stdout.
+/// A child's reply on stdout (OO7's children send their own result type).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ChildReply {
-    Ok(JobResult),
+pub enum ChildReply<T = JobResult> {
+    Ok(T),
     Error(String),
 }
 

@@ -11,6 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::args::Oo1Args;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
 use super::child::{ChildReply, ChildRequest, JobResult, execute, post_checks};
 use super::database::{GenParams, GeneratedDb, generate};
 use super::engine::{Answer, EngineFactory, EngineOptions};
@@ -228,12 +231,22 @@ fn select<'a>(
     engines: &'a [Box<dyn EngineFactory>],
     names: Option<&[String]>,
 ) -> Result<Vec<&'a dyn EngineFactory>, BenchError> {
-    let available: Vec<&str> = engines.iter().map(|f| f.info().name).collect();
+    select_by("OO1", engines, names, |f| f.info().name)
+}
+
+/// [`select`] for any kind of engine factory, named by `name` (OO7's
+/// factories are another trait); `bench` names the benchmark in errors.
+pub(crate) fn select_by<'a, F: ?Sized>(
+    bench: &str,
+    engines: &'a [Box<F>],
+    names: Option<&[String]>,
+    name: impl Fn(&F) -> &'static str,
+) -> Result<Vec<&'a F>, BenchError> {
+    let available: Vec<&str> = engines.iter().map(|f| name(f)).collect();
     if available.is_empty() {
-        return Err(BenchError::Usage(
-            "no OO1 engines in this binary (the comparison engines need the `compare` feature)"
-                .into(),
-        ));
+        return Err(BenchError::Usage(format!(
+            "no {bench} engines in this binary (the comparison engines need the `compare` feature)"
+        )));
     }
     let Some(names) = names else {
         return Ok(engines.iter().map(|f| f.as_ref()).collect());
@@ -250,14 +263,14 @@ fn select<'a>(
     }
     names
         .iter()
-        .map(|name| {
+        .map(|n| {
             engines
                 .iter()
-                .find(|f| f.info().name == name.as_str())
+                .find(|f| name(f) == n.as_str())
                 .map(|f| f.as_ref())
                 .ok_or_else(|| {
                     BenchError::Usage(format!(
-                        "unknown engine {name:?}; available: {}",
+                        "unknown engine {n:?}; available: {}",
                         available.join(", ")
                     ))
                 })
@@ -268,11 +281,22 @@ fn select<'a>(
 /// Runs one job in a new process: `current_exe() child_args…`, request on stdin,
 /// reply on stdout.
 fn spawn_child(child_args: &[String], request: &ChildRequest) -> Result<JobResult, BenchError> {
-    let fail = |message: String| BenchError::Child {
+    spawn_json(child_args, request, |message| BenchError::Child {
         engine: request.engine.clone(),
         job: request.job.label(),
         message,
-    };
+    })
+}
+
+/// Runs `current_exe() child_args…` with `request` as JSON on stdin and
+/// reads a [`ChildReply`] from the last JSON line of its stdout; `fail`
+/// makes the error of every way this can go wrong. OO7's harness uses it
+/// for its own requests and results.
+pub(crate) fn spawn_json<Req: Serialize, Reply: DeserializeOwned>(
+    child_args: &[String],
+    request: &Req,
+    fail: impl Fn(String) -> BenchError,
+) -> Result<Reply, BenchError> {
     let exe = std::env::current_exe()
         .map_err(|e| fail(format!("cannot find the running binary: {e}")))?;
     let mut child = Command::new(&exe)
@@ -297,12 +321,12 @@ fn spawn_child(child_args: &[String], request: &ChildRequest) -> Result<JobResul
         .lines()
         .rev()
         .find(|l| l.starts_with('{'))
-        .and_then(|l| serde_json::from_str::<ChildReply>(l).ok());
+        .and_then(|l| serde_json::from_str::<ChildReply<Reply>>(l).ok());
     match reply {
         Some(ChildReply::Ok(result)) if output.status.success() => Ok(result),
         Some(ChildReply::Error(message)) => Err(fail(message)),
         _ => Err(fail(format!(
-            "{} exited with {} without a reply (does it route {:?} to amber_bench::oo1::run_oo1_child?)",
+            "{} exited with {} without a reply (does it route {:?} to the benchmark's child entry point?)",
             exe.display(),
             output.status,
             child_args.join(" ")
@@ -312,12 +336,17 @@ fn spawn_child(child_args: &[String], request: &ChildRequest) -> Result<JobResul
 
 /// Runs `f`, printing a progress line to stderr if it takes more than a second.
 fn with_progress<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    with_progress_of("oo1", what, f)
+}
+
+/// [`with_progress`] for benchmark `bench` (the lines' prefix).
+pub(crate) fn with_progress_of<T>(bench: &str, what: &str, f: impl FnOnce() -> T) -> T {
     let (done, wait) = mpsc::channel::<()>();
-    let label = what.to_string();
+    let label = format!("{bench}: {what}");
     let start = Instant::now();
     let watcher = thread::spawn(move || {
         if wait.recv_timeout(Duration::from_secs(1)) == Err(mpsc::RecvTimeoutError::Timeout) {
-            eprintln!("oo1: {label} …");
+            eprintln!("{label} …");
             true
         } else {
             false
@@ -327,7 +356,7 @@ fn with_progress<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let _ = done.send(());
     if watcher.join().unwrap_or(false) {
         eprintln!(
-            "oo1: {what}: done in {:.1} s",
+            "{bench}: {what}: done in {:.1} s",
             start.elapsed().as_secs_f64()
         );
     }
@@ -335,20 +364,25 @@ fn with_progress<T>(what: &str, f: impl FnOnce() -> T) -> T {
 }
 
 /// Where the databases live: a temporary directory, or `--dir`.
-enum Workspace {
+pub(crate) enum Workspace {
     Temp(tempfile::TempDir),
     Given(PathBuf),
 }
 
 impl Workspace {
-    fn new(dir: Option<&Path>) -> Result<Workspace, BenchError> {
+    pub(crate) fn new(dir: Option<&Path>) -> Result<Workspace, BenchError> {
+        Self::with_prefix(dir, "amber-oo1-")
+    }
+
+    /// A workspace whose temporary directory's name starts with `prefix`.
+    pub(crate) fn with_prefix(dir: Option<&Path>, prefix: &str) -> Result<Workspace, BenchError> {
         match dir {
             Some(dir) => {
                 fs::create_dir_all(dir).map_err(|e| BenchError::io("creating", dir, e))?;
                 Ok(Workspace::Given(dir.to_path_buf()))
             }
             None => tempfile::Builder::new()
-                .prefix("amber-oo1-")
+                .prefix(prefix)
                 .tempdir()
                 .map(Workspace::Temp)
                 .map_err(|e| {
@@ -357,7 +391,7 @@ impl Workspace {
         }
     }
 
-    fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         match self {
             Workspace::Temp(t) => t.path(),
             Workspace::Given(p) => p,
@@ -365,7 +399,7 @@ impl Workspace {
     }
 }
 
-fn remove_dir(dir: &Path) -> Result<(), BenchError> {
+pub(crate) fn remove_dir(dir: &Path) -> Result<(), BenchError> {
     match fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -374,14 +408,14 @@ fn remove_dir(dir: &Path) -> Result<(), BenchError> {
 }
 
 /// Makes `dir` an empty directory.
-fn reset_dir(dir: &Path) -> Result<(), BenchError> {
+pub(crate) fn reset_dir(dir: &Path) -> Result<(), BenchError> {
     remove_dir(dir)?;
     fs::create_dir_all(dir).map_err(|e| BenchError::io("creating", dir, e))
 }
 
 /// Copies the files under `from` into the existing directory `to`, and syncs
 /// them, so that no write-back of the copy overlaps the measured process.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
     for entry in fs::read_dir(from).map_err(|e| BenchError::io("reading", from, e))? {
         let entry = entry.map_err(|e| BenchError::io("reading", from, e))?;
         let src = entry.path();
@@ -401,7 +435,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
 }
 
 /// fsyncs every file and directory under `dir`.
-fn sync_tree(dir: &Path) -> Result<(), BenchError> {
+pub(crate) fn sync_tree(dir: &Path) -> Result<(), BenchError> {
     for entry in fs::read_dir(dir).map_err(|e| BenchError::io("reading", dir, e))? {
         let path = entry.map_err(|e| BenchError::io("reading", dir, e))?.path();
         if path.is_dir() {
@@ -420,7 +454,7 @@ fn sync_file(path: &Path) -> Result<(), BenchError> {
 }
 
 /// Bytes of the files under `dir`.
-fn tree_size(dir: &Path) -> Result<u64, BenchError> {
+pub(crate) fn tree_size(dir: &Path) -> Result<u64, BenchError> {
     let mut total = 0;
     for entry in fs::read_dir(dir).map_err(|e| BenchError::io("reading", dir, e))? {
         let entry = entry.map_err(|e| BenchError::io("reading", dir, e))?;

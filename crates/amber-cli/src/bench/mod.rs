@@ -7,6 +7,7 @@
 mod index;
 mod olsim;
 mod oo1;
+mod oo7;
 mod readers;
 
 use crate::error::CliError;
@@ -66,6 +67,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "churn",
         "file size under allocate/free churn (10,000 items with 200-byte texts, 5 rounds), after a collection, and after freeing everything and collecting, against the first round and a new database",
+    ),
+    (
+        "oo7",
+        "the OO7 benchmark (Carey, DeWitt, Naughton): traversals, queries and structural modifications on Amber's engines and, built with --features compare, memory, a serde snapshot, SQLite, LMDB and redb",
     ),
 ];
 
@@ -373,6 +378,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         }
         Some("index") => index::run(args, out)?,
         Some("oo1") => return oo1::run(args, out),
+        Some("oo7") => return oo7::run(args, out),
         Some("readers") => return readers::run(args, out),
         Some("olsim") => olsim::run(args, out)?,
         Some("hot") => {

@@ -1,0 +1,151 @@
+//! `amber bench oo7` end to end on the tiny configuration: every operation
+//! on every engine built into this binary, in child processes
+//! (`amber bench oo7 __oo7-child`), two rounds, the JSON contract (one row
+//! per engine, operation and phase with count and checksum; bytes for the
+//! committing operations; peak RSS per engine), every engine's answers
+//! equal, the plot; and clear errors for bad arguments.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+const AMBER: [&str; 2] = ["amber", "amber-sigsegv"];
+const COMPARE: [&str; 6] = [
+    "memory",
+    "snapshot",
+    "sqlite",
+    "sqlite-recursive",
+    "lmdb",
+    "redb",
+];
+const OPS: [&str; 23] = [
+    "t1", "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t4", "t5", "t6", "t7", "t8", "t9", "q1", "q2",
+    "q3", "q4", "q5", "q6", "q7", "q8", "insert", "delete",
+];
+const COMMITTING: [&str; 9] = [
+    "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t5", "insert", "delete",
+];
+
+fn engines() -> Vec<&'static str> {
+    let mut all = AMBER.to_vec();
+    if cfg!(feature = "compare") {
+        all.extend(COMPARE);
+    }
+    all
+}
+
+#[test]
+fn every_operation_on_every_engine_writes_the_json_contract() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json_path = dir.path().join("oo7.json");
+    let svg_path = dir.path().join("oo7.svg");
+    let output = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args([
+            "bench",
+            "oo7",
+            "--size",
+            "tiny",
+            "--modules",
+            "2",
+            "--seed",
+            "11",
+            "--rounds",
+            "2",
+            "--warm",
+            "2",
+            "--hot",
+            "2",
+        ])
+        .arg("--dir")
+        .arg(dir.path().join("dbs"))
+        .arg("--json")
+        .arg(&json_path)
+        .arg("--plot")
+        .arg(&svg_path)
+        .output()
+        .expect("run amber bench oo7");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "amber bench oo7 failed\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("t1 hot"), "{stdout}");
+    assert!(stdout.contains("bytes per commit"), "{stdout}");
+    assert!(stdout.contains("peak RSS"), "{stdout}");
+
+    let text = std::fs::read_to_string(&json_path).expect("JSON written");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(json["benchmark"], "oo7");
+    assert_eq!(json["size"], "tiny");
+    assert_eq!(json["modules"], 2);
+    assert_eq!(json["seed"], 11);
+    assert_eq!(json["problems"].as_array().map(Vec::len), Some(0));
+    let engines = engines();
+    let names: Vec<&str> = json["engines"]
+        .as_array()
+        .expect("engines")
+        .iter()
+        .map(|e| e["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, engines);
+    for e in &engines {
+        assert!(
+            json["peak_rss_kib"][e].as_u64().is_some_and(|k| k > 0),
+            "{e}"
+        );
+    }
+    let results = json["results"].as_array().expect("results");
+    // Every op × 3 phases, plus one open row, per engine.
+    assert_eq!(results.len(), engines.len() * (OPS.len() * 3 + 1));
+    let mut answers: HashMap<(String, String), (u64, u64)> = HashMap::new();
+    for r in results {
+        let engine = r["engine"].as_str().expect("engine");
+        let op = r["op"].as_str().expect("op");
+        let phase = r["phase"].as_str().expect("phase");
+        assert!(r["ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{r}");
+        if op == "open" {
+            continue;
+        }
+        assert!(OPS.contains(&op), "{op}");
+        let answer = (
+            r["count"].as_u64().expect("count"),
+            r["checksum"].as_u64().expect("checksum"),
+        );
+        let first = answers
+            .entry((op.to_string(), phase.to_string()))
+            .or_insert(answer);
+        assert_eq!(*first, answer, "{engine} {op} {phase} differs");
+        assert!(r["tx_per_s"].as_f64().is_some(), "{r}");
+        if COMMITTING.contains(&op) && engine != "memory" {
+            assert!(r["bytes_written"].as_u64().is_some_and(|b| b > 0), "{r}");
+            assert!(
+                r["amortized_bytes_per_commit"]
+                    .as_u64()
+                    .is_some_and(|b| b > 0),
+                "{r}"
+            );
+        }
+    }
+    assert!(answers[&("t1".to_string(), "hot".to_string())].0 == 9 * 3 * 5);
+    let svg = std::fs::read_to_string(&svg_path).expect("SVG written");
+    assert!(svg.starts_with("<svg") && svg.contains("t1"));
+}
+
+#[test]
+fn bad_arguments_are_refused_clearly() {
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_amber"))
+            .args(["bench", "oo7"])
+            .args(args)
+            .output()
+            .expect("run amber bench oo7")
+    };
+    let out = run(&["--size", "huge"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown size"));
+    let out = run(&["--size", "tiny", "--engines", "oracle"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown engine"));
+    let out = run(&["--help"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--modules"));
+}

@@ -1,0 +1,33 @@
+//! The comparison engines of `amber bench oo7`, each written the way a
+//! careful user of it would write OO7:
+//!
+//! - [`memory`]: the model's plain Rust structs, nothing persisted;
+//! - [`snapshot`]: the same structs serialised whole with serde + postcard;
+//! - [`sqlite`]: normalised tables and indexes, one object per statement
+//!   (and `sqlite-recursive`: T1 and T6 as one recursive query each);
+//! - [`lmdb`] and [`redb`]: records keyed by id with secondary-index
+//!   tables, the OO7 logic written once over [`kv`].
+//!
+//! A front end passes [`engines()`] to `amber_bench::oo7::run_oo7` and
+//! `amber_bench::oo7::run_oo7_child`.
+
+pub mod kv;
+pub mod lmdb;
+pub mod memory;
+pub mod redb;
+pub mod snapshot;
+pub mod sqlite;
+
+use amber_bench::oo7::Oo7Factory;
+
+/// Every OO7 comparison engine, in the default column order.
+pub fn engines() -> Vec<Box<dyn Oo7Factory>> {
+    vec![
+        Box::new(memory::MemoryFactory),
+        Box::new(snapshot::SnapshotFactory),
+        Box::new(sqlite::SqliteFactory),
+        Box::new(sqlite::SqliteRecursiveFactory),
+        Box::new(lmdb::LmdbFactory),
+        Box::new(redb::RedbFactory),
+    ]
+}
