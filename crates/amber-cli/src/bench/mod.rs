@@ -75,7 +75,7 @@ pub const BENCHES: &[(&str, &str)] = &[
 ];
 
 /// How to get the comparison engines when they are not built in.
-pub const COMPARE_HINT: &str = "the comparison engines (memory, snapshot, sqlite, lmdb, lmdb-inline, redb, redb-inline) are not built into this amber; \
+pub const COMPARE_HINT: &str = "the comparison engines (plain memory, a serde snapshot, SQLite, LMDB and redb, in each benchmark's layouts) are not built into this amber; \
 build it with `cargo build --release -p amber-cli --features compare` to run them";
 
 fn known() -> String {
