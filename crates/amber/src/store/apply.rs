@@ -94,6 +94,7 @@ impl State {
                 }
             }
             Record::Type { type_id, desc, .. } => {
+                crate::format::meta::check_type_id(type_id)?;
                 self.catalog.insert(type_id, desc.to_vec());
                 self.next_type_id = self.next_type_id.max(type_id + 1);
             }
