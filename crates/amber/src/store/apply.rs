@@ -56,6 +56,13 @@ impl State {
             } => {
                 let kind = BlockKind::from_u8(kind)
                     .ok_or_else(|| format!("allocation of unknown block kind {kind}"))?;
+                // Checked before the block's image is made (whole, as the
+                // committing transaction held it).
+                if count > page::max_run_len(ps) {
+                    return Err(format!(
+                        "allocation of {count} pages at page {head}: no block is that long"
+                    ));
+                }
                 if replay {
                     self.fsm.allocate_at(head, count)?;
                 } else {
@@ -63,7 +70,7 @@ impl State {
                 }
                 self.drop_patch(head);
                 let mut img = vec![0u8; count as usize * ps].into_boxed_slice();
-                page::format(&mut img, kind, head, count);
+                page::format_zeroed(&mut img, kind, head, count);
                 let p = Patch::image(count, img, commit_lsn);
                 self.pending_bytes += p.bytes();
                 self.pending.insert(head, p);
