@@ -184,6 +184,20 @@ pub(super) fn load_state(
         )
     };
     let img = FsmImage::decode(&fsm_bytes).map_err(|_| bad("truncated".into()))?;
+    // Every block a checkpoint's map counts was installed by it or an
+    // earlier one, so the map's pages lie in the file. A larger count is
+    // damage, refused before anything walks a billion blocks that are not
+    // there.
+    let file_pages = file
+        .size()
+        .map_err(|e| Error::io("read page", path, e))?
+        / ps as u64;
+    if img.page_count > file_pages {
+        return Err(bad(format!(
+            "it counts {} pages, the page file holds {file_pages}",
+            img.page_count
+        )));
+    }
     let fsm = FreeSpace::from_image(&img, first).map_err(bad)?;
     for (name, p) in [
         ("free-space map", sb.fsm_page),
