@@ -8,7 +8,9 @@
 mod fuzz_common;
 
 use amber::Db;
-use amber::internals::fuzzing::{Bundle, Content, FILE_TARGETS, file_targets, seeds};
+use amber::internals::fuzzing::{
+    Bundle, Content, DECODER_TARGETS, FILE_TARGETS, file_targets, seeds,
+};
 use amber::internals::io::Vfs;
 use fuzz_common::content::{NODES, Nodes};
 use fuzz_common::{Counting, corpus, iterations, run};
@@ -43,17 +45,44 @@ fn seeds_read_back_whole() {
     assert_eq!(n, 6, "4, 8 and 16 KiB pages, closed and crashed");
 }
 
+/// Every target has seeds, the block targets from each page size; with
+/// `AMBER_FUZZ_CORPUS=DIR` they are written to `DIR/TARGET/seed-N`, the
+/// cargo-fuzz corpus (`fuzz/corpus` is where `cargo fuzz run` looks).
+#[test]
+fn seed_corpus() {
+    let names = DECODER_TARGETS.iter().map(|(n, _)| *n).chain(FILE_TARGETS);
+    for name in names {
+        let n = corpus().iter().filter(|(t, _)| *t == name).count();
+        assert!(n > 0, "no seeds for {name}");
+    }
+    for code in 0..3u8 {
+        let pages = corpus()
+            .iter()
+            .filter(|(t, s)| *t == "page" && s.first() == Some(&code))
+            .count();
+        assert!(pages > 4, "{pages} page seeds of page size code {code}");
+    }
+    let Some(dir) = std::env::var_os("AMBER_FUZZ_CORPUS") else {
+        return;
+    };
+    for (i, (target, input)) in corpus().iter().enumerate() {
+        let d = std::path::Path::new(&dir).join(target);
+        std::fs::create_dir_all(&d).expect("the corpus directory");
+        std::fs::write(d.join(format!("seed-{i:04}")), input).expect("a seed written");
+    }
+}
+
 #[test]
 fn open_and_read() {
-    target("open_and_read", 400);
+    target("open_and_read", 1000);
 }
 
 #[test]
 fn verify_deep() {
-    target("verify_deep", 400);
+    target("verify_deep", 1000);
 }
 
 #[test]
 fn recovery() {
-    target("recovery", 400);
+    target("recovery", 1000);
 }
