@@ -187,7 +187,8 @@ pub fn open_and_read<C: Content>(data: &[u8]) {
 }
 
 /// Deep verification (and the plain verify before it, as `amber verify
-/// --deep` runs them) of the files of `data`. Contract: no panic, no abort,
+/// --deep` runs them) of the files of `data`, then every block decoded as
+/// `amber inspect` shows it. Contract: no panic, no abort,
 /// bounded time and memory; a report or an error.
 pub fn verify_deep(data: &[u8]) {
     let bundle = Bundle::decode(data);
@@ -199,6 +200,13 @@ pub fn verify_deep(data: &[u8]) {
     };
     if let Ok(store) = Store::open(vfs, seeds::db_path(), opts) {
         let _ = crate::inspect::deep::verified_map(&store);
+        // And what `amber inspect` shows: every block, its objects decoded
+        // field by field by the catalog.
+        let inspector = crate::inspect::Inspector::of(store);
+        let _ = inspector.catalog();
+        for b in inspector.blocks() {
+            let _ = inspector.block(b.start);
+        }
     }
 }
 

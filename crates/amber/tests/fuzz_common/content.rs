@@ -31,6 +31,9 @@ pub struct Node {
     pub name: PString,
     /// [`data`]`(id, ver)`.
     pub data: PVec<u64>,
+    /// The low bytes of [`mix`]`(id, ver)`: a fixed array, so that the
+    /// catalog holds one for mutations to reach.
+    pub tags: [u16; 4],
 }
 
 /// The root object: the list's head and the index.
@@ -72,6 +75,17 @@ pub fn data(id: u64, ver: u64) -> Vec<u64> {
     (0..len).map(|i| mix(id, ver) ^ i).collect()
 }
 
+/// The fixed array of node `id` at version `ver`.
+pub fn tags(id: u64, ver: u64) -> [u16; 4] {
+    let m = mix(id, ver);
+    [
+        m as u16,
+        (m >> 16) as u16,
+        (m >> 32) as u16,
+        (m >> 48) as u16,
+    ]
+}
+
 fn new_node(tx: &mut Tx<'_>, id: u64, ver: u64, next: Option<PRef<Node>>) -> Result<Node> {
     Ok(Node {
         id,
@@ -80,6 +94,7 @@ fn new_node(tx: &mut Tx<'_>, id: u64, ver: u64, next: Option<PRef<Node>>) -> Res
         next,
         name: tx.new_string(&name(id, ver))?,
         data: tx.new_vec(data(id, ver))?,
+        tags: tags(id, ver),
     })
 }
 
@@ -166,7 +181,7 @@ fn check_node(db: &Db, n: &Node, strict: bool) -> bool {
     }
     let (id, ver) = (n.id, n.ver);
     assert!(
-        id < NODES && ver <= MAX_VER && n.check == mix(id, ver),
+        id < NODES && ver <= MAX_VER && n.check == mix(id, ver) && n.tags == tags(id, ver),
         "a node read back that was never committed: id {id}, ver {ver}, check {:#x}",
         n.check
     );
