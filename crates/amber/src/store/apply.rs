@@ -63,6 +63,13 @@ impl State {
                         "allocation of {count} pages at page {head}: no block is that long"
                     ));
                 }
+                // Every byte of a block has a 64-bit persistent address.
+                let end = head.checked_add(u64::from(count));
+                if end.and_then(|e| e.checked_mul(ps as u64)).is_none() {
+                    return Err(format!(
+                        "allocation of {count} pages at page {head}: beyond every address"
+                    ));
+                }
                 if replay {
                     self.fsm.allocate_at(head, count)?;
                 } else {
