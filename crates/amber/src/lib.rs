@@ -172,6 +172,9 @@ internal_modules! {
     vm;
 }
 mod error;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod gc;
 pub mod inspect;
 mod ptr;
@@ -212,7 +215,7 @@ pub mod __private {
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::{db, fasthash, format, io, schema, store, translate, vm, wal};
+    pub use crate::{db, fasthash, format, fuzzing, io, schema, store, translate, vm, wal};
 }
 
 /// The README, whose Rust examples rustdoc compiles and runs as doctests, so

@@ -19,6 +19,7 @@
 //! - schema catalog: `n u32`, `n × (type_id u32, len u32, descriptor bytes)`.
 
 use super::bytes::{Cursor, Short};
+use super::objects::MAX_TYPE_ID;
 use super::page::HEADER_SIZE;
 use super::{PAddr, PageNo};
 
@@ -177,6 +178,17 @@ pub fn decode_roots(b: &[u8]) -> Result<Vec<RootEntry>, String> {
     Ok(v)
 }
 
+/// Refuses a type id no object can carry: 0, or above the 24 bits of an
+/// object header's tag.
+pub fn check_type_id(id: u32) -> Result<(), String> {
+    if id == 0 || id > MAX_TYPE_ID {
+        return Err(format!(
+            "type id {id} is outside 1..={MAX_TYPE_ID}, the ids an object header holds"
+        ));
+    }
+    Ok(())
+}
+
 /// Encodes the schema catalog payload.
 pub fn encode_catalog(types: &[(u32, Vec<u8>)]) -> Vec<u8> {
     let mut v = Vec::new();
@@ -189,7 +201,8 @@ pub fn encode_catalog(types: &[(u32, Vec<u8>)]) -> Vec<u8> {
     v
 }
 
-/// Decodes the schema catalog payload.
+/// Decodes the schema catalog payload. A type id must fit an object
+/// header's 24 bits (and not be 0): the registry's table is indexed by it.
 pub fn decode_catalog(b: &[u8]) -> Result<Vec<(u32, Vec<u8>)>, String> {
     let mut c = Cursor::new(b);
     let bad = |_| "truncated schema catalog".to_string();
@@ -197,6 +210,7 @@ pub fn decode_catalog(b: &[u8]) -> Result<Vec<(u32, Vec<u8>)>, String> {
     let mut v = Vec::new();
     for _ in 0..n {
         let id = c.u32().map_err(bad)?;
+        check_type_id(id)?;
         let len = c.u32().map_err(bad)?;
         v.push((id, c.bytes(len as usize).map_err(bad)?.to_vec()));
     }
@@ -224,6 +238,9 @@ mod tests {
         let t = vec![(1, vec![1, 2, 3]), (2, vec![])];
         assert_eq!(decode_catalog(&encode_catalog(&t)), Ok(t));
         assert!(FsmImage::decode(&[1, 2, 3]).is_err());
+        for id in [0, MAX_TYPE_ID + 1, u32::MAX] {
+            assert!(decode_catalog(&encode_catalog(&[(id, vec![])])).is_err());
+        }
         let mut block = vec![0u8; 4096];
         write_blob(&mut block, MetaKind::Roots, b"xyz");
         assert_eq!(read_blob(&block, MetaKind::Roots), Ok(&b"xyz"[..]));

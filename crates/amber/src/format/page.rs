@@ -83,9 +83,22 @@ impl PageHeader {
     }
 }
 
+/// The longest block the format holds, in pages: one object, whose size
+/// field is 32 bits, behind its block and object headers.
+pub fn max_run_len(page_size: usize) -> u32 {
+    let bytes = (HEADER_SIZE + super::objects::OBJECT_HEADER) as u64 + u64::from(u32::MAX);
+    bytes.div_ceil(page_size as u64) as u32
+}
+
 /// Fills `block` as a freshly allocated, empty block.
 pub fn format(block: &mut [u8], kind: BlockKind, page_no: PageNo, run_len: u32) {
     block.fill(0);
+    format_zeroed(block, kind, page_no, run_len);
+}
+
+/// [`format`] for a block known to be all zero (freshly allocated memory,
+/// whose pages the system hands out only as they are written).
+pub fn format_zeroed(block: &mut [u8], kind: BlockKind, page_no: PageNo, run_len: u32) {
     block[4] = kind as u8;
     put_u32(block, 8, run_len);
     put_u32(

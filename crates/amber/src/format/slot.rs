@@ -38,6 +38,18 @@ impl From<Short> for SlotError {
     }
 }
 
+/// Refuses a generation that no write could follow: the copy written next
+/// must have a higher one (the newest copy is the one with the highest),
+/// and one more than `u64::MAX` overflows. Only damage writes it.
+pub fn check_generation(generation: u64) -> Result<(), SlotError> {
+    if generation == u64::MAX {
+        return Err(SlotError::Invalid(format!(
+            "generation {generation} cannot be followed by a newer copy"
+        )));
+    }
+    Ok(())
+}
+
 /// A slot with `magic` and `version` written; the caller fills bytes 12.. and
 /// then calls [`seal`].
 pub fn new(magic: &[u8; 8], version: u32) -> [u8; SLOT_SIZE] {

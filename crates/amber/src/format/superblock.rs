@@ -86,6 +86,7 @@ impl Superblock {
             next_txid: c.u64()?,
         };
         super::check_page_size(sb.page_size as usize).map_err(SlotError::Invalid)?;
+        slot::check_generation(sb.generation)?;
         Ok(sb)
     }
 }
@@ -133,5 +134,7 @@ mod tests {
         let pick = choose(Superblock::decode(&e), Ok(sb(6))).expect("both valid");
         assert_eq!(pick.0.generation, 6);
         assert!(Superblock::decode(&[0u8; 512]) == Err(SlotError::BadMagic));
+        let last = sb(u64::MAX).encode();
+        assert!(matches!(Superblock::decode(&last), Err(SlotError::Invalid(_))));
     }
 }

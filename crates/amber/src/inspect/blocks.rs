@@ -249,17 +249,25 @@ fn scalar(b: &[u8], at: usize, p: Prim) -> Option<Scalar> {
     })
 }
 
-/// The value of kind `k` at `at` in `b`.
-fn value(b: &[u8], at: usize, k: &StoredKind) -> Value {
+/// The value of kind `k` at `at` in `b`. `left` is how many more values
+/// may be made for the object: a descriptor's counts come from the file
+/// (an array of 2^32 elements in a 64-byte object once asked for 128 GiB
+/// of `Truncated`), so an object shows at most as many values as its body
+/// has bytes, plus 64, and the rest as `Truncated`.
+fn value(b: &[u8], at: usize, k: &StoredKind, left: &mut usize) -> Value {
     let t = Value::Truncated;
+    if *left == 0 {
+        return t;
+    }
+    *left -= 1;
     match k {
         StoredKind::Prim(p) => scalar(b, at, *p).map_or(t, Value::Scalar),
         StoredKind::Array {
             elem,
             elem_size,
             len,
-        } => array(b, at, elem, *elem_size as usize, *len as usize),
-        StoredKind::Struct { fields, .. } => Value::Struct(struct_fields(b, at, fields)),
+        } => array(b, at, elem, *elem_size as usize, *len as usize, left),
+        StoredKind::Struct { fields, .. } => Value::Struct(struct_fields(b, at, fields, left)),
         StoredKind::Ref { .. } => get_u64(b, at).map_or(t, Value::Ref),
         StoredKind::Smart { .. } => get_u64(b, at).map_or(t, Value::Smart),
         StoredKind::Vec { .. } | StoredKind::Bytes | StoredKind::Str => {
@@ -275,7 +283,7 @@ fn value(b: &[u8], at: usize, k: &StoredKind) -> Value {
     }
 }
 
-fn array(b: &[u8], at: usize, elem: &StoredKind, size: usize, n: usize) -> Value {
+fn array(b: &[u8], at: usize, elem: &StoredKind, size: usize, n: usize, left: &mut usize) -> Value {
     if matches!(elem, StoredKind::Prim(Prim::U8 | Prim::I8)) {
         return at
             .checked_add(n)
@@ -283,20 +291,20 @@ fn array(b: &[u8], at: usize, elem: &StoredKind, size: usize, n: usize) -> Value
             .map_or(Value::Truncated, |s| Value::Bytes(s.to_vec()));
     }
     Value::Array(
-        (0..n)
-            .map(|i| value(b, at.saturating_add(i.saturating_mul(size)), elem))
+        (0..n.min(*left))
+            .map(|i| value(b, at.saturating_add(i.saturating_mul(size)), elem, left))
             .collect(),
     )
 }
 
-fn struct_fields(b: &[u8], at: usize, fields: &[StoredField]) -> Vec<FieldValue> {
+fn struct_fields(b: &[u8], at: usize, fields: &[StoredField], left: &mut usize) -> Vec<FieldValue> {
     fields
         .iter()
         .map(|f| FieldValue {
             name: f.name.clone(),
             offset: f.offset,
             kind: f.kind.clone(),
-            value: value(b, at.saturating_add(f.offset as usize), &f.kind),
+            value: value(b, at.saturating_add(f.offset as usize), &f.kind, left),
         })
         .collect()
 }
@@ -310,12 +318,13 @@ fn object(
     ps: usize,
 ) -> ObjectView {
     let body = block.get(e.body..e.body + e.size).unwrap_or(&[]);
+    let left = &mut (body.len() + 64);
     let value = match types.get(&e.type_id) {
         _ if e.is_free() => ObjectValue::Free,
         Some(t) => match &t.shape {
             Shape::Struct(fields) => ObjectValue::Struct {
                 type_size: t.size,
-                fields: struct_fields(body, 0, fields),
+                fields: struct_fields(body, 0, fields, left),
             },
             Shape::Array(k) => {
                 let size = t.size.max(1) as usize;
@@ -323,7 +332,7 @@ fn object(
                 ObjectValue::Array {
                     elem: k.clone(),
                     count,
-                    elements: array(body, 0, k, size, count),
+                    elements: array(body, 0, k, size, count, left),
                 }
             }
         },

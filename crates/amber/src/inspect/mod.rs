@@ -103,6 +103,13 @@ impl Inspector {
         Ok(Inspector { store })
     }
 
+    /// An inspector of a store opened read-only elsewhere (the fuzz
+    /// targets open one on an in-memory file system).
+    #[cfg(feature = "internals")]
+    pub(crate) fn of(store: Store) -> Inspector {
+        Inspector { store }
+    }
+
     /// The database's path.
     pub fn path(&self) -> &Path {
         self.store.path()

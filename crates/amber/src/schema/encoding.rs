@@ -154,6 +154,15 @@ impl StoredType {
         if r.pos != b.len() {
             return Err("trailing bytes in descriptor".into());
         }
+        let slots = match &shape {
+            Shape::Struct(fields) => fields_slots(fields, size)?,
+            Shape::Array(k) => slots_in(k, u64::from(size))?,
+        };
+        if slots > MAX_POINTER_SLOTS {
+            return Err(format!(
+                "descriptor has {slots} pointer slots, more than {MAX_POINTER_SLOTS}"
+            ));
+        }
         Ok(StoredType {
             name,
             size,
@@ -161,6 +170,70 @@ impl StoredType {
             shape,
         })
     }
+}
+
+/// The most pointer slots a stored type may have (an object's pointers,
+/// or an array element's). Its swizzling layout costs 16 bytes a slot, and
+/// is built from the catalog when a database is opened, so this bounds
+/// what a catalog entry can make an open allocate (16 MiB a type) whatever
+/// its bytes say. No program type comes near: it would be a struct of
+/// 8 MiB of pointers.
+pub const MAX_POINTER_SLOTS: u64 = 1 << 20;
+
+/// The pointer slots of `fields`, the fields of a struct of `size` bytes:
+/// each field must start inside it, and each pointer lie inside it (the
+/// swizzling layout adds offsets in 32 bits, and walks every element of an
+/// array of pointers).
+fn fields_slots(fields: &[StoredField], size: u32) -> Result<u64, String> {
+    let mut n = 0u64;
+    for f in fields {
+        let room = size.checked_sub(f.offset).ok_or_else(|| {
+            format!("field `{}` at offset {} lies past the end of its {size}-byte struct", f.name, f.offset)
+        })?;
+        n = n.saturating_add(slots_in(&f.kind, u64::from(room))?);
+    }
+    Ok(n)
+}
+
+/// The pointer slots of a value of kind `k` that has `room` bytes from its
+/// offset to the end of its enclosing type, if they all lie inside.
+fn slots_in(k: &StoredKind, room: u64) -> Result<u64, String> {
+    let fits = |n: u64, what: &str| {
+        if n <= room {
+            Ok(())
+        } else {
+            Err(format!("{what} of {n} bytes runs past the end of its type"))
+        }
+    };
+    Ok(match k {
+        StoredKind::Prim(_) | StoredKind::Index { .. } => 0,
+        // The slot is the pointer word (a vector's buffer address comes
+        // first; swizzling reads its capacity after it with a bounds check).
+        StoredKind::Ref { .. }
+        | StoredKind::Smart { .. }
+        | StoredKind::Vec { .. }
+        | StoredKind::Bytes
+        | StoredKind::Str => {
+            fits(8, "a pointer")?;
+            1
+        }
+        StoredKind::Array {
+            elem,
+            elem_size,
+            len,
+        } => {
+            let inner = slots_in(elem, u64::from(*elem_size))?;
+            if inner == 0 || *len == 0 {
+                return Ok(0);
+            }
+            fits(u64::from(*elem_size) * u64::from(*len), "an array")?;
+            inner.saturating_mul(u64::from(*len))
+        }
+        StoredKind::Struct { size, fields, .. } => {
+            fits(u64::from(*size), "a nested struct")?;
+            fields_slots(fields, *size)?
+        }
+    })
 }
 
 struct Reader<'a> {

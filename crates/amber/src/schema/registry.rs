@@ -74,18 +74,29 @@ impl Registry {
     }
 
     fn insert(&self, id: u32, stored: StoredType, rust: Option<TypeId>) {
-        let layout = Layout::of(&stored, self.page_size);
+        self.insert_all(vec![(id, stored, rust)]);
+    }
+
+    /// Adds types and publishes one new snapshot with all of them (one
+    /// copy of the table however many there are: a catalog is loaded
+    /// whole).
+    fn insert_all(&self, types: Vec<(u32, StoredType, Option<TypeId>)>) {
         let mut inner = self.lock();
-        inner.by_name.insert(stored.name.clone(), id);
-        if let Some(t) = rust {
-            inner.by_rust.insert(t, id);
-        }
         let mut snap = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
         let mut v: Vec<_> = (**snap).clone();
-        if v.len() <= id as usize {
-            v.resize(id as usize + 1, None);
+        let need = types.iter().map(|t| t.0 as usize + 1).max().unwrap_or(0);
+        if v.len() < need {
+            v.reserve_exact(need - v.len());
+            v.resize(need, None);
         }
-        v[id as usize] = Some(Arc::new(TypeEntry { id, stored, layout }));
+        for (id, stored, rust) in types {
+            let layout = Layout::of(&stored, self.page_size);
+            inner.by_name.insert(stored.name.clone(), id);
+            if let Some(t) = rust {
+                inner.by_rust.insert(t, id);
+            }
+            v[id as usize] = Some(Arc::new(TypeEntry { id, stored, layout }));
+        }
         *snap = Arc::new(v);
     }
 
@@ -140,16 +151,22 @@ impl Registry {
     /// another process defined since: a reader's refresh).
     pub fn extend(&self, catalog: &[(u32, Vec<u8>)]) -> Result<()> {
         let snap = self.snapshot();
+        let mut new = Vec::new();
         for (id, bytes) in catalog {
             if snap.get(*id as usize).is_some_and(Option::is_some) {
                 continue;
             }
-            let stored = StoredType::decode(bytes).map_err(|e| {
+            let unreadable = |e: String| {
                 Error::invalid(format!(
                     "schema catalog entry for type id {id} is unreadable: {e}"
                 ))
-            })?;
-            self.insert(*id, stored, None);
+            };
+            crate::format::meta::check_type_id(*id).map_err(unreadable)?;
+            let stored = StoredType::decode(bytes).map_err(unreadable)?;
+            new.push((*id, stored, None));
+        }
+        if !new.is_empty() {
+            self.insert_all(new);
         }
         Ok(())
     }
@@ -190,5 +207,32 @@ impl Registry {
     /// All types, by id.
     pub fn all(&self) -> Vec<Arc<TypeEntry>> {
         self.snapshot().iter().flatten().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A catalog naming type ids no object header can hold is refused
+    /// (fuzzing found one naming 0x2000_0001, which made a 4 GiB table;
+    /// u32::MAX overflowed the next id), and a catalog of high ids is
+    /// loaded with one table, of exactly the size needed.
+    #[test]
+    fn type_ids_beyond_24_bits_are_refused() {
+        let leaf = crate::schema::desc::StoredType {
+            name: "Leaf".into(),
+            size: 8,
+            align: 8,
+            shape: crate::schema::desc::Shape::Struct(Vec::new()),
+        }
+        .encode();
+        for id in [0, (1 << 24), 0x2000_0001, u32::MAX] {
+            assert!(Registry::load(4096, &[(id, leaf.clone())]).is_err(), "{id}");
+        }
+        let high: Vec<_> = (0..12).map(|i| ((1 << 24) - 16 + i, leaf.clone())).collect();
+        let r = Registry::load(4096, &high).expect("loads");
+        let snap = r.snapshot();
+        assert_eq!((snap.len(), snap.capacity()), ((1 << 24) - 4, (1 << 24) - 4));
     }
 }

@@ -56,6 +56,20 @@ impl State {
             } => {
                 let kind = BlockKind::from_u8(kind)
                     .ok_or_else(|| format!("allocation of unknown block kind {kind}"))?;
+                // Checked before the block's image is made (whole, as the
+                // committing transaction held it).
+                if count > page::max_run_len(ps) {
+                    return Err(format!(
+                        "allocation of {count} pages at page {head}: no block is that long"
+                    ));
+                }
+                // Every byte of a block has a 64-bit persistent address.
+                let end = head.checked_add(u64::from(count));
+                if end.and_then(|e| e.checked_mul(ps as u64)).is_none() {
+                    return Err(format!(
+                        "allocation of {count} pages at page {head}: beyond every address"
+                    ));
+                }
                 if replay {
                     self.fsm.allocate_at(head, count)?;
                 } else {
@@ -63,7 +77,7 @@ impl State {
                 }
                 self.drop_patch(head);
                 let mut img = vec![0u8; count as usize * ps].into_boxed_slice();
-                page::format(&mut img, kind, head, count);
+                page::format_zeroed(&mut img, kind, head, count);
                 let p = Patch::image(count, img, commit_lsn);
                 self.pending_bytes += p.bytes();
                 self.pending.insert(head, p);
@@ -94,6 +108,7 @@ impl State {
                 }
             }
             Record::Type { type_id, desc, .. } => {
+                crate::format::meta::check_type_id(type_id)?;
                 self.catalog.insert(type_id, desc.to_vec());
                 self.next_type_id = self.next_type_id.max(type_id + 1);
             }

@@ -6,7 +6,7 @@ use super::alloc::FreeSpace;
 use super::corrupt;
 use super::pending::Patch;
 use super::read::read_block_raw;
-use crate::error::{FileKind, Location, Result};
+use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::meta::{self, FsmImage, MetaKind, RootEntry};
 use crate::format::page::{self, BlockKind, PageHeader};
@@ -123,12 +123,22 @@ pub(crate) fn read_meta_blob(
     read_block_raw(file, path, head, page_size, &mut first)?;
     let h = PageHeader::read(&first)
         .ok_or_else(|| corrupt(path, FileKind::PageFile, at.clone(), "truncated header"))?;
-    if h.run_len == 0 || h.run_len > (1 << 20) {
+    // A checkpoint writes its blobs before the superblock naming them, so
+    // a blob lies in the file: a run past its end is damage, refused before
+    // a buffer of that size is made.
+    let file_pages = file
+        .size()
+        .map_err(|e| Error::io("read page", path, e))?
+        / page_size as u64;
+    if h.run_len == 0 || head.saturating_add(u64::from(h.run_len)) > file_pages {
         return Err(corrupt(
             path,
             FileKind::PageFile,
             at,
-            format!("page {head}: impossible run length {}", h.run_len),
+            format!(
+                "page {head}: impossible run length {} (the page file has {file_pages} pages)",
+                h.run_len
+            ),
         ));
     }
     let mut block = vec![0u8; h.run_len as usize * page_size];
@@ -174,6 +184,20 @@ pub(super) fn load_state(
         )
     };
     let img = FsmImage::decode(&fsm_bytes).map_err(|_| bad("truncated".into()))?;
+    // Every block a checkpoint's map counts was installed by it or an
+    // earlier one, so the map's pages lie in the file. A larger count is
+    // damage, refused before anything walks a billion blocks that are not
+    // there.
+    let file_pages = file
+        .size()
+        .map_err(|e| Error::io("read page", path, e))?
+        / ps as u64;
+    if img.page_count > file_pages {
+        return Err(bad(format!(
+            "it counts {} pages, the page file holds {file_pages}",
+            img.page_count
+        )));
+    }
     let fsm = FreeSpace::from_image(&img, first).map_err(bad)?;
     for (name, p) in [
         ("free-space map", sb.fsm_page),

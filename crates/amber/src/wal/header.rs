@@ -67,14 +67,16 @@ impl LogHeader {
     pub fn decode(b: &[u8]) -> Result<LogHeader, String> {
         let read = || -> Result<LogHeader, SlotError> {
             let mut c = slot::open(b, MAGIC, VERSION)?;
-            Ok(LogHeader {
+            let h = LogHeader {
                 page_size: c.u32()?,
                 generation: c.u64()?,
                 base_lsn: c.u64()?,
                 db_id: c.array()?,
                 prev_base_lsn: c.u64()?,
                 closed: c.u8()? == 1,
-            })
+            };
+            slot::check_generation(h.generation)?;
+            Ok(h)
         };
         read().map_err(|e| e.to_string())
     }
@@ -98,5 +100,10 @@ mod tests {
         let mut e = h.encode();
         e[25] ^= 1;
         assert!(LogHeader::decode(&e).is_err());
+        let last = LogHeader {
+            generation: u64::MAX,
+            ..h
+        };
+        assert!(LogHeader::decode(&last.encode()).is_err());
     }
 }

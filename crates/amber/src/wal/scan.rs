@@ -238,8 +238,13 @@ impl Checker<'_> {
         let found = (from..last).filter(|&o| buf[o + 4] == K_COMMIT).find_map(|o| {
             let lsn = self.lsn(pos + o as u64);
             match decode(&buf[o..], lsn, self.page_size) {
+                // A durable end before LSN 0 is no evidence: the record
+                // is damaged behind a valid checksum.
                 Ok((Record::Commit { synced_delta, .. }, _))
-                    if synced_delta != u32::MAX && lsn - u64::from(synced_delta) > bad_lsn =>
+                    if synced_delta != u32::MAX
+                        && lsn
+                            .checked_sub(u64::from(synced_delta))
+                            .is_some_and(|durable| durable > bad_lsn) =>
                 {
                     Some(lsn)
                 }

@@ -1,0 +1,89 @@
+//! Fuzz targets: an entry point per decoder of bytes Amber reads back from
+//! its files, and three over whole files, each a `fn(&[u8])` that decodes
+//! whatever it is given and checks the contract (docs/design.md §9):
+//!
+//! - no panic and no abort, whatever the bytes (a target panics only to
+//!   report a broken contract, which is how a fuzzer learns of it);
+//! - bounded time: every loop is bounded by the input's size;
+//! - bounded memory: no allocation larger than a small multiple of the
+//!   input or a documented cap, whatever a length field says (the fuzzers
+//!   enforce it: libFuzzer's `-malloc_limit_mb`, the stable tests' counting
+//!   allocator);
+//! - for the whole-file targets, every object read back is an error or the
+//!   value that was committed (`files.rs` says when that can be checked).
+//!
+//! The cargo-fuzz targets in `fuzz/` and the stable tests
+//! `tests/fuzz_*.rs` call the same entry points, on seeds from real
+//! databases (`seeds.rs`), mutated by libFuzzer or by [`mutate`].
+
+mod decoders;
+mod files;
+pub mod mutate;
+pub mod seeds;
+
+pub use decoders::{
+    catalog_blob, catalog_entry, free_space_map, log_header, log_records, page, root_directory,
+    superblock, swizzle,
+};
+pub use files::{Bundle, open_and_read, recovery, verify_deep};
+
+use crate::{Db, Result};
+
+/// A fuzz target: decodes any bytes, panicking only if the contract breaks.
+pub type Target = fn(&[u8]);
+
+/// What the seed databases hold, and how the whole-file targets read it
+/// back and tell a committed value from another. Implemented outside Amber
+/// (`tests/fuzz_common/content.rs`, shared with `fuzz/`): it needs
+/// `#[derive(Persistent)]` types, which Amber itself cannot define (their
+/// `unsafe impl` may only be generated in the virtual-memory module).
+pub trait Content {
+    /// Commits after the first that a crashed seed leaves in its log.
+    const REWRITES: u64;
+    /// Writes the content: a first commit, then `rewrites` more.
+    fn fill(db: &mut Db, rewrites: u64) -> Result<()>;
+    /// Reads every root and object back with `try_get` and its kin (never
+    /// a plain load of a page not yet fetched, which would abort on a
+    /// damaged one); with `strict`, panics on a value that was never
+    /// committed. Returns how many objects were read back whole.
+    fn read(db: &Db, strict: bool) -> usize;
+}
+
+/// The decoder targets by name.
+pub const DECODER_TARGETS: &[(&str, Target)] = &[
+    ("superblock", superblock),
+    ("log_header", log_header),
+    ("log_records", log_records),
+    ("page", page),
+    ("catalog_entry", catalog_entry),
+    ("catalog_blob", catalog_blob),
+    ("free_space_map", free_space_map),
+    ("root_directory", root_directory),
+    ("swizzle", swizzle),
+];
+
+/// The whole-file targets by name, reading content `C`.
+pub fn file_targets<C: Content>() -> [(&'static str, Target); 3] {
+    [
+        ("open_and_read", open_and_read::<C>),
+        ("verify_deep", verify_deep),
+        ("recovery", recovery),
+    ]
+}
+
+/// The whole-file targets' names (their inputs are [`Bundle`]s).
+pub const FILE_TARGETS: [&str; 3] = ["open_and_read", "verify_deep", "recovery"];
+
+/// The seed inputs of every target, by name: the seed databases (4, 8 and
+/// 16 KiB pages, closed and crashed) as bundles for the whole-file targets,
+/// and the pieces of them for the decoders.
+pub fn seed_corpus<C: Content>() -> Result<Vec<(&'static str, Vec<u8>)>> {
+    let dbs = seeds::databases::<C>()?;
+    let mut out = seeds::decoder_seeds(&dbs);
+    for b in &dbs {
+        for t in FILE_TARGETS {
+            out.push((t, b.encode()));
+        }
+    }
+    Ok(out)
+}

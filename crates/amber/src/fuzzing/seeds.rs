@@ -1,0 +1,165 @@
+//! The seed corpus: small real databases of known content ([`Content`]),
+//! written through the public API at 4, 8 and 16 KiB pages, and the pieces
+//! of them each decoder target starts from (superblock and log header
+//! slots, log records, blocks, catalog entries and blobs).
+
+use super::Content;
+use super::files::Bundle;
+use crate::format::meta::{self, MetaKind};
+use crate::format::page::{self, PageHeader};
+use crate::format::superblock::SLOT_OFFSETS;
+use crate::io::crash::CrashVfs;
+use crate::io::{OpenMode, Vfs};
+use crate::wal::header::{LogHeader, RECORDS_START};
+use crate::{Db, Options, Result};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The database's path inside the in-memory file system.
+pub fn db_path() -> &'static Path {
+    Path::new("/fuzz.amber")
+}
+
+/// Options of the seed databases and of the targets' opens.
+pub fn options(page_size: usize) -> Options {
+    let mut o = Options {
+        page_size,
+        ..Options::default()
+    };
+    // Recovery seeds keep their log: no checkpoint until asked.
+    o.store.checkpoint_log_bytes = u64::MAX;
+    o.store.checkpoint_pending_bytes = usize::MAX;
+    o
+}
+
+/// The files of a seed database of `page_size`-byte pages: cleanly closed
+/// (its log empty) or, with `crashed`, as a crash after its last commit
+/// leaves them (the commits since the checkpoint in the log, for recovery).
+pub fn database<C: Content>(page_size: usize, crashed: bool) -> Result<Bundle> {
+    let vfs = CrashVfs::new();
+    let v: Arc<dyn Vfs> = Arc::new(vfs.clone());
+    let mut db = Db::create_with(v, db_path(), options(page_size))?;
+    C::fill(&mut db, if crashed { C::REWRITES } else { 1 })?;
+    let wal = crate::store::wal_path(db_path());
+    if crashed {
+        // What the disk holds: every commit was synced, nothing checkpointed.
+        let bundle = Bundle {
+            page_file: vfs.durable_image(db_path()).unwrap_or_default(),
+            log: vfs.durable_image(&wal).unwrap_or_default(),
+            reseal: false,
+        };
+        drop(db);
+        return Ok(bundle);
+    }
+    db.close()?;
+    let read = |p: &Path| -> Result<Vec<u8>> {
+        let f = vfs
+            .open(p, OpenMode::ReadOnly)
+            .map_err(|e| crate::Error::io("read seed", p, e))?;
+        let n = f.size().map_err(|e| crate::Error::io("read seed", p, e))?;
+        let mut b = vec![0u8; n as usize];
+        f.read_exact_at(&mut b, 0)
+            .map_err(|e| crate::Error::io("read seed", p, e))?;
+        Ok(b)
+    };
+    Ok(Bundle {
+        page_file: read(db_path())?,
+        log: read(&wal)?,
+        reseal: false,
+    })
+}
+
+/// The page sizes of the seeds.
+pub const PAGE_SIZES: [usize; 3] = [4096, 8192, 16384];
+
+/// Every seed database: each page size, closed and crashed.
+pub fn databases<C: Content>() -> Result<Vec<Bundle>> {
+    let mut out = Vec::new();
+    for ps in PAGE_SIZES {
+        for crashed in [false, true] {
+            out.push(database::<C>(ps, crashed)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Seeds of each decoder target, cut from the seed databases, by target
+/// name (as [`super::TARGETS`] names them).
+pub fn decoder_seeds(dbs: &[Bundle]) -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    for b in dbs {
+        let pf = &b.page_file;
+        for off in SLOT_OFFSETS {
+            if let Some(s) = pf.get(off as usize..off as usize + 512) {
+                out.push(("superblock", s.to_vec()));
+            }
+            if let Some(s) = b.log.get(off as usize..off as usize + 512) {
+                out.push(("log_header", s.to_vec()));
+            }
+        }
+        let ps_code = page_size_code(b.page_size());
+        // The log: its records as the record-stream target takes them.
+        if let Some(h) = b.log.get(..512).and_then(|s| LogHeader::decode(s).ok())
+            && b.log.len() > RECORDS_START as usize
+        {
+            let mut v = vec![ps_code, 0];
+            v.extend_from_slice(&h.base_lsn.to_le_bytes());
+            v.extend_from_slice(&b.log[RECORDS_START as usize..]);
+            out.push(("log_records", v));
+        }
+        // Every block, with its page size, and the metadata blobs' payloads.
+        let ps = b.page_size();
+        let mut at = crate::format::first_data_page(ps) as usize * ps;
+        while at + ps <= pf.len() {
+            let Some(h) = PageHeader::read(&pf[at..]) else {
+                break;
+            };
+            let run = (h.run_len.max(1) as usize).min((pf.len() - at) / ps);
+            let block = &pf[at..at + run * ps];
+            let mut v = vec![ps_code, 0];
+            v.extend_from_slice(block);
+            out.push(("page", v.clone()));
+            if h.kind == page::BlockKind::Data as u8 {
+                out.push(("swizzle", swizzle_seed(b, block)));
+            }
+            for (kind, target) in [
+                (MetaKind::FreeSpace, "free_space_map"),
+                (MetaKind::Roots, "root_directory"),
+                (MetaKind::Catalog, "catalog_blob"),
+            ] {
+                if let Ok(p) = meta::read_blob(block, kind) {
+                    out.push((target, p.to_vec()));
+                    if kind == MetaKind::Catalog
+                        && let Ok(entries) = meta::decode_catalog(p)
+                    {
+                        for (_, d) in entries {
+                            out.push(("catalog_entry", d));
+                        }
+                    }
+                }
+            }
+            at += run * ps;
+        }
+    }
+    out
+}
+
+/// The page-size code the decoder targets take in their first byte.
+pub fn page_size_code(ps: usize) -> u8 {
+    match ps {
+        8192 => 1,
+        16384 => 2,
+        _ => 0,
+    }
+}
+
+/// A swizzle target's input: the page size, the catalog blob's payload
+/// (length-prefixed), then the block.
+fn swizzle_seed(b: &Bundle, block: &[u8]) -> Vec<u8> {
+    let catalog = b.catalog().unwrap_or_default();
+    let mut v = vec![page_size_code(b.page_size()), 0];
+    v.extend_from_slice(&(catalog.len() as u32).to_le_bytes());
+    v.extend_from_slice(&catalog);
+    v.extend_from_slice(block);
+    v
+}

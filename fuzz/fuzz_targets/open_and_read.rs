@@ -1,0 +1,2 @@
+#![no_main]
+amber_fuzz::target!(open_and_read);
