@@ -159,7 +159,7 @@ impl Oo1Args {
 }
 
 /// A number, allowing `_` and `,` as digit separators (`200_000`).
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, BenchError> {
+pub(crate) fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, BenchError> {
     let digits: String = text.chars().filter(|c| *c != '_' && *c != ',').collect();
     digits.parse().map_err(|_| {
         BenchError::Usage(format!(
@@ -168,7 +168,8 @@ fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, BenchError>
     })
 }
 
-fn list(text: &str) -> Vec<String> {
+/// A comma-separated list, blanks dropped.
+pub(crate) fn list(text: &str) -> Vec<String> {
     text.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())

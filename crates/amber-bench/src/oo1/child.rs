@@ -281,44 +281,59 @@ pub fn run_job(
 /// [`ChildReply`] (JSON) to stdout. Returns an error (after replying) when the
 /// job failed, so the binary can exit non-zero.
 pub fn run_oo1_child(engines: Vec<Box<dyn EngineFactory>>) -> Result<(), BenchError> {
+    serve_child("OO1", |request: ChildRequest| {
+        let factory = engines
+            .iter()
+            .find(|f| f.info().name == request.engine)
+            .ok_or_else(|| no_engine(&request.engine))?;
+        run_job(factory.as_ref(), &request)
+    })
+}
+
+/// The refusal of a request naming an engine this binary lacks.
+pub(crate) fn no_engine(name: &str) -> BenchError {
+    BenchError::Usage(format!("no engine named {name:?} in this binary"))
+}
+
+/// A benchmark child's protocol (OO1's and OO7's): reads one request
+/// (JSON) from stdin, runs it with `run`, and writes a [`ChildReply`]
+/// (JSON) to stdout. Returns `run`'s error after replying, so the binary
+/// can exit non-zero. `bench` names the benchmark in messages.
+pub(crate) fn serve_child<Req, Res>(
+    bench: &str,
+    run: impl FnOnce(Req) -> Result<Res, BenchError>,
+) -> Result<(), BenchError>
+where
+    Req: serde::de::DeserializeOwned,
+    Res: Serialize + Clone,
+{
     let mut text = String::new();
     std::io::stdin()
         .read_to_string(&mut text)
         .map_err(|e| BenchError::Io {
-            context: "reading the OO1 child request from stdin".into(),
+            context: format!("reading the {bench} child request from stdin"),
             path: None,
             source: e,
         })?;
-    let outcome = serde_json::from_str::<ChildRequest>(&text)
+    let outcome = serde_json::from_str::<Req>(&text)
         .map_err(|e| BenchError::Json {
-            context: "malformed OO1 child request".into(),
+            context: format!("malformed {bench} child request"),
             source: e,
         })
-        .and_then(|request| {
-            let factory = engines
-                .iter()
-                .find(|f| f.info().name == request.engine)
-                .ok_or_else(|| {
-                    BenchError::Usage(format!(
-                        "no engine named {:?} in this binary",
-                        request.engine
-                    ))
-                })?;
-            run_job(factory.as_ref(), &request)
-        });
+        .and_then(run);
     let reply = match &outcome {
         Ok(result) => ChildReply::Ok(result.clone()),
         Err(e) => ChildReply::Error(e.to_string()),
     };
     let json = serde_json::to_string(&reply).map_err(|e| BenchError::Json {
-        context: "encoding the OO1 child reply".into(),
+        context: format!("encoding the {bench} child reply"),
         source: e,
     })?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{json}")
         .and_then(|()| stdout.flush())
         .map_err(|e| BenchError::Io {
-            context: "writing the OO1 child reply to stdout".into(),
+            context: format!("writing the {bench} child reply to stdout"),
             path: None,
             source: e,
         })?;

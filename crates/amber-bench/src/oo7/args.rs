@@ -7,6 +7,7 @@ use super::child::CHILD_SUBCOMMAND;
 use super::ops::{Op, Protocol};
 use super::params::{Params, Size};
 use crate::oo1::BenchError;
+use crate::oo1::args::{list, number};
 
 /// **(choice)** Default `--seed`: the year of the OO7 paper.
 pub const DEFAULT_SEED: u64 = 1993;
@@ -159,23 +160,6 @@ impl Oo7Args {
         out.params().validate().map_err(BenchError::Usage)?;
         Ok(out)
     }
-}
-
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, BenchError> {
-    let digits: String = text.chars().filter(|c| *c != '_' && *c != ',').collect();
-    digits.parse().map_err(|_| {
-        BenchError::Usage(format!(
-            "{flag} expects a non-negative integer, got {text:?}"
-        ))
-    })
-}
-
-fn list(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 #[cfg(test)]

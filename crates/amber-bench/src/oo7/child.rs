@@ -2,7 +2,6 @@
 //! operation, and report times, answers, bytes written and peak RSS; the
 //! protocol of OO1's children ([`crate::oo1::child`]), with OO7's request.
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -11,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::engine::{Answer, EngineOptions, Oo7Engine, Oo7Factory};
 use super::ops::{Op, Protocol, inputs, post_checks};
 use super::params::Params;
-use crate::oo1::child::{Amortized, ChildReply, IoDelta, IoProbe, written};
+use crate::oo1::child::{Amortized, IoDelta, IoProbe, no_engine, serve_child, written};
 use crate::oo1::{BenchError, EngineError};
 use crate::procfs;
 
@@ -164,46 +163,11 @@ pub fn run_job(factory: &dyn Oo7Factory, request: &ChildRequest) -> Result<JobRe
 /// engine of that name, writes a reply to stdout; an error (after
 /// replying) when the job failed.
 pub fn run_oo7_child(engines: Vec<Box<dyn Oo7Factory>>) -> Result<(), BenchError> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| BenchError::Io {
-            context: "reading the OO7 child request from stdin".into(),
-            path: None,
-            source: e,
-        })?;
-    let outcome = serde_json::from_str::<ChildRequest>(&text)
-        .map_err(|e| BenchError::Json {
-            context: "malformed OO7 child request".into(),
-            source: e,
-        })
-        .and_then(|request| {
-            let factory = engines
-                .iter()
-                .find(|f| f.info().name == request.engine)
-                .ok_or_else(|| {
-                    BenchError::Usage(format!(
-                        "no engine named {:?} in this binary",
-                        request.engine
-                    ))
-                })?;
-            run_job(factory.as_ref(), &request)
-        });
-    let reply = match &outcome {
-        Ok(result) => ChildReply::Ok(result.clone()),
-        Err(e) => ChildReply::Error(e.to_string()),
-    };
-    let json = serde_json::to_string(&reply).map_err(|e| BenchError::Json {
-        context: "encoding the OO7 child reply".into(),
-        source: e,
-    })?;
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{json}")
-        .and_then(|()| stdout.flush())
-        .map_err(|e| BenchError::Io {
-            context: "writing the OO7 child reply to stdout".into(),
-            path: None,
-            source: e,
-        })?;
-    outcome.map(|_| ())
+    serve_child("OO7", |request: ChildRequest| {
+        let factory = engines
+            .iter()
+            .find(|f| f.info().name == request.engine)
+            .ok_or_else(|| no_engine(&request.engine))?;
+        run_job(factory.as_ref(), &request)
+    })
 }

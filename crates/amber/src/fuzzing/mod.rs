@@ -35,8 +35,9 @@ pub type Target = fn(&[u8]);
 /// What the seed databases hold, and how the whole-file targets read it
 /// back and tell a committed value from another. Implemented outside Amber
 /// (`tests/fuzz_common/content.rs`, shared with `fuzz/`): it needs
-/// `#[derive(Persistent)]` types, which Amber itself cannot define (their
-/// `unsafe impl` may only be generated in the virtual-memory module).
+/// `#[derive(Persistent)]` types, which Amber itself cannot define (the
+/// derive's trait implementation may only be expanded in the
+/// virtual-memory module, which holds all of Amber's unchecked code).
 pub trait Content {
     /// Commits after the first that a crashed seed leaves in its log.
     const REWRITES: u64;
