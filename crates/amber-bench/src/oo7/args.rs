@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::child::CHILD_SUBCOMMAND;
-use super::ops::{Op, Protocol};
+use super::ops::{OO7_PROTOCOL, Op, Protocol};
 use super::params::{Params, Size};
 use crate::oo1::BenchError;
 use crate::oo1::args::{list, number};
@@ -67,7 +67,7 @@ impl Default for Oo7Args {
             engines: None,
             ops: Op::ALL.to_vec(),
             rounds: DEFAULT_ROUNDS,
-            protocol: Protocol::OO7,
+            protocol: OO7_PROTOCOL,
             cache_mib: None,
             dir: None,
             json: None,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::generate::{DATE_MAX, DATE_MIN, Oo7Db, generate, title};
 use super::model::Model;
-use super::ops::{Op, Protocol, Traversal, inputs};
+use super::ops::{OO7_PROTOCOL, Op, Traversal, inputs};
 use super::params::{Params, Size};
 
 fn tiny(modules: u32) -> Oo7Db {
@@ -232,7 +232,7 @@ fn insert_then_delete_restores_every_answer() {
     };
     let before = answers(&m);
     let t1 = m.traverse(1, Traversal::T1).expect("T1");
-    let ins = inputs(&db.params, Op::Delete, Protocol::OO7);
+    let ins = inputs(&db.params, Op::Delete, OO7_PROTOCOL);
     for input in &ins {
         input.setup(&mut m).expect("insert");
         assert!(m.scan().count > before.0.count);

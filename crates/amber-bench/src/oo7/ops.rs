@@ -204,37 +204,14 @@ impl fmt::Display for Op {
     }
 }
 
-/// **(choice)** OO7's protocol per operation: iteration 1 cold (a new
+/// The iteration counts, as OO1 has them: iteration 1 cold (a new
 /// process), `warm` warm iterations on new inputs, `hot` repeating the last
 /// warm iteration's input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Protocol {
-    pub warm: usize,
-    pub hot: usize,
-}
-
 pub use crate::oo1::Phase;
+pub use crate::oo1::ops::Protocol;
 
-impl Protocol {
-    /// The default: 1 cold, 4 warm, 5 hot.
-    pub const OO7: Protocol = Protocol { warm: 4, hot: 5 };
-
-    /// Iterations in all.
-    pub fn iterations(&self) -> usize {
-        1 + self.warm + self.hot
-    }
-
-    /// The phase of iteration `i` (0-based).
-    pub fn phase(&self, i: usize) -> Phase {
-        if i == 0 {
-            Phase::Cold
-        } else if i <= self.warm {
-            Phase::Warm
-        } else {
-            Phase::Hot
-        }
-    }
-}
+/// **(choice)** OO7's default protocol per operation: 1 cold, 4 warm, 5 hot.
+pub const OO7_PROTOCOL: Protocol = Protocol { warm: 4, hot: 5 };
 
 /// The input of one iteration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
