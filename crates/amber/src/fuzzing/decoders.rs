@@ -112,7 +112,10 @@ type Scanned = (Vec<(u64, usize)>, ScanEnd);
 pub fn log_records(data: &[u8]) {
     let (ps, reseal, rest) = prefix(data);
     let flags = data.get(1).copied().unwrap_or(0);
-    let base = crate::format::bytes::get_u64(rest, 0).unwrap_or(0);
+    // The scan's base LSN comes from a decoded log header, which refuses
+    // one above `MAX_LSN` (`wal/header.rs`): the target draws it likewise.
+    let base =
+        crate::format::bytes::get_u64(rest, 0).unwrap_or(0) % (crate::wal::header::MAX_LSN + 1);
     let mut file = vec![0u8; RECORDS_START as usize];
     file.extend_from_slice(rest.get(8..).unwrap_or(&[]));
     if reseal {

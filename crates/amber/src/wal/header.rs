@@ -32,6 +32,10 @@ pub const SLOT_OFFSETS: [u64; 2] = [0, 4096];
 /// File offset of the first record.
 pub const RECORDS_START: u64 = 8192;
 
+/// The largest LSN a log header may carry: 2^62 bytes of log, far beyond
+/// any log written, leaving room to add any file offset without overflow.
+pub const MAX_LSN: u64 = 1 << 62;
+
 /// A decoded log header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogHeader {
@@ -63,7 +67,9 @@ impl LogHeader {
         b
     }
 
-    /// Decodes a copy, or says what is wrong with it.
+    /// Decodes a copy, or says what is wrong with it. A base LSN above
+    /// [`MAX_LSN`] is refused as damage: LSNs are log bytes written, and
+    /// the scan adds file offsets to them.
     pub fn decode(b: &[u8]) -> Result<LogHeader, String> {
         let read = || -> Result<LogHeader, SlotError> {
             let mut c = slot::open(b, MAGIC, VERSION)?;
@@ -76,6 +82,13 @@ impl LogHeader {
                 closed: c.u8()? == 1,
             };
             slot::check_generation(h.generation)?;
+            if h.base_lsn > MAX_LSN || h.prev_base_lsn > MAX_LSN {
+                return Err(SlotError::Invalid(format!(
+                    "base LSN {} (previous {}) is beyond the largest a log reaches ({MAX_LSN}): \
+                     an LSN plus a file offset would overflow",
+                    h.base_lsn, h.prev_base_lsn
+                )));
+            }
             Ok(h)
         };
         read().map_err(|e| e.to_string())
@@ -105,5 +118,10 @@ mod tests {
             ..h
         };
         assert!(LogHeader::decode(&last.encode()).is_err());
+        let far = LogHeader {
+            base_lsn: MAX_LSN + 1,
+            ..h
+        };
+        assert!(LogHeader::decode(&far.encode()).unwrap_err().contains("beyond"));
     }
 }
