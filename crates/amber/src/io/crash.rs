@@ -433,10 +433,26 @@ impl CrashFile {
     }
 }
 
+/// The largest file the model holds, as a real file system has one (ext4's
+/// is 16 TiB; the model's is larger, so that tests may place pages at the
+/// far addresses a format allows): an offset or length beyond it is
+/// refused with `EFBIG`, as `pwrite` and `ftruncate` refuse one past a real
+/// file system's limit, rather than overflowing the model's arithmetic. A
+/// crafted page or log can lead Amber to such an offset.
+const MAX_FILE: u64 = 1 << 62;
+
+/// `off + len`, or `EFBIG` past [`MAX_FILE`].
+fn end_within_limit(off: u64, len: usize) -> io::Result<u64> {
+    off.checked_add(len as u64)
+        .filter(|&end| end <= MAX_FILE)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EFBIG))
+}
+
 impl IoFile for CrashFile {
     fn read_exact_at(&self, buf: &mut [u8], off: u64) -> io::Result<()> {
+        let end = end_within_limit(off, buf.len())?;
         self.with(false, |f| {
-            if off + buf.len() as u64 > f.live.len {
+            if end > f.live.len {
                 return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
             }
             f.live.read(buf, off);
@@ -445,6 +461,7 @@ impl IoFile for CrashFile {
     }
 
     fn write_all_at(&self, buf: &[u8], off: u64) -> io::Result<()> {
+        end_within_limit(off, buf.len())?;
         self.with(true, |f| {
             f.live.write(buf, off);
             f.pending.push(Pending::Write {
@@ -466,6 +483,7 @@ impl IoFile for CrashFile {
     }
 
     fn set_len(&self, len: u64) -> io::Result<()> {
+        end_within_limit(len, 0)?;
         self.with(true, |f| {
             f.live.set_len(len);
             f.pending.push(Pending::SetLen(len));
