@@ -87,6 +87,13 @@ impl Superblock {
         };
         super::check_page_size(sb.page_size as usize).map_err(SlotError::Invalid)?;
         slot::check_generation(sb.generation)?;
+        if sb.checkpoint_lsn > crate::wal::header::MAX_LSN {
+            return Err(SlotError::Invalid(format!(
+                "checkpoint LSN {} is beyond the largest a log reaches ({})",
+                sb.checkpoint_lsn,
+                crate::wal::header::MAX_LSN
+            )));
+        }
         Ok(sb)
     }
 }
