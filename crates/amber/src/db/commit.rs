@@ -24,6 +24,7 @@
 use super::dead::Dead;
 use super::fetch::FrameMap;
 use super::session;
+use super::strategy::{Ranges, Scan, Software};
 use super::tx::{CommitStats, Tx};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
@@ -158,26 +159,34 @@ impl Tx<'_> {
     /// records carrying `images` images per byte. `used` and the object
     /// area are logical content; the header bytes between them are the
     /// store's, so the two never share a record.
+    ///
+    /// `within`: the block-relative ranges a software detection scheme
+    /// recorded (ascending, disjoint); only they are diffed. `None`: the
+    /// whole block.
     pub(crate) fn changes(
         clean: &[u8],
         dirty: &[u8],
         images: usize,
+        within: Option<&[(usize, usize)]>,
         stats: &mut CommitStats,
     ) -> Vec<Region> {
+        let whole = [(0, dirty.len())];
+        let within = within.unwrap_or(&whole);
         let mut used: Vec<Region> = Vec::new();
-        diff_into(
-            &clean[USED_OFFSET..USED_OFFSET + 4],
-            &dirty[USED_OFFSET..USED_OFFSET + 4],
-            USED_OFFSET,
-            &mut used,
-        );
+        let used_field = USED_OFFSET..USED_OFFSET + 4;
+        if within
+            .iter()
+            .any(|&(s, e)| s < used_field.end && used_field.start < e)
+        {
+            diff_into(&clean[used_field.clone()], &dirty[used_field], USED_OFFSET, &mut used);
+        }
         let mut body: Vec<Region> = Vec::new();
-        diff_into(
-            &clean[HEADER_SIZE..],
-            &dirty[HEADER_SIZE..],
-            HEADER_SIZE,
-            &mut body,
-        );
+        for &(s, e) in within {
+            let (s, e) = (s.max(HEADER_SIZE), e.min(dirty.len()));
+            if s < e {
+                diff_into(&clean[s..e], &dirty[s..e], s, &mut body);
+            }
+        }
         let mut out = Vec::new();
         for regions in [used, body] {
             stats.changed_bytes += regions.iter().map(|r| r.len() as u64).sum::<u64>();
@@ -203,7 +212,7 @@ impl Tx<'_> {
         self.unswizzle(head, &mut clean)?;
         let dirty = self.dirty_image(head, frame, 1)?;
         let mut stats = CommitStats::default();
-        let regions = Self::changes(&clean, &dirty, 2, &mut stats);
+        let regions = Self::changes(&clean, &dirty, 2, None, &mut stats);
         let base = head * self.page_size as u64;
         let stx = self.stx()?;
         for r in &regions {
@@ -263,6 +272,7 @@ impl Tx<'_> {
         }
         let mut stats = CommitStats::default();
         let t0 = Instant::now();
+        let detected = self.take_detected();
         let frames = self
             .fs
             .take_written()
@@ -280,7 +290,20 @@ impl Tx<'_> {
         for (&head, &(frame, run)) in &blocks {
             let dirty = self.dirty_image(head, frame, run)?;
             let clean = self.clean_image(head, frame, run, &written)?;
-            for r in Self::changes(&clean, &dirty, 1, &mut stats) {
+            // A block allocated now is logged whole, whatever was noted.
+            let within = detected
+                .as_ref()
+                .filter(|_| !self.session.tx.new_blocks.contains_key(&head))
+                .map(|r| self.block_ranges(r, frame, dirty.len()));
+            stats.noted_bytes += within.as_ref().map_or(dirty.len(), |w| {
+                w.iter().map(|&(s, e)| e - s).sum::<usize>()
+            }) as u64;
+            let regions = Self::changes(&clean, &dirty, 1, within.as_deref(), &mut stats);
+            #[cfg(debug_assertions)]
+            if within.is_some() {
+                self.check_barrier(head, &clean, &dirty, &regions)?;
+            }
+            for r in regions {
                 writes.push((head * ps + r.start as u64, dirty[r.start..r.end].to_vec()));
             }
         }
@@ -301,6 +324,56 @@ impl Tx<'_> {
         stats.log_bytes = info.log_bytes;
         self.finish_committed();
         Ok(stats)
+    }
+
+    /// Under a software detection scheme, the ranges its barrier recorded
+    /// (virtual addresses, ascending, merged); `None` under page
+    /// protection.
+    fn take_detected(&mut self) -> Option<Ranges> {
+        let mut barrier = self.access.take_barrier()?;
+        let pager = self.pager;
+        let resident = || pager.resident_blocks();
+        let ranges = barrier
+            .as_any_mut()
+            .downcast_mut::<Software>()
+            .map(|sw| {
+                sw.take(&mut Scan {
+                    access: self.access,
+                    fs: self.fs,
+                    resident: &resident,
+                })
+            });
+        self.access.set_barrier(Some(barrier));
+        ranges
+    }
+
+    /// The parts of `ranges` in the block at `frame` (`len` bytes), as
+    /// offsets in the block.
+    fn block_ranges(&self, ranges: &Ranges, frame: FrameNo, len: usize) -> Vec<(usize, usize)> {
+        let lo = self.fs.frame_addr(frame) as u64;
+        let hi = lo + len as u64;
+        let first = ranges.partition_point(|&(_, e)| e <= lo);
+        ranges[first..]
+            .iter()
+            .take_while(|&&(s, _)| s < hi)
+            .map(|&(s, e)| ((s.max(lo) - lo) as usize, (e.min(hi) - lo) as usize))
+            .collect()
+    }
+
+    /// Debug builds: a block's log under a software scheme must be the
+    /// whole-block diff's, or a write bypassed the barrier (and would be
+    /// lost).
+    #[cfg(debug_assertions)]
+    fn check_barrier(&self, head: PageNo, clean: &[u8], dirty: &[u8], got: &[Region]) -> Result<()> {
+        let full = Self::changes(clean, dirty, 1, None, &mut CommitStats::default());
+        if full.as_slice() != got {
+            return Err(Error::internal(format!(
+                "page {head}: bytes changed outside what the {} barrier recorded \
+                 (logged {got:?}, changed {full:?})",
+                self.strategy.detect
+            )));
+        }
+        Ok(())
     }
 
     /// Bookkeeping once the store has the transaction.

@@ -36,6 +36,7 @@ mod reader;
 mod recovery_buffer;
 mod session;
 mod spill;
+pub mod strategy;
 mod text;
 pub mod tx;
 mod vec;
@@ -58,6 +59,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 pub use options::Options;
+pub use strategy::{Detect, Strategy};
 pub use read::View;
 pub use tx::{CommitStats, Tx};
 
@@ -83,6 +85,9 @@ pub struct DbStats {
     /// Recovery-buffer copies dropped unlogged (their pages were diffed
     /// against the committed image instead).
     pub copies_dropped: u64,
+    /// Switches between page protection and a software detection scheme
+    /// (each re-protects or unprotects every resident page).
+    pub detection_switches: u64,
 }
 
 /// An open database.
@@ -265,6 +270,7 @@ impl Db {
                 .rbuf
                 .get()
                 .map_or(0, |b| b.dropped.load(Ordering::Relaxed)),
+            detection_switches: s.detection_switches.load(Ordering::Relaxed),
         }
     }
 
@@ -339,11 +345,51 @@ impl Db {
     /// Starts a transaction. Only one at a time: it borrows the database
     /// exclusively, so no reference into it can be held meanwhile.
     pub fn begin(&mut self) -> Result<Tx<'_>> {
+        let strategy = self.opts.strategy;
+        self.begin_with(strategy)
+    }
+
+    /// Starts a transaction that detects its updates (and, as they come,
+    /// logs them) as `strategy` says, whatever the database's default
+    /// ([`Options::strategy`]). Switching between page protection and a
+    /// software scheme re-protects or unprotects every resident page, so
+    /// alternating costs a pass over them (`DbStats::detection_switches`).
+    pub fn begin_with(&mut self, strategy: Strategy) -> Result<Tx<'_>> {
+        strategy.detect.check()?;
         self.end_forgotten();
         if let Some(why) = &self.session.broken {
             return Err(Error::Poisoned { cause: why.clone() });
         }
-        Tx::new(self)
+        self.arm(strategy.detect)?;
+        Tx::new(self, strategy)
+    }
+
+    /// Puts the frame space and the accessor's barrier in the state
+    /// `detect` needs (between transactions: nothing is written).
+    fn arm(&mut self, detect: Detect) -> Result<()> {
+        let software = detect.is_software();
+        if self.fs.barrier_mode() != software {
+            self.fs
+                .set_barrier_mode(software)
+                .map_err(|e| e.into_error(self.store.path(), "switching update detection"))?;
+            self.pager.stats.detection_switches.fetch_add(1, Ordering::Relaxed);
+        }
+        if !software {
+            self.access.set_barrier(None);
+            return Ok(());
+        }
+        match self
+            .access
+            .barrier_mut()
+            .and_then(|b| b.as_any_mut().downcast_mut::<strategy::Software>())
+        {
+            Some(s) if s.scheme() == detect => s.clear(),
+            _ => {
+                let b = strategy::Software::new(detect, self.fs.base() as u64);
+                self.access.set_barrier(Some(Box::new(b)));
+            }
+        }
+        Ok(())
     }
 
     /// Rolls back a transaction that was dropped with `mem::forget` (its

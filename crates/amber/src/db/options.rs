@@ -1,6 +1,7 @@
 //! Options for opening a database.
 
 use crate::store::StoreOptions;
+use super::strategy::Strategy;
 use crate::vm::BackendChoice;
 
 /// How to open (or create) a database.
@@ -59,6 +60,12 @@ pub struct Options {
     /// Pages of QuickStore's recovery buffer (SIGSEGV backend): clean copies
     /// taken at first write; beyond it, pages are logged early.
     pub recovery_buffer_pages: usize,
+    /// How transactions detect their updates unless [`Db::begin_with`]
+    /// says otherwise: page protection by default (docs/design.md, the
+    /// strategies section, compares the schemes).
+    ///
+    /// [`Db::begin_with`]: crate::Db::begin_with
+    pub strategy: Strategy,
     /// Storage options (checkpoint thresholds).
     pub store: StoreOptions,
 }
@@ -91,6 +98,7 @@ impl Default for Options {
             fetch_adaptive: true,
             reserve_bytes: 64 << 30,
             recovery_buffer_pages: 1024,
+            strategy: Strategy::default(),
             store: StoreOptions::default(),
         }
     }

@@ -49,6 +49,8 @@ pub struct PagerStats {
     pub resident: AtomicU64,
     /// Dirty blocks spilled by transactions larger than the budget.
     pub spilled: AtomicU64,
+    /// Switches between page protection and a software barrier.
+    pub detection_switches: AtomicU64,
 }
 
 /// The fault service of one open database.

@@ -12,7 +12,10 @@
 //! changed. Commit logs only what changed after the spill; abort forgets the
 //! spilled changes with the rest.
 
+use super::strategy::Detect;
 use super::tx::Tx;
+use crate::format::objects::clear_marks;
+use crate::format::page::PageHeader;
 use crate::error::Result;
 use crate::vm::FrameNo;
 use std::collections::BTreeSet;
@@ -58,9 +61,14 @@ impl Tx<'_> {
                 continue;
             }
             let clean = self.clean_image(head, frame, run, &written)?;
-            let dirty = self.dirty_image(head, frame, run)?;
+            let mut dirty = self.dirty_image(head, frame, run)?;
+            if self.strategy.detect == Detect::Objects {
+                // Marks are memory state: logged early, they would be stored.
+                let used = PageHeader::read(&dirty).map_or(0, |h| h.used as usize);
+                clear_marks(&mut dirty, used);
+            }
             let mut stats = std::mem::take(&mut self.early_stats);
-            let regions = Self::changes(&clean, &dirty, 2, &mut stats);
+            let regions = Self::changes(&clean, &dirty, 2, None, &mut stats);
             self.early_stats = stats;
             let stx = self.stx()?;
             for r in &regions {

@@ -8,6 +8,7 @@
 
 use super::pager::Pager;
 use super::session::{Parts, Session};
+use super::strategy::Strategy;
 use super::{Db, View};
 use crate::error::{Error, Result};
 use crate::ptr::{PBytes, PRef, PVec, Smart};
@@ -37,6 +38,11 @@ pub struct CommitStats {
     pub minimal_log_bytes: u64,
     /// Bytes that differ from the committed state.
     pub changed_bytes: u64,
+    /// Bytes the detection scheme said may have been written, which the
+    /// commit diffed: whole blocks under page protection, the marked
+    /// objects, remembered objects or dirty cards under a software scheme
+    /// (blocks allocated by the transaction count whole).
+    pub noted_bytes: u64,
     /// Time to find the written pages.
     pub detect: Duration,
     /// Time to unswizzle and diff them.
@@ -66,10 +72,12 @@ pub struct Tx<'db> {
     pub(crate) failed: Option<Error>,
 
     pub(crate) page_size: usize,
+    /// How this transaction detects its updates.
+    pub(crate) strategy: Strategy,
 }
 
 impl<'db> Tx<'db> {
-    pub(crate) fn new(db: &'db mut Db) -> Result<Tx<'db>> {
+    pub(crate) fn new(db: &'db mut Db, strategy: Strategy) -> Result<Tx<'db>> {
         let Db {
             store,
             registry,
@@ -95,6 +103,7 @@ impl<'db> Tx<'db> {
             early_stats: CommitStats::default(),
             failed: None,
             page_size,
+            strategy,
         })
     }
 
@@ -143,6 +152,25 @@ impl<'db> Tx<'db> {
     pub fn get_mut<T: Persistent>(&mut self, p: PRef<T>) -> &mut T {
         self.tick();
         self.access.object_mut(p.addr())
+    }
+
+    /// Updates one field of an object in place: `field` projects the
+    /// object to the field (`|o| &o.x`), and the field is returned
+    /// mutably. Under a software detection scheme the barrier records the
+    /// field alone (a card or sub-page scheme then logs only its bytes'
+    /// neighbourhood); under page protection it is `get_mut` with a
+    /// projection. Panics on a stale pointer, as [`Db::get`] does, and if
+    /// `field` returns a reference that is not into the object.
+    #[inline(always)]
+    pub fn field_mut<T: Persistent, F: Field>(
+        &mut self,
+        p: PRef<T>,
+        field: impl for<'a> FnOnce(&'a T) -> &'a F,
+    ) -> &mut F {
+        self.tick();
+        let object: &T = self.access.object(p.addr());
+        let offset = (field(object) as *const F as usize).wrapping_sub(object as *const T as usize);
+        self.access.field_mut::<T, F>(p.addr(), offset)
     }
 
     /// Work owed at an entry into Amber: pages whose recovery-buffer copies

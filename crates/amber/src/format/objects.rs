@@ -183,6 +183,17 @@ impl Iterator for ObjectWalk<'_> {
     }
 }
 
+/// Clears the object-marking bit of every object in a data block image
+/// whose object area ends at `used`: a block copied out while marks were
+/// set (marks are memory state, never stored). Stops at a damaged entry.
+pub fn clear_marks(block: &mut [u8], used: usize) {
+    let mut pos = HEADER_SIZE;
+    while let Ok(Some(e)) = entry_at(block, used, pos) {
+        block[e.header + 3] &= !FLAG_MARK;
+        pos = e.end();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -272,7 +272,8 @@ impl FrameSpace {
                 let hp = self.host_page;
                 let (lo, hi) = (addr & !(hp - 1), (addr + data.len() + hp - 1) & !(hp - 1));
                 let mut written: Vec<(u64, u64)> = Vec::new();
-                if self.track_writes {
+                let protecting = self.protecting();
+                if protecting {
                     u.pagemap_written(lo, hi, &mut written)?;
                 }
                 // SAFETY: resident and writable (a write-protected page is
@@ -281,7 +282,7 @@ impl FrameSpace {
                 unsafe {
                     std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len())
                 };
-                if self.track_writes {
+                if protecting {
                     // Re-protect the pages that were clean before our write.
                     let mut p = lo;
                     while p < hi {

@@ -112,6 +112,7 @@
 //!   reading memory that a later `mmap` placed at the same address. The cost is
 //!   address space only (no memory), 64 GiB per dropped space by default.
 
+mod barrier;
 mod buffer;
 mod fault;
 mod frame_table;
@@ -130,6 +131,7 @@ mod typed;
 mod types;
 mod uffd;
 
+pub use barrier::Barrier;
 pub use buffer::BigBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};

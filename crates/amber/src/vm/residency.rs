@@ -47,6 +47,9 @@ impl FrameSpace {
         let g = self.lock.lock();
         let dirty = how == InstallAs::Dirty || !self.track_writes;
         let state = if dirty { DIRTY } else { CLEAN };
+        // Under a software barrier a clean frame is writable too: the
+        // barrier, not the protection, notices its first write.
+        let protect = !dirty && self.protecting();
         let mut installed = 0;
         let mut i = 0;
         while i < n {
@@ -64,7 +67,7 @@ impl FrameSpace {
             match &self.imp {
                 Imp::Uffd(u) => u
                     .uffd
-                    .copy(addr, bytes, !dirty, self.host_page)
+                    .copy(addr, bytes, protect, self.host_page)
                     .map_err(|e| VmError::Os {
                         op: "UFFDIO_COPY",
                         err: e,
@@ -81,10 +84,10 @@ impl FrameSpace {
                             op: "pwrite(memfd)",
                             err: e,
                         })?;
-                    let prot = if dirty {
-                        libc::PROT_READ | libc::PROT_WRITE
-                    } else {
+                    let prot = if protect {
                         libc::PROT_READ
+                    } else {
+                        libc::PROT_READ | libc::PROT_WRITE
                     };
                     self.protect(frame + i, j - i, prot)?;
                 }
@@ -93,8 +96,10 @@ impl FrameSpace {
                 if let Some(m) = self.table.meta(frame + k) {
                     m.state.store(state, Ordering::Release);
                 }
-                if dirty && self.track_writes {
+                if dirty && self.protecting() {
                     self.note_written(&g, frame + k);
+                } else if dirty && self.barrier_mode() {
+                    self.note_pinned(frame + k);
                 }
             }
             if let Imp::Uffd(u) = &self.imp
@@ -225,6 +230,8 @@ impl FrameSpace {
         }
         let g = self.lock.lock();
         let claimable: &[u32] = match &self.imp {
+            // A software barrier pins written frames DIRTY (`barrier.rs`).
+            _ if self.barrier_mode() => &[CLEAN],
             Imp::Sigsegv(_) => &[CLEAN],
             // The table does not know which userfaultfd frames are written
             // (PAGEMAP_SCAN does): any resident one is a candidate.
@@ -245,6 +252,8 @@ impl FrameSpace {
             }
         }
         let evicted = match &self.imp {
+            // Claimed CLEAN: not pinned, so not written (`barrier.rs`).
+            _ if self.barrier_mode() => self.drop_frames(&g, f, n).map(|()| true),
             Imp::Sigsegv(_) => self.drop_frames(&g, f, n).map(|()| true),
             Imp::Uffd(u) => self.evict_if_unwritten(&g, u, f, n),
         };

@@ -135,6 +135,11 @@ pub struct FrameSpace {
     /// Whether threads may hold mutable references into frames (see
     /// [`FrameSpace::set_writers`]).
     pub(crate) writers: AtomicBool,
+    /// Whether writes are noted by a software barrier (`barrier.rs`).
+    pub(crate) software: AtomicBool,
+    /// Barrier mode: frames pinned as written since the last
+    /// `take_written` (may hold stale entries; filtered by state).
+    pub(crate) pinned: Mutex<Vec<FrameNo>>,
     /// Slot in the SIGSEGV handler's registry.
     sig_slot: AtomicUsize,
     /// Whether the one `Access` of this space is out.
@@ -245,6 +250,8 @@ impl FrameSpace {
             imp,
             dropping: AtomicBool::new(false),
             writers: AtomicBool::new(cfg.writers),
+            software: AtomicBool::new(false),
+            pinned: Mutex::new(Vec::new()),
             sig_slot: AtomicUsize::new(usize::MAX),
             access_taken: Default::default(),
             main: Some(main),

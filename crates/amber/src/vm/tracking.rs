@@ -57,6 +57,9 @@ impl FrameSpace {
         if !self.track_writes {
             return Err(VmError::NotTracking);
         }
+        if self.barrier_mode() {
+            return Ok(self.pinned_frames(take));
+        }
         let g = self.lock.lock();
         match &self.imp {
             Imp::Uffd(u) => {
@@ -156,6 +159,11 @@ impl FrameSpace {
             return Err(VmError::NotTracking);
         }
         self.check_frames(f, n)?;
+        if self.barrier_mode() {
+            // Nothing to protect: no longer written is all it means.
+            self.unpin(&(f..f + n).collect::<Vec<_>>());
+            return Ok(());
+        }
         let g = self.lock.lock();
         match &self.imp {
             Imp::Uffd(u) => u
@@ -185,7 +193,9 @@ impl FrameSpace {
             };
         }
         self.write_protect(0, n)?;
-        if let Imp::Sigsegv(s) = &self.imp {
+        if self.barrier_mode() {
+            self.pinned.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        } else if let Imp::Sigsegv(s) = &self.imp {
             let _g = self.lock.lock();
             // SAFETY: lock held; see note_written.
             unsafe { *s.wlen.get() = 0 };

@@ -218,6 +218,10 @@ pub struct Access {
     fs: Arc<FrameSpace>,
     lo: u64,
     hi: u64,
+    /// The software write barrier, when a software detection scheme is in
+    /// use (`barrier.rs`); `None` under page protection, where every
+    /// mutable accessor pays one predictable branch for it.
+    pub(crate) barrier: Option<Box<dyn super::Barrier>>,
 }
 
 /// Marks that a frame space's [`Access`] was taken.
@@ -237,6 +241,7 @@ impl Access {
             fs: fs.clone(),
             lo,
             hi,
+            barrier: None,
         })
     }
 
@@ -286,6 +291,9 @@ impl Access {
     #[inline(always)]
     pub fn obj_mut<T: Field>(&mut self, addr: u64) -> &mut T {
         self.check::<T>(addr, 1);
+        if self.barrier.is_some() {
+            self.noted(0, addr, std::mem::size_of::<T>());
+        }
         // SAFETY: as for `obj`; exclusive because `&mut self` is the only way
         // to any reference into this frame space.
         unsafe { &mut *(addr as *mut T) }
@@ -296,6 +304,9 @@ impl Access {
     #[inline(always)]
     pub fn write_new<T: Field>(&mut self, addr: u64, value: T) {
         self.check::<T>(addr, 1);
+        if self.barrier.is_some() {
+            self.noted(0, addr, std::mem::size_of::<T>());
+        }
         // SAFETY: aligned and inside the reservation (checked); `ptr::write`
         // neither reads nor drops the old bytes; exclusive as in `obj_mut`.
         unsafe { std::ptr::write(addr as *mut T, value) }
@@ -318,6 +329,17 @@ impl Access {
         if count == 0 {
             return &mut [];
         }
+        self.check::<T>(addr, count);
+        if self.barrier.is_some() {
+            self.noted(0, addr, std::mem::size_of::<T>() * count);
+        }
+        // SAFETY: as for `obj_mut`, for each element.
+        unsafe { std::slice::from_raw_parts_mut(addr as *mut T, count) }
+    }
+
+    /// `slice_mut` without the barrier (its caller noted the write).
+    #[inline(always)]
+    fn unnoted_slice_mut<T: Field>(&mut self, addr: u64, count: usize) -> &mut [T] {
         self.check::<T>(addr, count);
         // SAFETY: as for `obj_mut`, for each element.
         unsafe { std::slice::from_raw_parts_mut(addr as *mut T, count) }
@@ -440,10 +462,38 @@ impl Access {
         if let Err(why) = self.live_at(addr, std::mem::size_of::<T>(), 0, false) {
             dangling(addr, why)
         }
+        if self.barrier.is_some() {
+            self.noted(addr, addr, std::mem::size_of::<T>());
+        }
         // SAFETY: `live_at` proved `[addr, addr + size)` in the mapped
         // reservation; aligned as in `object`; exclusive as in `obj_mut`;
         // every bit pattern is a valid `T` (`Field`'s contract).
         unsafe { &mut *(addr as *mut T) }
+    }
+
+    /// The `F` at `offset` in the object of type `T` whose body is at
+    /// `object` (checked as [`object_mut`](Self::object_mut) checks it),
+    /// mutably; the barrier is told of the field alone. Panics unless the
+    /// field lies in the object, aligned.
+    #[inline(always)]
+    pub fn field_mut<T: Field, F: Field>(&mut self, object: u64, offset: usize) -> &mut F {
+        if let Err(why) = self.live_at(object, std::mem::size_of::<T>(), 0, false) {
+            dangling(object, why)
+        }
+        let at = object.wrapping_add(offset as u64);
+        if offset.saturating_add(std::mem::size_of::<F>()) > std::mem::size_of::<T>()
+            || !at.is_multiple_of(std::mem::align_of::<F>() as u64)
+        {
+            bad_field(object, offset);
+        }
+        if self.barrier.is_some() {
+            self.noted(object, at, std::mem::size_of::<F>());
+        }
+        // SAFETY: `live_at` proved the object's body in the mapped
+        // reservation, and `[at, at + size_of F)` lies in the body, aligned
+        // for `F` (checked above); exclusive as in `obj_mut`; every bit
+        // pattern is a valid `F` (`Field`'s contract).
+        unsafe { &mut *(at as *mut F) }
     }
 
     /// [`object`](Self::object), with the reason instead of a panic; the
@@ -484,7 +534,11 @@ impl Access {
             return &mut [];
         }
         self.check_elements::<T>(addr, count);
-        self.slice_mut(addr, count)
+        if self.barrier.is_some() {
+            let len = std::mem::size_of::<T>() * count;
+            self.noted(addr, addr, len);
+        }
+        self.unnoted_slice_mut(addr, count)
     }
 
     /// [`elements`](Self::elements), with the reason instead of a panic.
@@ -539,6 +593,15 @@ impl Drop for Access {
             .unwrap_or_else(|e| e.into_inner())
             .push((self.lo, self.hi));
     }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_field(object: u64, offset: usize) -> ! {
+    panic!(
+        "amber: field_mut: the projection of the object at {object:#x} returned a reference \
+         at offset {offset:#x}, not a field of that object"
+    )
 }
 
 #[cold]

@@ -70,7 +70,7 @@ pub mod stale;
 pub mod types;
 
 use amber::BackendChoice;
-use amber::{Db, Options};
+use amber::{Db, Detect, Options, Strategy};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -83,12 +83,23 @@ pub struct Cfg {
     pub backend: BackendChoice,
     /// The page size of databases the case creates.
     pub page_size: usize,
+    /// How transactions detect updates.
+    pub detect: Detect,
 }
 
 impl Cfg {
-    /// `backend` with pages of `page_size` bytes.
+    /// `backend` with pages of `page_size` bytes, under page protection.
     pub const fn new(backend: BackendChoice, page_size: usize) -> Cfg {
-        Cfg { backend, page_size }
+        Cfg {
+            backend,
+            page_size,
+            detect: Detect::Pages,
+        }
+    }
+
+    /// The same under detection scheme `detect`.
+    pub const fn with(self, detect: Detect) -> Cfg {
+        Cfg { detect, ..self }
     }
 }
 
@@ -100,6 +111,7 @@ pub fn opts(b: Cfg) -> Options {
         backend: b.backend,
         page_size: b.page_size,
         reserve_bytes: 1 << 30,
+        strategy: Strategy::detect(b.detect),
         ..Options::default()
     }
 }

@@ -1,0 +1,48 @@
+//! The write-path suites under software detection schemes on the SIGSEGV
+//! backend (its own process: it installs a signal handler), where frames
+//! are made writable by `mprotect` at install instead of write-protected
+//! (`obj_schemes.rs` runs every scheme on userfaultfd).
+mod obj_common;
+use amber::{BackendChoice, Detect};
+use obj_common as common;
+use obj_common::Cfg;
+
+const B: Cfg = Cfg::new(BackendChoice::Sigsegv, 4096);
+const REMSETS: Cfg = B.with(Detect::Remsets);
+const CARDS_64: Cfg = B.with(Detect::Cards { bytes: 64 });
+const OBJECTS: Cfg = B.with(Detect::Objects);
+
+#[test]
+fn write_path_property_remsets() {
+    common::prop::run(REMSETS, None);
+}
+
+#[test]
+fn write_path_property_cards_64() {
+    common::prop::run(CARDS_64, None);
+}
+
+#[test]
+fn write_path_property_objects() {
+    common::prop::run(OBJECTS, None);
+}
+
+#[test]
+fn collections_property_cards_64() {
+    common::collections::run(CARDS_64);
+}
+
+#[test]
+fn abort_restores_exactly_remsets() {
+    common::abort::run(REMSETS);
+}
+
+#[test]
+fn writes_survive_eviction_cards_64() {
+    common::eviction::writes_survive_eviction(CARDS_64);
+}
+
+#[test]
+fn killed_during_commits_remsets() {
+    common::kill::run(REMSETS, "killed_during_commits_remsets");
+}

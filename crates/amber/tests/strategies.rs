@@ -1,0 +1,224 @@
+//! Update-detection schemes through the public API: each is active at the
+//! granularity it promises, all give the same log, and switching between
+//! them from one transaction to the next keeps every update.
+
+use amber::{CommitStats, Db, Detect, Options, PRef, PString, PVec, Persistent, Strategy, View};
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Part {
+    id: u64,
+    x: u64,
+    y: u64,
+    pad: [u64; 13],
+    name: PString,
+    links: PVec<PRef<Part>>,
+}
+
+const SCHEMES: [Detect; 6] = [
+    Detect::Pages,
+    Detect::Objects,
+    Detect::Remsets,
+    Detect::Cards { bytes: 16 },
+    Detect::Cards { bytes: 256 },
+    Detect::Cards { bytes: 4096 },
+];
+
+fn opts(detect: Detect) -> Options {
+    Options {
+        reserve_bytes: 1 << 30,
+        strategy: Strategy::detect(detect),
+        ..Options::default()
+    }
+}
+
+/// A database of `n` parts in a vector root, committed.
+fn build(db: &mut Db, n: u64) -> PRef<Part> {
+    let mut tx = db.begin().unwrap();
+    let first = tx
+        .alloc_with(|tx| {
+            Ok(Part {
+                id: 0,
+                x: 0,
+                y: 0,
+                pad: [0; 13],
+                name: tx.new_string("part 0")?,
+                links: tx.new_vec([])?,
+            })
+        })
+        .unwrap();
+    let mut prev = first;
+    for id in 1..n {
+        let p = tx
+            .alloc_with(|tx| {
+                Ok(Part {
+                    id,
+                    x: id,
+                    y: 0,
+                    pad: [id; 13],
+                    name: tx.new_string(&format!("part {id}"))?,
+                    links: tx.new_vec([])?,
+                })
+            })
+            .unwrap();
+        tx.push(prev, |o| &mut o.links, p).unwrap();
+        prev = p;
+    }
+    tx.set_root("first", first).unwrap();
+    tx.commit().unwrap();
+    first
+}
+
+/// The parts in id order: each links to the next (among other links the
+/// tests add).
+fn parts(db: &Db, first: PRef<Part>) -> Vec<PRef<Part>> {
+    let mut out = vec![first];
+    loop {
+        let last = db.get(*out.last().unwrap());
+        let next = db
+            .slice(&last.links)
+            .iter()
+            .find(|&&l| db.get(l).id == last.id + 1);
+        match next {
+            Some(&n) => out.push(n),
+            None => return out,
+        }
+    }
+}
+
+#[test]
+fn each_scheme_notes_at_its_granularity() {
+    for detect in SCHEMES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Db::create(dir.path().join("db"), opts(detect)).unwrap();
+        let first = build(&mut db, 50);
+        let ps = parts(&db, first);
+        // One u64 field of one object.
+        let mut tx = db.begin().unwrap();
+        *tx.field_mut(ps[20], |p| &p.y) = 7;
+        let s = tx.commit().unwrap();
+        let object = std::mem::size_of::<Part>() as u64;
+        let want = match detect {
+            Detect::Pages => 4096,
+            Detect::Objects | Detect::Remsets => object,
+            Detect::Cards { bytes } => u64::from(bytes),
+        };
+        assert_eq!(s.noted_bytes, want, "{detect}: bytes noted for one field");
+        assert_eq!(s.changed_bytes, 1, "{detect}");
+        assert_eq!(db.get(ps[20]).y, 7);
+    }
+}
+
+/// The same transactions under every scheme: the same log, byte for byte
+/// in size, and the same database.
+#[test]
+fn every_scheme_logs_the_same() {
+    let mut logs: Vec<(Detect, Vec<CommitStats>)> = Vec::new();
+    let mut states = Vec::new();
+    for detect in SCHEMES {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut db = Db::create(&path, opts(detect)).unwrap();
+        let first = build(&mut db, 200);
+        let ps = parts(&db, first);
+        let mut stats = Vec::new();
+        for round in 0..6u64 {
+            let mut tx = db.begin().unwrap();
+            for (i, &p) in ps.iter().enumerate() {
+                match (i as u64 + round) % 7 {
+                    0 => tx.get_mut(p).x += round + 1,
+                    1 => *tx.field_mut(p, |o| &o.pad[3]) ^= round,
+                    2 => tx
+                        .set_str(p, |o| &mut o.name, &format!("{i}/{round}"))
+                        .unwrap(),
+                    3 if round % 2 == 0 => tx.push(p, |o| &mut o.links, first).unwrap(),
+                    4 => {
+                        let v = tx.slice_mut(p, |o| &mut o.links);
+                        v.reverse();
+                    }
+                    _ => {}
+                }
+            }
+            stats.push(tx.commit().unwrap());
+        }
+        drop(db);
+        let db = Db::open(&path, opts(Detect::Pages)).unwrap();
+        let state: Vec<(u64, u64, String, usize)> = parts(&db, db.root("first").unwrap().unwrap())
+            .iter()
+            .map(|&p| {
+                let o = db.get(p);
+                (o.x, o.pad[3], db.str(&o.name).to_string(), o.links.len())
+            })
+            .collect();
+        assert_eq!(state.len(), 200);
+        states.push(state);
+        logs.push((detect, stats));
+    }
+    assert!(
+        states.iter().all(|s| *s == states[0]),
+        "the schemes left different databases"
+    );
+    let (base, want) = &logs[0];
+    for (detect, got) in &logs[1..] {
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert_eq!(
+                (g.log_bytes, g.minimal_log_bytes, g.changed_bytes),
+                (w.log_bytes, w.minimal_log_bytes, w.changed_bytes),
+                "commit {i}: {detect} against {base}"
+            );
+        }
+    }
+}
+
+/// Alternating schemes from one transaction to the next (and aborting
+/// under each) keeps exactly the committed updates.
+#[test]
+fn switching_schemes_between_transactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut db = Db::create(&path, opts(Detect::Pages)).unwrap();
+    let first = build(&mut db, 100);
+    let ps = parts(&db, first);
+    let mut model: Vec<u64> = (0..100).collect();
+    for round in 0..24usize {
+        let detect = SCHEMES[round % SCHEMES.len()];
+        let mut tx = db.begin_with(Strategy::detect(detect)).unwrap();
+        for k in 0..10 {
+            let i = (round * 7 + k * 13) % 100;
+            tx.get_mut(ps[i]).x += 1;
+            if round % 3 != 2 {
+                model[i] += 1;
+            }
+        }
+        if round % 3 == 2 {
+            tx.abort().unwrap();
+        } else {
+            tx.commit().unwrap();
+        }
+        for (i, &p) in ps.iter().enumerate() {
+            assert_eq!(db.get(p).x, model[i], "round {round} ({detect}): part {i}");
+        }
+    }
+    assert!(db.stats().detection_switches >= 7);
+    drop(db);
+    let db = Db::open(&path, opts(Detect::Cards { bytes: 64 })).unwrap();
+    for (i, &p) in parts(&db, db.root::<Part>("first").unwrap().unwrap())
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(db.get(p).x, model[i], "reopened: part {i}");
+    }
+}
+
+#[test]
+fn bad_card_sizes_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = Db::create(dir.path().join("db"), opts(Detect::Pages)).unwrap();
+    for bytes in [0, 8, 100, 8192] {
+        let e = db
+            .begin_with(Strategy::detect(Detect::Cards { bytes }))
+            .expect_err("refused");
+        assert!(e.to_string().contains("card size"), "{e}");
+    }
+    assert!("cards-32".parse::<Detect>().is_ok());
+}
