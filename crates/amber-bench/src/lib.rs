@@ -21,6 +21,7 @@
 
 pub mod backend;
 pub mod churn;
+pub mod detect;
 pub mod faults;
 pub mod hot;
 pub mod index;

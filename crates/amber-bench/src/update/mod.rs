@@ -62,6 +62,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use amber::Detect;
 use amber::internals::wal::RANGE_HEADER;
 use amber::internals::wal::record::COMMIT_SIZE;
 
@@ -100,6 +101,11 @@ pub struct UpdateConfig {
     pub seed: u64,
     /// Directory for the database (default: the working directory).
     pub dir: Option<PathBuf>,
+    /// Update-detection schemes: page protection runs on each backend of
+    /// `backends`, a software scheme on the first of them.
+    pub schemes: Vec<Detect>,
+    /// Update probabilities.
+    pub probabilities: Vec<f64>,
 }
 
 impl Default for UpdateConfig {
@@ -112,6 +118,8 @@ impl Default for UpdateConfig {
             pages: 512,
             seed: DEFAULT_SEED,
             dir: None,
+            schemes: vec![Detect::Pages],
+            probabilities: PROBABILITIES.to_vec(),
         }
     }
 }
@@ -174,17 +182,25 @@ pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
         .map_err(|e| BenchError::new(format!("building the OO1 database: {e}")))?;
     let mut rows = Vec::new();
     let mut first_writes = Vec::new();
-    for choice in cfg.backends.choices() {
-        let dir = work.path().join(format!("run-{choice:?}"));
-        copy_dir(&base, &dir)?;
-        let run = run_backend(cfg, &generated, &dir, choice)?;
-        rows.extend(run.rows);
-        first_writes.push(run.first_write);
-        fs::remove_dir_all(&dir)
-            .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+    let choices = cfg.backends.choices();
+    for &detect in &cfg.schemes {
+        let on = if detect.is_software() {
+            &choices[..1]
+        } else {
+            &choices[..]
+        };
+        for &choice in on {
+            let dir = work.path().join(format!("run-{choice:?}-{detect}"));
+            copy_dir(&base, &dir)?;
+            let run = run_backend(cfg, &generated, &dir, choice, detect)?;
+            rows.extend(run.rows);
+            first_writes.push(run.first_write);
+            fs::remove_dir_all(&dir)
+                .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+        }
     }
     let mut roots = BTreeMap::new();
-    for p in PROBABILITIES {
+    for &p in &cfg.probabilities {
         roots.insert(format!("{p}"), hot_input(params, p)?.0);
     }
     Ok(UpdateReport {
@@ -223,6 +239,7 @@ mod tests {
             pages: 16,
             seed: 5,
             dir: Some(dir.path().to_path_buf()),
+            ..UpdateConfig::default()
         })
         .expect("update");
         let json = serde_json::to_value(&r).expect("json");

@@ -12,6 +12,9 @@ use crate::storage::{Environment, Summary};
 #[derive(Clone, Debug, Serialize)]
 pub struct UpdateRow {
     pub backend: String,
+    /// The update-detection scheme (`amber bench detect`'s names:
+    /// `pages-uffd`, `pages-sigsegv`, `objects`, `remsets`, `cards-N`).
+    pub scheme: String,
     pub p: f64,
     /// Timed commits.
     pub iters: usize,
@@ -33,6 +36,9 @@ pub struct UpdateRow {
     pub other_ms: f64,
     /// The traversal with its stores, before the commit, ms.
     pub traverse_ms: f64,
+    /// Bytes the scheme reported as possibly written, which the commit
+    /// diffed (`CommitStats::noted_bytes`).
+    pub noted_bytes: u64,
     /// Log bytes written, commit record included.
     pub log_bytes: u64,
     /// The commit record every non-empty commit adds (0 when nothing was
@@ -142,8 +148,8 @@ impl UpdateReport {
         );
         let _ = writeln!(
             s,
-            "  {:<8} {:>5} {:>6} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>8} {:>7}",
-            "backend",
+            "  {:<13} {:>5} {:>6} {:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>7} {:>8} {:>7}",
+            "scheme",
             "p",
             "parts",
             "blocks",
@@ -162,8 +168,8 @@ impl UpdateReport {
         for r in &self.rows {
             let _ = writeln!(
                 s,
-                "  {:<8} {:>5} {:>6} {:>6} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>8} {:>8} {:>7.3} {:>8} {:>7}",
-                r.backend,
+                "  {:<13} {:>5} {:>6} {:>6} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>8} {:>8} {:>7.3} {:>8} {:>7}",
+                r.scheme,
                 r.p,
                 r.changed_parts,
                 r.blocks,

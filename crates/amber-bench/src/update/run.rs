@@ -6,14 +6,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use amber::BackendChoice;
 use amber::CommitStats;
 use amber::internals::wal::record::COMMIT_SIZE;
+use amber::{BackendChoice, Detect, Strategy};
 
 use super::first_write::first_write;
 use super::minimal::{Expected, Shadow, visit_order};
 use super::report::{FirstWrite, UpdateRow};
-use super::{PROBABILITIES, UpdateConfig, hot_input};
+use super::{UpdateConfig, hot_input};
 use crate::hot::check_backend;
 use crate::oo1::amber_engine::AmberFactory;
 use crate::oo1::reference::Reference;
@@ -79,17 +79,26 @@ pub(super) fn run_backend(
     generated: &GeneratedDb,
     dir: &Path,
     choice: BackendChoice,
+    detect: Detect,
 ) -> Result<BackendRun, BenchError> {
-    let factory = AmberFactory::DEFAULT.with_backend(choice);
+    let factory = AmberFactory::DEFAULT
+        .with_backend(choice)
+        .with_strategy(Strategy::detect(detect));
     let mut eng = factory
         .open_amber(dir, &EngineOptions::default())
         .map_err(|e| BenchError::new(format!("opening the OO1 database: {e}")))?;
     check_backend(choice, eng.db())?;
     let backend = eng.db().backend().to_string();
+    // The scheme names of `amber bench detect`: page protection by backend.
+    let scheme = if detect.is_software() {
+        detect.to_string()
+    } else {
+        format!("pages-{backend}")
+    };
     let mut reference = Reference::new(generated);
     let mut shadow = Shadow::new(generated, &eng)?;
     let mut rows = Vec::new();
-    for p in PROBABILITIES {
+    for &p in &cfg.probabilities {
         let (root, plan) = hot_input(generated.params, p)?;
         let order = visit_order(generated, root);
         let decisions: Vec<bool> = (0..order.len()).map(|v| plan.increment_at(v)).collect();
@@ -138,6 +147,7 @@ pub(super) fn run_backend(
             .collect();
         rows.push(UpdateRow {
             backend: backend.clone(),
+            scheme: scheme.clone(),
             p,
             iters: samples.len(),
             increments: plan.increments() as u64,
@@ -152,6 +162,7 @@ pub(super) fn run_backend(
             })
             .median,
             traverse_ms: traverse.median,
+            noted_bytes: medu(&|s| s.stats.noted_bytes),
             log_bytes,
             commit_record_bytes: medu(&Sample::commit_record),
             minimal_log_bytes: medu(&|s| s.expected.minimal_log_bytes),

@@ -49,6 +49,10 @@ pub const BENCHES: &[(&str, &str)] = &[
         "the write path: commit of a hot OO1 update traversal split into detect / diff / write, log bytes against the minimum, first write to a clean page, per backend",
     ),
     (
+        "detect",
+        "update-detection schemes (object marking, remembered sets, cards of 16..4096 bytes, page protection on both backends) on OO1's hot update traversal at p = 0 .. 1: phases running / old / new / write / other and log bytes against the minimum (Hosking et al.)",
+    ),
+    (
         "index",
         "a PIndex of 1,000,000 string keys: random hot lookups, loading them in one transaction, and single-insert transactions, against redb on the same keys (built with --features compare)",
     ),
@@ -261,6 +265,36 @@ struct FaultsArgs {
     json: Option<PathBuf>,
 }
 
+/// Options of `amber bench detect`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "amber bench detect",
+    about = "Update-detection schemes on OO1's hot update traversal (Hosking et al.): every scheme at p = 0, 0.05, 0.10, 0.15, 0.20, 0.50, 1.00, one commit each; phases and log bytes against the minimal log"
+)]
+struct DetectArgs {
+    /// OO1 parts.
+    #[arg(long, default_value_t = 20_000)]
+    parts: u32,
+    /// Schemes (comma-separated): pages, objects, remsets, cards-N (N = 16..4096); default all.
+    #[arg(long, value_delimiter = ',')]
+    schemes: Vec<amber::Detect>,
+    /// Timed commits per scheme and p (medians are reported).
+    #[arg(long, default_value_t = 10)]
+    iters: usize,
+    /// Untimed update traversals per scheme and p first.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Seed of the database and the inputs (as `amber bench oo1 --seed`).
+    #[arg(long, default_value_t = amber_bench::oo1::args::DEFAULT_SEED)]
+    seed: u64,
+    /// Directory for the databases (default: the working directory).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Write the result as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
 /// Options of `amber bench update`.
 #[derive(Debug, Parser)]
 #[command(
@@ -416,6 +450,25 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 iters: a.iters,
                 warmup: a.warmup,
                 pages: a.pages,
+                seed: a.seed,
+                dir: a.dir,
+                ..UpdateConfig::default()
+            })?;
+            out.push_str(&r.table());
+            write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+        }
+        Some("detect") => {
+            let a: DetectArgs = parse("detect", args)?;
+            check_json_target(a.json.as_deref())?;
+            let r = amber_bench::detect::detect(&amber_bench::detect::DetectConfig {
+                parts: a.parts,
+                schemes: if a.schemes.is_empty() {
+                    amber_bench::detect::all_schemes()
+                } else {
+                    a.schemes
+                },
+                iters: a.iters,
+                warmup: a.warmup,
                 seed: a.seed,
                 dir: a.dir,
             })?;

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use amber::BackendChoice;
 use amber::CommitStats;
-use amber::{Db, Options, PRef, Tx};
+use amber::{Db, Options, PRef, Strategy, Tx};
 
 use self::load::Loader;
 use self::schema::{CHUNK, Chunk, Part, ROOT, Root};
@@ -52,6 +52,7 @@ pub struct AmberFactory {
     name: &'static str,
     summary: &'static str,
     backend: BackendChoice,
+    strategy: Strategy,
 }
 
 /// Amber's OO1 schema ([`schema`]), as the table names it.
@@ -69,6 +70,7 @@ impl AmberFactory {
         name: "amber",
         summary: "Amber, default fault backend (userfaultfd where available): PRefs swizzled at fault time, reads are plain loads; commit logs changed bytes (page diff) and fdatasyncs the log",
         backend: BackendChoice::Auto,
+        strategy: Strategy::DEFAULT,
     };
 
     /// `amber-sigsegv`: the SIGSEGV backend.
@@ -76,11 +78,17 @@ impl AmberFactory {
         name: "amber-sigsegv",
         summary: "Amber as `amber`, with the SIGSEGV fault backend (PROT_NONE reservation, mprotect per page, recovery buffer)",
         backend: BackendChoice::Sigsegv,
+        strategy: Strategy::DEFAULT,
     };
 
     /// The same engine with another fault backend (same name and summary).
     pub const fn with_backend(self, backend: BackendChoice) -> AmberFactory {
         AmberFactory { backend, ..self }
+    }
+
+    /// The same, detecting updates as `strategy` says.
+    pub const fn with_strategy(self, strategy: Strategy) -> AmberFactory {
+        AmberFactory { strategy, ..self }
     }
 
     /// The fault backend asked for at open.
@@ -112,6 +120,7 @@ impl AmberFactory {
         Options {
             backend: self.backend,
             cache_bytes: cache_mib.map(|m| m << 20),
+            strategy: self.strategy,
             ..Options::default()
         }
     }

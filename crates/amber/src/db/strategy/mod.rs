@@ -117,8 +117,13 @@ pub struct Strategy {
 }
 
 impl Strategy {
+    /// The default: page protection.
+    pub const DEFAULT: Strategy = Strategy {
+        detect: Detect::Pages,
+    };
+
     /// The strategy detecting updates with `detect`.
-    pub fn detect(detect: Detect) -> Strategy {
+    pub const fn detect(detect: Detect) -> Strategy {
         Strategy { detect }
     }
 }
