@@ -29,8 +29,9 @@ use super::tx::{CommitStats, Tx};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
-use crate::translate::swizzle::{AddrMap, Direction, convert_block};
-use crate::vm::FrameNo;
+use crate::format::objects::ObjectEntry;
+use crate::translate::swizzle::{AddrMap, Direction, convert_block, convert_object};
+use crate::vm::{Barrier, FrameNo};
 use crate::wal::RANGE_HEADER;
 use crate::wal::coalesce::{Region, coalesce, diff_into, log_cost};
 use std::cell::Cell;
@@ -58,6 +59,18 @@ impl LogMap<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+impl LogMap<'_> {
+    /// The error for a block `head` that could not be unswizzled.
+    fn error(&self, head: PageNo, e: String) -> Error {
+        let what = format!("page {head}: {e}");
+        if self.dangling.get() {
+            Error::dangling(what)
+        } else {
+            Error::invalid(what)
+        }
     }
 }
 
@@ -129,20 +142,9 @@ impl Tx<'_> {
     /// database (taken from another one) is misuse.
     fn unswizzle(&self, head: PageNo, img: &mut [u8]) -> Result<()> {
         let types = self.registry.snapshot();
-        let map = LogMap {
-            map: FrameMap::new(self.fs),
-            dead: &self.pager.dead,
-            shift: self.page_size.trailing_zeros(),
-            dangling: Cell::new(false),
-        };
-        convert_block(img, self.page_size, &types, &map, Direction::Unswizzle).map_err(|e| {
-            let what = format!("page {head}: {e}");
-            if map.dangling.get() {
-                Error::dangling(what)
-            } else {
-                Error::invalid(what)
-            }
-        })
+        let map = self.log_map();
+        convert_block(img, self.page_size, &types, &map, Direction::Unswizzle)
+            .map_err(|e| map.error(head, e))
     }
 
     /// Copies block `head` out of memory in persistent form.
@@ -190,11 +192,37 @@ impl Tx<'_> {
         let mut out = Vec::new();
         for regions in [used, body] {
             stats.changed_bytes += regions.iter().map(|r| r.len() as u64).sum::<u64>();
-            let merged = coalesce(&regions, RANGE_HEADER, images);
-            stats.minimal_log_bytes += log_cost(&merged, RANGE_HEADER, images) as u64;
-            out.extend(merged);
+            out.extend(Self::coalesced(&regions, images, stats));
         }
         out
+    }
+
+    /// `regions` merged by the minimal-log rule for records carrying
+    /// `images` images per byte; their log cost counted in `stats`.
+    pub(crate) fn coalesced(regions: &[Region], images: usize, stats: &mut CommitStats) -> Vec<Region> {
+        let merged = coalesce(regions, RANGE_HEADER, images);
+        stats.minimal_log_bytes += log_cost(&merged, RANGE_HEADER, images) as u64;
+        merged
+    }
+
+    /// Converts one object image (`e` locates it in `buf`) of block `head`
+    /// from memory form to persistent form, as [`unswizzle`] does a block.
+    ///
+    /// [`unswizzle`]: Self::unswizzle
+    pub(crate) fn unswizzle_object(&self, head: PageNo, buf: &mut [u8], e: &ObjectEntry) -> Result<()> {
+        let types = self.registry.snapshot();
+        let map = self.log_map();
+        convert_object(buf, e, self.page_size, &types, &map, Direction::Unswizzle)
+            .map_err(|err| map.error(head, err))
+    }
+
+    fn log_map(&self) -> LogMap<'_> {
+        LogMap {
+            map: FrameMap::new(self.fs),
+            dead: &self.pager.dead,
+            shift: self.page_size.trailing_zeros(),
+            dangling: Cell::new(false),
+        }
     }
 
     /// Logs the changes of the page in `frame` now, with before-images taken
@@ -270,9 +298,23 @@ impl Tx<'_> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let mut stats = CommitStats::default();
         let t0 = Instant::now();
-        let detected = self.take_detected();
+        let mut barrier = self.access.take_barrier();
+        let result = self.commit_with(&mut barrier, t0);
+        if let Some(b) = barrier {
+            self.access.set_barrier(Some(b));
+        }
+        result
+    }
+
+    /// The commit, with the barrier (if any) taken out of the accessor so
+    /// that its records can be read beside it.
+    fn commit_with(&mut self, barrier: &mut Option<Box<dyn Barrier>>, t0: Instant) -> Result<CommitStats> {
+        let mut stats = CommitStats::default();
+        let mut software = barrier
+            .as_mut()
+            .and_then(|b| b.as_any_mut().downcast_mut::<Software>());
+        let detected = software.as_mut().map(|sw| self.take_detected(sw));
         let frames = self
             .fs
             .take_written()
@@ -287,14 +329,41 @@ impl Tx<'_> {
         let ps = self.page_size as u64;
         let written: BTreeSet<FrameNo> = frames.into_iter().collect();
         let mut writes: Vec<(u64, Vec<u8>)> = Vec::new();
+        let copies = software.as_ref().map(|sw| &sw.copies).filter(|c| !c.overflowed);
         for (&head, &(frame, run)) in &blocks {
+            let within = detected
+                .as_ref()
+                .map(|r| self.block_ranges(r, frame, run as usize * self.page_size));
+            if let (Some(copies), Some(within)) = (copies, &within)
+                && self.copies_serve(head, run, within)
+            {
+                stats.noted_bytes += within.iter().map(|&(s, e)| e - s).sum::<usize>() as u64;
+                let found = self.changes_from_copies(head, frame, within, copies, &mut stats)?;
+                #[cfg(debug_assertions)]
+                {
+                    let dirty = self.dirty_image(head, frame, run)?;
+                    let clean = self.clean_image(head, frame, run, &written)?;
+                    let regions: Vec<Region> = found
+                        .iter()
+                        .map(|(s, b)| Region { start: *s, end: s + b.len() })
+                        .collect();
+                    self.check_barrier(head, &clean, &dirty, &regions)?;
+                    for (s, b) in &found {
+                        if dirty[*s..s + b.len()] != b[..] {
+                            return Err(Error::internal(format!(
+                                "page {head}: the bytes diffed from the clean copies at {s} are not the page's"
+                            )));
+                        }
+                    }
+                }
+                writes.extend(found.into_iter().map(|(s, b)| (head * ps + s as u64, b)));
+                stats.copy_diffed_blocks += 1;
+                continue;
+            }
             let dirty = self.dirty_image(head, frame, run)?;
             let clean = self.clean_image(head, frame, run, &written)?;
             // A block allocated now is logged whole, whatever was noted.
-            let within = detected
-                .as_ref()
-                .filter(|_| !self.session.tx.new_blocks.contains_key(&head))
-                .map(|r| self.block_ranges(r, frame, dirty.len()));
+            let within = within.filter(|_| !self.session.tx.new_blocks.contains_key(&head));
             stats.noted_bytes += within.as_ref().map_or(dirty.len(), |w| {
                 w.iter().map(|&(s, e)| e - s).sum::<usize>()
             }) as u64;
@@ -329,22 +398,29 @@ impl Tx<'_> {
     /// Under a software detection scheme, the ranges its barrier recorded
     /// (virtual addresses, ascending, merged); `None` under page
     /// protection.
-    fn take_detected(&mut self) -> Option<Ranges> {
-        let mut barrier = self.access.take_barrier()?;
+    fn take_detected(&mut self, sw: &mut Software) -> Ranges {
         let pager = self.pager;
         let resident = || pager.resident_blocks();
-        let ranges = barrier
-            .as_any_mut()
-            .downcast_mut::<Software>()
-            .map(|sw| {
-                sw.take(&mut Scan {
-                    access: self.access,
-                    fs: self.fs,
-                    resident: &resident,
-                })
-            });
-        self.access.set_barrier(Some(barrier));
-        ranges
+        sw.take(&mut Scan {
+            access: self.access,
+            fs: self.fs,
+            resident: &resident,
+        })
+    }
+
+    /// Whether the barrier's clean copies are the clean version of block
+    /// `head`: a one-page block that was there before the transaction,
+    /// none of whose changes were logged early (its committed image plus
+    /// those changes is its clean version then: `clean_image`). A page
+    /// most of which was noted is diffed whole instead, against its
+    /// committed image: object by object it would cost more.
+    fn copies_serve(&self, head: PageNo, run: u32, within: &[(usize, usize)]) -> bool {
+        let noted: usize = within.iter().map(|&(s, e)| e - s).sum();
+        run == 1
+            && noted <= self.page_size / 2
+            && !self.session.tx.new_blocks.contains_key(&head)
+            && !self.session.tx.early_pages.contains_key(&head)
+            && !self.pager.spills().contains_key(&head)
     }
 
     /// The parts of `ranges` in the block at `frame` (`len` bytes), as

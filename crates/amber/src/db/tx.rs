@@ -43,6 +43,10 @@ pub struct CommitStats {
     /// objects, remembered objects or dirty cards under a software scheme
     /// (blocks allocated by the transaction count whole).
     pub noted_bytes: u64,
+    /// Blocks diffed against the barrier's clean copies, object by object,
+    /// rather than whole against their committed image read back from the
+    /// store (software schemes only).
+    pub copy_diffed_blocks: u64,
     /// Time to find the written pages.
     pub detect: Duration,
     /// Time to unswizzle and diff them.

@@ -37,12 +37,36 @@ use crate::format::objects::{FLAG_MARK, OBJECT_HEADER};
 pub trait Barrier: Send + Sync + std::fmt::Debug {
     /// `len` bytes at `at` are about to be written; they lie in the object
     /// whose body starts at `object` (0 when the caller does not know: a
-    /// page header, a field reached by address). Returns whether the
+    /// page header, a field reached by address). `memory` reads the bytes
+    /// there now, before the write (a clean copy). Returns whether the
     /// object's header must be marked ([`FLAG_MARK`], object marking).
-    fn note(&mut self, object: u64, at: u64, len: usize) -> bool;
+    fn note(&mut self, object: u64, at: u64, len: usize, memory: &Memory<'_>) -> bool;
 
     /// The concrete scheme, for the layer above that installed it.
     fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// Reads bytes of the frame space for a barrier (its clean copies).
+pub struct Memory<'a> {
+    access: &'a Access,
+}
+
+impl Memory<'_> {
+    /// Copies the bytes at `addr` into `buf`: a plain load, which faults a
+    /// frame in if it is not resident. Panics outside the frame space.
+    pub fn read(&self, addr: u64, buf: &mut [u8]) {
+        assert!(
+            self.access.contains(addr, buf.len()),
+            "a barrier read outside the frame space ({addr:#x}, {} bytes)",
+            buf.len()
+        );
+        // SAFETY: `[addr, addr + len)` lies in the mapped reservation
+        // (checked); a non-resident frame is filled on touch; any byte is
+        // valid; `buf` is not in the reservation (it is a `&mut`, and no
+        // `&mut` into frames exists while the barrier runs: it runs inside
+        // `&mut Access`, before the reference is made).
+        unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
+    }
 }
 
 impl FrameSpace {
@@ -230,10 +254,12 @@ impl Access {
     #[inline(never)]
     pub(crate) fn noted(&mut self, object: u64, at: u64, len: usize) {
         self.space().pin(at, len);
-        let Some(b) = self.barrier.as_deref_mut() else {
+        let Some(mut b) = self.barrier.take() else {
             return;
         };
-        if b.note(object, at, len) && object != 0 {
+        let mark = b.note(object, at, len, &Memory { access: self });
+        self.barrier = Some(b);
+        if mark && object != 0 {
             self.space().pin(object - OBJECT_HEADER as u64, OBJECT_HEADER);
             // The flags are the tag's top byte: the header's fourth byte.
             let flags = (object - OBJECT_HEADER as u64 + 3) as *mut u8;

@@ -131,7 +131,7 @@ mod typed;
 mod types;
 mod uffd;
 
-pub use barrier::Barrier;
+pub use barrier::{Barrier, Memory};
 pub use buffer::BigBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};

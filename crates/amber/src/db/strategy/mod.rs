@@ -19,11 +19,13 @@
 //! that nothing changed outside it (a write that bypassed the barrier).
 
 mod cards;
+pub(crate) mod copies;
+mod diff;
 mod objects;
 mod remsets;
 
 use crate::error::{Error, Result};
-use crate::vm::{Access, Barrier, FrameNo, FrameSpace};
+use crate::vm::{Access, Barrier, FrameNo, FrameSpace, Memory};
 use std::any::Any;
 use std::fmt;
 use std::str::FromStr;
@@ -155,6 +157,8 @@ pub(crate) struct Software {
     /// Writes outside any object the caller knew (page headers, fields
     /// reached by address), for the object-granularity schemes.
     raw: Ranges,
+    /// The clean version: chunks copied at their first write.
+    pub(crate) copies: copies::CleanCopies,
 }
 
 impl Software {
@@ -170,6 +174,7 @@ impl Software {
             detect,
             records,
             raw: Vec::new(),
+            copies: copies::CleanCopies::default(),
         }
     }
 
@@ -196,6 +201,7 @@ impl Software {
     /// every written block its committed image back.
     pub(crate) fn clear(&mut self) {
         self.raw.clear();
+        self.copies.clear();
         match &mut self.records {
             Records::Objects(_) => {}
             Records::Remsets(r) => r.clear(),
@@ -206,7 +212,8 @@ impl Software {
 
 impl Barrier for Software {
     #[inline]
-    fn note(&mut self, object: u64, at: u64, len: usize) -> bool {
+    fn note(&mut self, object: u64, at: u64, len: usize, memory: &Memory<'_>) -> bool {
+        self.copies.save(at, len, memory);
         match &mut self.records {
             Records::Cards(c) => {
                 c.mark(at, len);
