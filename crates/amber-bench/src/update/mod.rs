@@ -130,7 +130,7 @@ fn loadavg() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-fn copy_dir(from: &Path, to: &Path) -> Result<(), BenchError> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<(), BenchError> {
     let err = |what: &str, p: &Path, e: std::io::Error| {
         BenchError::new(format!("{what} {}: {e}", p.display()))
     };
@@ -147,7 +147,10 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), BenchError> {
 }
 
 /// The hot update input of OO1 for probability `p`.
-fn hot_input(params: GenParams, p: f64) -> Result<(PartId, crate::oo1::UpdatePlan), BenchError> {
+pub(crate) fn hot_input(
+    params: GenParams,
+    p: f64,
+) -> Result<(PartId, crate::oo1::UpdatePlan), BenchError> {
     let job = Job {
         op: Op::Update,
         p: Some(p),
@@ -156,6 +159,27 @@ fn hot_input(params: GenParams, p: f64) -> Result<(PartId, crate::oo1::UpdatePla
         Some(Input::Update { root, plan }) => Ok((root, plan)),
         _ => Err(BenchError::new("the harness gave no update input")),
     }
+}
+
+/// Generates the OO1 database of `params` and builds it with Amber's
+/// engine in `base` of a fresh working directory (under `dir`).
+pub(crate) fn build_base(
+    params: GenParams,
+    dir: Option<&Path>,
+) -> Result<(crate::oo1::GeneratedDb, Workdir, PathBuf), BenchError> {
+    let generated = generate(params).map_err(BenchError::new)?;
+    let work = Workdir::new(dir)?;
+    let base = work.path().join("base");
+    fs::create_dir_all(&base)
+        .map_err(|e| BenchError::new(format!("creating {}: {e}", base.display())))?;
+    crate::oo1::EngineFactory::build(
+        &AmberFactory::DEFAULT,
+        &base,
+        &generated,
+        &EngineOptions::default(),
+    )
+    .map_err(|e| BenchError::new(format!("building the OO1 database: {e}")))?;
+    Ok((generated, work, base))
 }
 
 /// Runs `amber bench update`.
@@ -172,14 +196,8 @@ pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
     };
     params.validate().map_err(BenchError::new)?;
     let loadavg_before = loadavg();
-    let generated = generate(params).map_err(BenchError::new)?;
-    let work = Workdir::new(cfg.dir.as_deref())?;
-    let base = work.path().join("base");
-    fs::create_dir_all(&base)
-        .map_err(|e| BenchError::new(format!("creating {}: {e}", base.display())))?;
+    let (generated, work, base) = build_base(params, cfg.dir.as_deref())?;
     let factory = AmberFactory::DEFAULT;
-    crate::oo1::EngineFactory::build(&factory, &base, &generated, &EngineOptions::default())
-        .map_err(|e| BenchError::new(format!("building the OO1 database: {e}")))?;
     let mut rows = Vec::new();
     let mut first_writes = Vec::new();
     let choices = cfg.backends.choices();

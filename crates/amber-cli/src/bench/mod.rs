@@ -284,6 +284,15 @@ struct DetectArgs {
     /// Untimed update traversals per scheme and p first.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
+    /// Traversals per transaction of the long-transaction experiment (comma-separated; 0 alone: skip it).
+    #[arg(long, value_delimiter = ',', default_values_t = amber_bench::detect::LONG_KS)]
+    long_ks: Vec<usize>,
+    /// Update probabilities of the long-transaction experiment.
+    #[arg(long, value_delimiter = ',', default_values_t = amber_bench::detect::LONG_PS)]
+    long_ps: Vec<f64>,
+    /// Timed transactions per scheme, p and k of the long-transaction experiment.
+    #[arg(long, default_value_t = 3)]
+    long_iters: usize,
     /// Seed of the database and the inputs (as `amber bench oo1 --seed`).
     #[arg(long, default_value_t = amber_bench::oo1::args::DEFAULT_SEED)]
     seed: u64,
@@ -471,6 +480,9 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 warmup: a.warmup,
                 seed: a.seed,
                 dir: a.dir,
+                long_ks: a.long_ks.into_iter().filter(|&k| k > 0).collect(),
+                long_ps: a.long_ps,
+                long_iters: a.long_iters,
             })?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;

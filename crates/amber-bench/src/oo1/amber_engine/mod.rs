@@ -227,6 +227,42 @@ impl AmberOo1 {
         find(&self.db, self.root, id)
     }
 
+    /// A long transaction: the OO1 update traversal from each of `roots`
+    /// in turn, all with `plan`'s decisions, then one commit; timed as
+    /// [`update_timed`](Self::update_timed). Returns the answers of the
+    /// traversals.
+    pub fn update_many_timed(
+        &mut self,
+        roots: &[PartId],
+        plan: &UpdatePlan,
+    ) -> Result<(Vec<Answer>, UpdateCost), EngineError> {
+        let starts = roots
+            .iter()
+            .map(|&r| find(&self.db, self.root, r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut answers = Vec::with_capacity(starts.len());
+        let t0 = Instant::now();
+        let mut tx = self.db.begin().ctx("beginning the update")?;
+        for start in starts {
+            let mut tally = Tally::for_op(Op::Update);
+            let mut visit_no = 0;
+            walk_update(&mut tx, start, 0, plan, &mut visit_no, &mut tally);
+            answers.push(tally.finish());
+        }
+        let t1 = Instant::now();
+        let stats = tx.commit().ctx("committing the update")?;
+        let t2 = Instant::now();
+        self.last_log_bytes = Some(stats.log_bytes);
+        Ok((
+            answers,
+            UpdateCost {
+                traverse: t1 - t0,
+                commit: t2 - t1,
+                stats,
+            },
+        ))
+    }
+
     /// The OO1 update ([`Engine::update`]), with its traversal and its commit
     /// timed apart and the commit's statistics.
     pub fn update_timed(

@@ -20,17 +20,26 @@
 //! `minimal_log_bytes` are reported per row. The verdict of the issue's
 //! second target is computed here: at p = 0.05 the best software scheme's
 //! detect + diff against page protection's (userfaultfd), both from this
-//! run. Lookups, traversals, long transactions and `auto` are not built yet.
+//! run.
+//!
+//! Then the long transactions (`long.rs`): k traversals per commit, with
+//! the fit y = a + b·k per scheme and p. Lookups, traversals and `auto`
+//! are not built yet.
+
+mod long;
+
+pub use long::{FitRow, LongRow};
 
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use amber::Detect;
+use amber::{BackendChoice, Detect};
 
 use crate::backend::Backends;
+use crate::oo1::GenParams;
 use crate::storage::BenchError;
-use crate::update::{UpdateConfig, UpdateReport, update};
+use crate::update::{UpdateConfig, UpdateReport, build_base, copy_dir, update};
 
 /// Every scheme, in the order rows are reported.
 pub fn all_schemes() -> Vec<Detect> {
@@ -57,7 +66,20 @@ pub struct DetectConfig {
     pub seed: u64,
     /// Directory for the databases.
     pub dir: Option<PathBuf>,
+    /// Traversals per transaction of the long-transaction experiment
+    /// (empty: not run).
+    pub long_ks: Vec<usize>,
+    /// Its update probabilities.
+    pub long_ps: Vec<f64>,
+    /// Its timed transactions per (scheme, p, k).
+    pub long_iters: usize,
 }
+
+/// Hosking's k (traversals per transaction).
+pub const LONG_KS: [usize; 8] = [50, 100, 150, 200, 400, 600, 800, 1000];
+
+/// Hosking's p for the long transactions.
+pub const LONG_PS: [f64; 5] = [0.0, 0.05, 0.2, 0.5, 1.0];
 
 /// One row of the JSON's `results`.
 #[derive(Clone, Debug, Serialize)]
@@ -92,6 +114,12 @@ pub struct DetectReport {
     pub benchmark: &'static str,
     pub parts: u32,
     pub results: Vec<DetectRow>,
+    /// The long transactions' rows.
+    pub long: Vec<LongRow>,
+    /// y = a + b·k per (scheme, p), ms.
+    pub fits: Vec<FitRow>,
+    /// Whether every scheme logged the same bytes at every (p, k).
+    pub same_long_log_everywhere: bool,
     /// At p = 0.05: the best software scheme, its detect + diff over
     /// pages-uffd's (target ≤ 1/3).
     pub best_software_at_0_05: Option<String>,
@@ -157,8 +185,17 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
             .collect();
         logs.windows(2).all(|w| w[0] == w[1])
     });
+    let long = run_long(cfg)?;
+    let same_long_log_everywhere = long.iter().all(|r| {
+        long.iter()
+            .filter(|x| x.p == r.p && x.k == r.k)
+            .all(|x| x.log_bytes == r.log_bytes)
+    });
     Ok(DetectReport {
         benchmark: "detect",
+        fits: long::fits(&long),
+        long,
+        same_long_log_everywhere,
         parts: cfg.parts,
         best_software_at_0_05: best.map(|b| b.scheme.clone()),
         detect_diff_vs_pages_at_0_05: ratio,
@@ -166,6 +203,49 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
         results,
         update: r,
     })
+}
+
+/// The long-transaction experiment on every scheme.
+fn run_long(cfg: &DetectConfig) -> Result<Vec<LongRow>, BenchError> {
+    if cfg.long_ks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let params = GenParams {
+        parts: cfg.parts,
+        seed: cfg.seed,
+    };
+    let (generated, work, base) = build_base(params, cfg.dir.as_deref())?;
+    let mut rows = Vec::new();
+    for &detect in &cfg.schemes {
+        let choices: &[BackendChoice] = if detect.is_software() {
+            &[BackendChoice::Uffd]
+        } else {
+            &[BackendChoice::Uffd, BackendChoice::Sigsegv]
+        };
+        for &choice in choices {
+            let scheme = match (detect.is_software(), choice) {
+                (true, _) => detect.to_string(),
+                (false, BackendChoice::Sigsegv) => "pages-sigsegv".to_string(),
+                (false, _) => "pages-uffd".to_string(),
+            };
+            let dir = work.path().join(format!("long-{scheme}"));
+            copy_dir(&base, &dir)?;
+            rows.extend(long::run_scheme(
+                &generated,
+                &dir,
+                choice,
+                detect,
+                &scheme,
+                &cfg.long_ps,
+                &cfg.long_ks,
+                cfg.long_iters.max(1),
+                cfg.seed,
+            )?);
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+        }
+    }
+    Ok(rows)
 }
 
 impl DetectReport {
@@ -223,6 +303,25 @@ impl DetectReport {
             "  every scheme logged the same bytes at every p: {}",
             self.same_log_everywhere
         );
+        if !self.fits.is_empty() {
+            let _ = writeln!(
+                s,
+                "long transactions: k traversals per commit, ms = a + b*k (least squares); same log at every (p, k): {}",
+                self.same_long_log_everywhere
+            );
+            let _ = writeln!(
+                s,
+                "  {:<13} {:>5} {:>10} {:>10} {:>7}",
+                "scheme", "p", "a ms", "b ms", "r2"
+            );
+            for f in &self.fits {
+                let _ = writeln!(
+                    s,
+                    "  {:<13} {:>5} {:>10.3} {:>10.4} {:>7.4}",
+                    f.scheme, f.p, f.a_ms, f.b_ms, f.r2
+                );
+            }
+        }
         s
     }
 }
@@ -241,8 +340,14 @@ mod tests {
             warmup: 1,
             seed: 5,
             dir: Some(dir.path().to_path_buf()),
+            long_ks: vec![1, 3],
+            long_ps: vec![0.0, 0.2],
+            long_iters: 1,
         })
         .expect("detect");
+        assert_eq!(r.long.len(), 9 * 2 * 2);
+        assert_eq!(r.fits.len(), 9 * 2);
+        assert!(r.same_long_log_everywhere);
         // Page protection on two backends, seven software schemes.
         assert_eq!(r.results.len(), 9 * PROBABILITIES.len());
         let json = serde_json::to_value(&r).expect("json");
