@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use amber::internals::vm::{Backend, BackendChoice};
-use amber::{Db, Options, PRef, Persistent};
+use amber::{Db, Detect, Options, PRef, Persistent, Strategy};
 use serde::Serialize;
 
 use crate::backend::Backends;
@@ -89,6 +89,10 @@ pub struct HotConfig {
     pub dir: Option<PathBuf>,
     /// Seed of the shuffled order.
     pub seed: u64,
+    /// The update-detection scheme the database is armed with before the
+    /// traversals (a software scheme's frames are writable, page
+    /// protection's write-protected).
+    pub detect: Detect,
 }
 
 impl Default for HotConfig {
@@ -99,6 +103,7 @@ impl Default for HotConfig {
             runs: 15,
             dir: None,
             seed: 1,
+            detect: Detect::Pages,
         }
     }
 }
@@ -145,6 +150,8 @@ pub struct BackendHot {
 #[derive(Clone, Debug, Serialize)]
 pub struct HotReport {
     pub benchmark: &'static str,
+    /// The update-detection scheme armed during the traversals.
+    pub scheme: String,
     /// Nodes per list.
     pub objects: u64,
     pub runs: usize,
@@ -327,14 +334,18 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
     let mut backends = BTreeMap::new();
     let mut first = None;
     for choice in cfg.backends.choices() {
-        let db = Db::open(
+        let mut db = Db::open(
             &path,
             Options {
                 backend: choice,
+                strategy: Strategy::detect(cfg.detect),
                 ..Options::default()
             },
         )?;
         check_backend(choice, &db)?;
+        // A transaction arms the scheme (protecting or unprotecting the
+        // frames); the traversals then read as any program does.
+        db.begin()?.abort()?;
         let root = |name: &str| -> Result<PRef<Node>, BenchError> {
             db.root(name)?
                 .ok_or_else(|| BenchError::new(format!("no root {name:?}")))
@@ -373,6 +384,7 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
     let single = (backends.len() == 1).then_some(first).flatten();
     Ok(HotReport {
         benchmark: "hot",
+        scheme: cfg.detect.to_string(),
         objects: cfg.objects,
         runs: cfg.runs,
         node_bytes: std::mem::size_of::<Node>(),
@@ -460,8 +472,10 @@ mod tests {
             runs: 3,
             dir: Some(dir.path().to_path_buf()),
             seed: 3,
+            detect: Detect::Remsets,
         })
         .expect("hot");
+        assert_eq!(r.scheme, "remsets");
         assert_eq!(r.backends.len(), 2);
         assert!(r.amber_hot_ms.is_none());
         for b in r.backends.values() {

@@ -230,6 +230,9 @@ struct HotArgs {
     /// Seed of the shuffled list's order.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Update-detection scheme armed during the traversals: pages, objects, remsets or cards-N.
+    #[arg(long, default_value_t = amber::Detect::Pages)]
+    detect: amber::Detect,
     /// Directory for the database (default: the working directory).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -433,6 +436,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 runs: a.runs,
                 dir: a.dir,
                 seed: a.seed,
+                detect: a.detect,
             })?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
