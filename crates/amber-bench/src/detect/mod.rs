@@ -22,13 +22,16 @@
 //! detect + diff against page protection's (userfaultfd), both from this
 //! run.
 //!
-//! Then the long transactions (`long.rs`): k traversals per commit, with
-//! the fit y = a + b·k per scheme and p. Lookups, traversals and `auto`
-//! are not built yet.
+//! Then, on fresh copies of the database per scheme, the lookups and
+//! traversals (`reads.rs`: 1 cold and 9 warm iterations), and the long
+//! transactions (`long.rs`): k traversals per commit, with the fit
+//! y = a + b·k per scheme and p. `auto` is not built yet.
 
 mod long;
+mod reads;
 
 pub use long::{FitRow, LongRow};
+pub use reads::ReadRow;
 
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -114,6 +117,8 @@ pub struct DetectReport {
     pub benchmark: &'static str,
     pub parts: u32,
     pub results: Vec<DetectRow>,
+    /// Lookups and traversals per scheme: cold and warm.
+    pub reads: Vec<ReadRow>,
     /// The long transactions' rows.
     pub long: Vec<LongRow>,
     /// y = a + b·k per (scheme, p), ms.
@@ -185,7 +190,7 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
             .collect();
         logs.windows(2).all(|w| w[0] == w[1])
     });
-    let long = run_long(cfg)?;
+    let (reads, long) = per_scheme(cfg)?;
     let same_long_log_everywhere = long.iter().all(|r| {
         long.iter()
             .filter(|x| x.p == r.p && x.k == r.k)
@@ -194,6 +199,7 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
     Ok(DetectReport {
         benchmark: "detect",
         fits: long::fits(&long),
+        reads,
         long,
         same_long_log_everywhere,
         parts: cfg.parts,
@@ -205,17 +211,14 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
     })
 }
 
-/// The long-transaction experiment on every scheme.
-fn run_long(cfg: &DetectConfig) -> Result<Vec<LongRow>, BenchError> {
-    if cfg.long_ks.is_empty() {
-        return Ok(Vec::new());
-    }
+/// The read rows and the long-transaction experiment, on every scheme.
+fn per_scheme(cfg: &DetectConfig) -> Result<(Vec<ReadRow>, Vec<LongRow>), BenchError> {
     let params = GenParams {
         parts: cfg.parts,
         seed: cfg.seed,
     };
     let (generated, work, base) = build_base(params, cfg.dir.as_deref())?;
-    let mut rows = Vec::new();
+    let (mut reads, mut rows) = (Vec::new(), Vec::new());
     for &detect in &cfg.schemes {
         let choices: &[BackendChoice] = if detect.is_software() {
             &[BackendChoice::Uffd]
@@ -228,6 +231,16 @@ fn run_long(cfg: &DetectConfig) -> Result<Vec<LongRow>, BenchError> {
                 (false, BackendChoice::Sigsegv) => "pages-sigsegv".to_string(),
                 (false, _) => "pages-uffd".to_string(),
             };
+            let dir = work.path().join(format!("reads-{scheme}"));
+            copy_dir(&base, &dir)?;
+            reads.extend(reads::run_scheme(
+                &generated, &dir, choice, detect, &scheme,
+            )?);
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+            if cfg.long_ks.is_empty() {
+                continue;
+            }
             let dir = work.path().join(format!("long-{scheme}"));
             copy_dir(&base, &dir)?;
             rows.extend(long::run_scheme(
@@ -245,7 +258,7 @@ fn run_long(cfg: &DetectConfig) -> Result<Vec<LongRow>, BenchError> {
                 .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
         }
     }
-    Ok(rows)
+    Ok((reads, rows))
 }
 
 impl DetectReport {
@@ -303,6 +316,16 @@ impl DetectReport {
             "  every scheme logged the same bytes at every p: {}",
             self.same_log_everywhere
         );
+        if !self.reads.is_empty() {
+            let _ = writeln!(s, "lookups and traversals (1 cold, median of 9 warm), ms:");
+            for r in &self.reads {
+                let _ = writeln!(
+                    s,
+                    "  {:<13} {:<9} {:<5} {:>9.3}",
+                    r.scheme, r.op, r.phase, r.ms
+                );
+            }
+        }
         if !self.fits.is_empty() {
             let _ = writeln!(
                 s,
@@ -346,6 +369,8 @@ mod tests {
         })
         .expect("detect");
         assert_eq!(r.long.len(), 9 * 2 * 2);
+        assert_eq!(r.reads.len(), 9 * 2 * 2);
+        assert!(r.reads.iter().all(|x| x.ms > 0.0));
         assert_eq!(r.fits.len(), 9 * 2);
         assert!(r.same_long_log_everywhere);
         // Page protection on two backends, seven software schemes.
