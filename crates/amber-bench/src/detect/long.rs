@@ -15,14 +15,13 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
 
-use amber::{BackendChoice, Detect, Strategy};
+use amber::{BackendChoice, Detect};
 
-use crate::oo1::amber_engine::AmberFactory;
 use crate::oo1::reference::Reference;
-use crate::oo1::{Engine, EngineOptions, GeneratedDb, PartId};
+use crate::oo1::{Engine, GeneratedDb, PartId};
 use crate::rng::Rng;
 use crate::storage::{BenchError, summarize};
-use crate::update::hot_input;
+use crate::update::{hot_input, open_engine};
 
 /// One (scheme, p, k): medians over the timed transactions.
 #[derive(Clone, Debug, Serialize)]
@@ -71,12 +70,7 @@ pub(super) fn run_scheme(
     iters: usize,
     seed: u64,
 ) -> Result<Vec<LongRow>, BenchError> {
-    let factory = AmberFactory::DEFAULT
-        .with_backend(choice)
-        .with_strategy(Strategy::detect(detect));
-    let mut eng = factory
-        .open_amber(dir, &EngineOptions::default())
-        .map_err(|e| BenchError::new(format!("opening the OO1 database: {e}")))?;
+    let mut eng = open_engine(dir, choice, detect)?;
     let mut reference = Reference::new(generated);
     let parts = generated.params.parts;
     let mut rows = Vec::new();

@@ -10,13 +10,13 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;
 
-use amber::{BackendChoice, Detect, Strategy};
+use amber::{BackendChoice, Detect};
 
-use crate::oo1::amber_engine::AmberFactory;
 use crate::oo1::ops::{Input, Job, Op, Protocol, inputs};
 use crate::oo1::reference::Reference;
-use crate::oo1::{Engine, EngineOptions, GeneratedDb};
+use crate::oo1::{Engine, GeneratedDb};
 use crate::storage::{BenchError, summarize};
+use crate::update::open_engine;
 
 /// One (scheme, op, phase): the cold iteration, or the median of the warm.
 #[derive(Clone, Debug, Serialize)]
@@ -38,12 +38,7 @@ pub(super) fn run_scheme(
     let mut rows = Vec::new();
     let mut reference = Reference::new(generated);
     for op in [Op::Lookup, Op::Traversal] {
-        let factory = AmberFactory::DEFAULT
-            .with_backend(choice)
-            .with_strategy(Strategy::detect(detect));
-        let mut eng = factory
-            .open_amber(dir, &EngineOptions::default())
-            .map_err(|e| BenchError::new(format!("opening the OO1 database: {e}")))?;
+        let mut eng = open_engine(dir, choice, detect)?;
         // Arm the scheme before the first fault, as a program's first
         // transaction would.
         eng.db_mut()

@@ -161,6 +161,20 @@ pub(crate) fn hot_input(
     }
 }
 
+/// Opens the OO1 database in `dir` with Amber's engine on backend `choice`,
+/// detecting updates with `detect`.
+pub(crate) fn open_engine(
+    dir: &Path,
+    choice: amber::BackendChoice,
+    detect: Detect,
+) -> Result<crate::oo1::amber_engine::AmberOo1, BenchError> {
+    AmberFactory::DEFAULT
+        .with_backend(choice)
+        .with_strategy(amber::Strategy::detect(detect))
+        .open_amber(dir, &EngineOptions::default())
+        .map_err(|e| BenchError::new(format!("opening the OO1 database: {e}")))
+}
+
 /// Generates the OO1 database of `params` and builds it with Amber's
 /// engine in `base` of a fresh working directory (under `dir`).
 pub(crate) fn build_base(

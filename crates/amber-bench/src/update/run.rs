@@ -8,16 +8,15 @@ use std::time::Duration;
 
 use amber::CommitStats;
 use amber::internals::wal::record::COMMIT_SIZE;
-use amber::{BackendChoice, Detect, Strategy};
+use amber::{BackendChoice, Detect};
 
 use super::first_write::first_write;
 use super::minimal::{Expected, Shadow, visit_order};
 use super::report::{FirstWrite, UpdateRow};
-use super::{UpdateConfig, hot_input};
+use super::{UpdateConfig, hot_input, open_engine};
 use crate::hot::check_backend;
-use crate::oo1::amber_engine::AmberFactory;
 use crate::oo1::reference::Reference;
-use crate::oo1::{Engine, EngineOptions, GeneratedDb};
+use crate::oo1::{Engine, GeneratedDb};
 use crate::procfs::IoCounters;
 use crate::storage::{BenchError, summarize};
 
@@ -81,12 +80,7 @@ pub(super) fn run_backend(
     choice: BackendChoice,
     detect: Detect,
 ) -> Result<BackendRun, BenchError> {
-    let factory = AmberFactory::DEFAULT
-        .with_backend(choice)
-        .with_strategy(Strategy::detect(detect));
-    let mut eng = factory
-        .open_amber(dir, &EngineOptions::default())
-        .map_err(|e| BenchError::new(format!("opening the OO1 database: {e}")))?;
+    let mut eng = open_engine(dir, choice, detect)?;
     check_backend(choice, eng.db())?;
     let backend = eng.db().backend().to_string();
     // The scheme names of `amber bench detect`: page protection by backend.
