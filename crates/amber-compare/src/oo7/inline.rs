@@ -25,7 +25,7 @@
 
 use amber_bench::oo7::NewComposite;
 use amber_bench::oo7::engine::EngineError;
-use amber_bench::oo7::generate::{AtomicPart, Connection, Kind, Oo7Db};
+use amber_bench::oo7::generate::{AtomicPart, CompositePart, Connection, Kind, Oo7Db};
 
 use super::kv::{
     KIND_LEN, KvRead, KvWrite, Layout, T, atomic_rec, delete_atomic, delete_composite_record,
@@ -118,7 +118,7 @@ fn atomic_record(a: &AtomicPart, conns: &[Connection]) -> Vec<u8> {
 /// document.
 fn add_composite<W: KvWrite + ?Sized>(
     w: &mut W,
-    c: &amber_bench::oo7::generate::CompositePart,
+    c: &CompositePart,
     atomics: &[AtomicPart],
     conns: &[Connection],
     users: &[u32],
