@@ -9,13 +9,15 @@ use std::collections::HashMap;
 use std::process::Command;
 
 const AMBER: [&str; 2] = ["amber", "amber-sigsegv"];
-const COMPARE: [&str; 6] = [
+const COMPARE: [&str; 8] = [
     "memory",
     "snapshot",
     "sqlite",
     "sqlite-recursive",
     "lmdb",
+    "lmdb-inline",
     "redb",
+    "redb-inline",
 ];
 const OPS: [&str; 23] = [
     "t1", "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t4", "t5", "t6", "t7", "t8", "t9", "q1", "q2",

@@ -1,18 +1,24 @@
 //! OO7 on an ordered key-value store, written once for `redb` and `lmdb`
-//! (each adapts its own transactions to [`KvRead`] / [`KvWrite`]).
+//! (each adapts its own transactions to [`KvRead`] / [`KvWrite`]) and for
+//! two layouts of the objects in it (each a [`Layout`]):
 //!
-//! **(choice)** Records keyed by id, one table per class, with
-//! secondary-index tables whose keys are composite (big-endian fields
-//! concatenated, the value empty or one id), as a careful user of a
-//! key-value store indexes: bags in `bags` ((base, private, slot) →
-//! composite) and `used_in` ((composite, base, private, slot) → ()),
-//! sub-assemblies in `subs` ((parent, child) → ()), connections in `conns`
-//! ((from, slot) → to, kind, length), build dates in `dates` ((date, atomic
-//! id) → ()), titles in `titles` (title → document id), a composite part's
-//! atomic parts in `parts_of` ((composite, atomic) → ()). Records are
-//! fixed-layout byte strings. Every operation is one transaction (a read
-//! transaction, or one durable write transaction); a traversal step is a
-//! range scan of the part's connections plus one lookup per target.
+//! - [`super::normalised`] (`lmdb`, `redb`): records keyed by id, one table
+//!   per class, every relationship in a secondary-index table of composite
+//!   keys; a traversal step is a range scan of the part's connections plus
+//!   one lookup of the part;
+//! - [`super::inline`] (`lmdb-inline`, `redb-inline`): the same records
+//!   with their relationships serialised in them (an atomic part with its
+//!   connections, an assembly with its bags or sub-assemblies, a composite
+//!   part with its atomic parts and the assemblies using it); a traversal
+//!   step is one lookup.
+//!
+//! **(choice)** Both keep the build-date and title indexes as tables of
+//! their own (`dates`: (date, atomic id) → (), `titles`: title → document
+//! id), as a user of either store would index. Records are fixed-layout
+//! byte strings beginning with the class's fields ([`rec`]), so every
+//! operation reads a field at the same offset in both layouts. Every
+//! operation is one transaction (a read transaction, or one durable write
+//! transaction).
 
 use std::collections::HashMap;
 
@@ -86,9 +92,6 @@ impl T {
     }
 }
 
-/// The layout, as the table names it.
-pub const SCHEMA: &str = "records keyed by id, a table per class, with secondary-index tables of composite keys: bags (base, private, slot) → composite and used_in (composite, base, private, slot), subs (parent, child), connections (from, slot) → to/kind/length, dates (build date, atomic id), titles → document id, parts_of (composite, atomic); a traversal step is a range scan of the part's connections and a lookup per target";
-
 /// What a scan calls on every entry (key, value).
 pub type Visit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<(), EngineError> + 'a;
 
@@ -125,11 +128,13 @@ pub trait KvStore {
     fn close(self: Box<Self>) -> Result<(), EngineError>;
 }
 
-fn k1(a: u32) -> [u8; 4] {
+/// The key of id `a`.
+pub(super) fn k1(a: u32) -> [u8; 4] {
     a.to_be_bytes()
 }
 
-fn k2(a: u32, b: u32) -> [u8; 8] {
+/// The key of the pair `(a, b)`.
+pub(super) fn k2(a: u32, b: u32) -> [u8; 8] {
     let mut k = [0; 8];
     k[..4].copy_from_slice(&a.to_be_bytes());
     k[4..].copy_from_slice(&b.to_be_bytes());
@@ -137,20 +142,24 @@ fn k2(a: u32, b: u32) -> [u8; 8] {
 }
 
 /// A build date as an order-preserving key.
-fn date_key(d: i32) -> u32 {
+pub(super) fn date_key(d: i32) -> u32 {
     (d as u32) ^ (1 << 31)
 }
 
-fn u32_at(b: &[u8], at: usize) -> Result<u32, EngineError> {
+/// The big-endian `u32` at `at`.
+pub(super) fn u32_at(b: &[u8], at: usize) -> Result<u32, EngineError> {
     b.get(at..at + 4)
         .and_then(|s| s.try_into().ok())
         .map(u32::from_be_bytes)
         .ok_or_else(|| EngineError::corrupt(format!("a record of {} bytes", b.len())))
 }
 
+/// Bytes before a record's first field: the kind.
+pub(super) const KIND_LEN: usize = 10;
+
 /// A record: `kind` (10 bytes) then 32-bit fields, big-endian.
-fn rec(kind: &[u8; 10], fields: &[u32]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(10 + 4 * fields.len());
+pub(super) fn rec(kind: &[u8; KIND_LEN], fields: &[u32]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(KIND_LEN + 4 * fields.len());
     v.extend_from_slice(kind);
     for f in fields {
         v.extend_from_slice(&f.to_be_bytes());
@@ -159,30 +168,73 @@ fn rec(kind: &[u8; 10], fields: &[u32]) -> Vec<u8> {
 }
 
 /// Field `i` (after the kind) of a record.
-fn field(b: &[u8], i: usize) -> Result<u32, EngineError> {
-    u32_at(b, 10 + 4 * i)
+pub(super) fn field(b: &[u8], i: usize) -> Result<u32, EngineError> {
+    u32_at(b, KIND_LEN + 4 * i)
 }
 
-fn missing(what: &str, id: u32) -> EngineError {
+/// The error for an id that is not in `what`.
+pub(super) fn missing(what: &str, id: u32) -> EngineError {
     EngineError::bad_input(format!("{what} {id} is not in the database"))
 }
 
-fn need<R: KvRead + ?Sized>(r: &R, t: T, id: u32) -> Result<Vec<u8>, EngineError> {
+/// The record of `id` in `t`, which must exist.
+pub(super) fn need<R: KvRead + ?Sized>(r: &R, t: T, id: u32) -> Result<Vec<u8>, EngineError> {
     r.get(t, &k1(id))?.ok_or_else(|| missing(t.name(), id))
 }
 
-/// The second ids of the keys `(a, b, …)` of `t` with first id `a`.
-fn children<R: KvRead + ?Sized>(r: &R, t: T, a: u32) -> Result<Vec<u32>, EngineError> {
-    let mut out = Vec::new();
-    r.scan(t, &k1(a), &k1(a + 1), &mut |k, _| {
-        out.push(u32_at(k, 4)?);
-        Ok(())
-    })?;
-    Ok(out)
+/// The fields of an atomic part's record, in order (`part_of` last): both
+/// layouts begin an atomic part's record with them.
+pub(super) fn atomic_rec(a: &generate::AtomicPart) -> Vec<u8> {
+    rec(
+        &a.kind,
+        &[
+            a.build_date as u32,
+            a.x as u32,
+            a.y as u32,
+            a.doc_id,
+            a.part_of,
+        ],
+    )
 }
 
-/// Loads the generated database in one write transaction.
-pub fn load<W: KvWrite + ?Sized>(w: &mut W, db: &Oo7Db) -> Result<(), EngineError> {
+/// Adds an atomic part's entry to the build-date index.
+pub(super) fn index_date<W: KvWrite + ?Sized>(
+    w: &mut W,
+    a: &generate::AtomicPart,
+) -> Result<(), EngineError> {
+    w.put(T::Dates, &k2(date_key(a.build_date), a.id), &[])
+}
+
+/// Stores composite part `c`'s document and its title's index entry.
+pub(super) fn put_document<W: KvWrite + ?Sized>(
+    w: &mut W,
+    c: u32,
+    document_size: u32,
+) -> Result<(), EngineError> {
+    w.put(T::Docs, &k1(c), document_text(c, document_size).as_bytes())?;
+    w.put(T::Titles, title(c).as_bytes(), &k1(c))
+}
+
+/// Removes an atomic part's record and its build-date index entry.
+pub(super) fn delete_atomic<W: KvWrite + ?Sized>(w: &mut W, a: u32) -> Result<(), EngineError> {
+    let date = field(&need(w, T::Atomic, a)?, 0)? as i32;
+    w.del(T::Dates, &k2(date_key(date), a))?;
+    w.del(T::Atomic, &k1(a))
+}
+
+/// Removes composite part `c`'s record, document and title entry.
+pub(super) fn delete_composite_record<W: KvWrite + ?Sized>(
+    w: &mut W,
+    c: u32,
+) -> Result<(), EngineError> {
+    w.del(T::Titles, title(c).as_bytes())?;
+    w.del(T::Docs, &k1(c))?;
+    w.del(T::Composite, &k1(c))
+}
+
+/// The modules and their manuals (the same records in both layouts), and
+/// the document size the insert needs.
+pub(super) fn load_modules<W: KvWrite + ?Sized>(w: &mut W, db: &Oo7Db) -> Result<(), EngineError> {
     let p = &db.params;
     w.put(T::Meta, b"document_size", &k1(p.document_size))?;
     for m in &db.modules {
@@ -197,168 +249,97 @@ pub fn load<W: KvWrite + ?Sized>(w: &mut W, db: &Oo7Db) -> Result<(), EngineErro
             manual_text(m.id, p.manual_size).as_bytes(),
         )?;
     }
-    for c in &db.complex {
-        let up = c.super_assembly.unwrap_or(0);
-        w.put(
-            T::Complex,
-            &k1(c.id),
-            &rec(&c.kind, &[c.build_date as u32, c.module, c.level, up]),
-        )?;
-        for &s in &c.subs {
-            w.put(T::Subs, &k2(c.id, s), &[])?;
-        }
-    }
-    for b in &db.base {
-        w.put(
-            T::Base,
-            &k1(b.id),
-            &rec(&b.kind, &[b.build_date as u32, b.module, b.super_assembly]),
-        )?;
-        for (private, bag) in [(1u8, &b.components_priv), (0, &b.components_shar)] {
-            for (slot, &c) in bag.iter().enumerate() {
-                link(w, b.id, c, private, slot as u8)?;
-            }
-        }
-    }
-    let k = p.conn_per_atomic as usize;
-    for c in &db.composites {
-        let atomics = db.parts_of(c);
-        let first = (c.first_atomic - 1) as usize * k;
-        add_composite(
-            w,
-            c,
-            atomics,
-            &db.connections[first..first + atomics.len() * k],
-            p.document_size,
-        )?;
-    }
     Ok(())
 }
 
-fn bag_key(base: u32, private: u8, slot: u8) -> [u8; 6] {
-    let mut key = [0; 6];
-    key[..4].copy_from_slice(&base.to_be_bytes());
-    key[4] = private;
-    key[5] = slot;
-    key
+/// Where the objects' relationships live: the part of OO7 that differs
+/// between [`super::normalised`] and [`super::inline`]. Records begin with
+/// the class's fields in both (modules `date, design root`; complex
+/// assemblies `date, module, level, super`; base assemblies `date, module,
+/// super`; composite parts `date, module, root part`; atomic parts
+/// [`atomic_rec`]).
+pub trait Layout: Sync {
+    /// The tables the layout uses.
+    fn tables(&self) -> &'static [T];
+    /// The layout, as the report names it.
+    fn schema(&self) -> &'static str;
+    /// Loads the generated database (in one write transaction).
+    fn load(&self, w: &mut dyn KvWrite, db: &Oo7Db) -> Result<(), EngineError>;
+    /// Complex assembly `ca`'s level and sub-assemblies, in order.
+    fn subs(&self, r: &dyn KvRead, ca: u32) -> Result<(u32, Vec<u32>), EngineError>;
+    /// Base assembly `b`'s private bag, in order.
+    fn private_bag(&self, r: &dyn KvRead, b: u32) -> Result<Vec<u32>, EngineError>;
+    /// Atomic part `id`'s record ([`atomic_rec`]'s fields first) and the
+    /// targets of its connections in slot order.
+    fn node(&self, r: &dyn KvRead, id: u32) -> Result<(Vec<u8>, Vec<u32>), EngineError>;
+    /// The base assemblies using composite part `c`, one per bag entry.
+    fn users(&self, r: &dyn KvRead, c: u32) -> Result<Vec<u32>, EngineError>;
+    /// Calls `f(base, composite)` on every bag entry, private or shared.
+    fn bag_entries(
+        &self,
+        r: &dyn KvRead,
+        f: &mut dyn FnMut(u32, u32) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError>;
+    /// Adds a new composite part with its atomic parts, connections and
+    /// document to the private bag of base assembly `base` (which exists),
+    /// every index updated.
+    fn insert(
+        &self,
+        w: &mut dyn KvWrite,
+        nc: &NewComposite,
+        base: u32,
+        document_size: u32,
+    ) -> Result<(), EngineError>;
+    /// Deletes composite part `c` (which exists) with its atomic parts,
+    /// connections and document, unlinked from every bag and index; returns
+    /// how many atomic parts it had.
+    fn delete(&self, w: &mut dyn KvWrite, c: u32) -> Result<u64, EngineError>;
 }
 
-fn used_key(c: u32, base: u32, private: u8, slot: u8) -> [u8; 10] {
-    let mut key = [0; 10];
-    key[..4].copy_from_slice(&c.to_be_bytes());
-    key[4..].copy_from_slice(&bag_key(base, private, slot));
-    key
-}
-
-fn link<W: KvWrite + ?Sized>(
-    w: &mut W,
-    base: u32,
-    c: u32,
-    private: u8,
-    slot: u8,
-) -> Result<(), EngineError> {
-    w.put(T::Bags, &bag_key(base, private, slot), &k1(c))?;
-    w.put(T::UsedIn, &used_key(c, base, private, slot), &[])
-}
-
-fn add_composite<W: KvWrite + ?Sized>(
-    w: &mut W,
-    c: &generate::CompositePart,
-    atomics: &[generate::AtomicPart],
-    conns: &[generate::Connection],
-    document_size: u32,
-) -> Result<(), EngineError> {
-    let root = atomics.first().map_or(0, |a| a.id);
-    w.put(
-        T::Composite,
-        &k1(c.id),
-        &rec(&c.kind, &[c.build_date as u32, c.module, root]),
-    )?;
-    for a in atomics {
-        w.put(
-            T::Atomic,
-            &k1(a.id),
-            &rec(
-                &a.kind,
-                &[
-                    a.build_date as u32,
-                    a.x as u32,
-                    a.y as u32,
-                    a.doc_id,
-                    a.part_of,
-                ],
-            ),
-        )?;
-        w.put(T::Dates, &k2(date_key(a.build_date), a.id), &[])?;
-        w.put(T::PartsOf, &k2(c.id, a.id), &[])?;
-    }
-    let k = conns.len() / atomics.len().max(1);
-    for (i, conn) in conns.iter().enumerate() {
-        let mut key = [0; 5];
-        key[..4].copy_from_slice(&conn.from.to_be_bytes());
-        key[4] = (i % k.max(1)) as u8;
-        w.put(
-            T::Conns,
-            &key,
-            &rec(&conn.kind, &[conn.to, conn.length as u32]),
-        )?;
-    }
-    let t = title(c.id);
-    w.put(
-        T::Docs,
-        &k1(c.id),
-        document_text(c.id, document_size).as_bytes(),
-    )?;
-    w.put(T::Titles, t.as_bytes(), &k1(c.id))
+/// `(x, y, build_date, part_of)` of an atomic part's record.
+fn atomic_fields(b: &[u8]) -> Result<(i32, i32, i32, u32), EngineError> {
+    Ok((
+        field(b, 1)? as i32,
+        field(b, 2)? as i32,
+        field(b, 0)? as i32,
+        field(b, 4)?,
+    ))
 }
 
 /// `(x, y, build_date, part_of)` of atomic part `id`.
 fn atomic<R: KvRead + ?Sized>(r: &R, id: u32) -> Result<(i32, i32, i32, u32), EngineError> {
-    let b = need(r, T::Atomic, id)?;
-    Ok((
-        field(&b, 1)? as i32,
-        field(&b, 2)? as i32,
-        field(&b, 0)? as i32,
-        field(&b, 4)?,
-    ))
+    atomic_fields(&need(r, T::Atomic, id)?)
 }
 
 /// The composite parts a traversal of module `m` visits.
-fn composite_visits<R: KvRead + ?Sized>(r: &R, m: u32) -> Result<Vec<u32>, EngineError> {
+fn composite_visits(l: &dyn Layout, r: &dyn KvRead, m: u32) -> Result<Vec<u32>, EngineError> {
     let root = field(&need(r, T::Modules, m)?, 1)?;
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(ca) = stack.pop() {
-        let level = field(&need(r, T::Complex, ca)?, 2)?;
-        let subs = children(r, T::Subs, ca)?;
+        let (level, subs) = l.subs(r, ca)?;
         if level > 2 {
             stack.extend(subs.into_iter().rev());
         } else {
             for b in subs {
-                r.scan(
-                    T::Bags,
-                    &bag_key(b, 1, 0),
-                    &bag_key(b, 2, 0),
-                    &mut |_, v| {
-                        out.push(u32_at(v, 0)?);
-                        Ok(())
-                    },
-                )?;
+                out.extend(l.private_bag(r, b)?);
             }
         }
     }
     Ok(out)
 }
 
-/// Depth-first over composite part `c`'s graph from its root part.
-fn graph_order<R: KvRead + ?Sized>(
-    r: &R,
+/// Depth-first over composite part `c`'s graph from its root part: every
+/// part reached, once, with its record as read when reached.
+fn graph_order(
+    l: &dyn Layout,
+    r: &dyn KvRead,
     c: u32,
     root_only: bool,
-) -> Result<Vec<u32>, EngineError> {
+) -> Result<Vec<(u32, Vec<u8>)>, EngineError> {
     let root = field(&need(r, T::Composite, c)?, 2)?;
     if root_only {
-        return Ok(vec![root]);
+        return Ok(vec![(root, need(r, T::Atomic, root)?)]);
     }
     let mut seen: Vec<bool> = Vec::new();
     let mut order = Vec::new();
@@ -371,12 +352,8 @@ fn graph_order<R: KvRead + ?Sized>(
         if std::mem::replace(&mut seen[i], true) {
             continue;
         }
-        order.push(id);
-        let mut to = Vec::new();
-        r.scan(T::Conns, &k1(id), &k1(id + 1), &mut |_, v| {
-            to.push(field(v, 0)?);
-            Ok(())
-        })?;
+        let (record, to) = l.node(r, id)?;
+        order.push((id, record));
         stack.extend(to.into_iter().rev());
     }
     Ok(order)
@@ -385,33 +362,42 @@ fn graph_order<R: KvRead + ?Sized>(
 fn set_atomic<W: KvWrite + ?Sized>(
     w: &mut W,
     id: u32,
-    f: impl FnOnce(&mut [u8]),
+    f: impl FnOnce(&mut [u8]) -> Result<(), EngineError>,
 ) -> Result<(), EngineError> {
     let mut b = need(w, T::Atomic, id)?;
-    f(&mut b);
+    f(&mut b)?;
     w.put(T::Atomic, &k1(id), &b)
 }
 
-fn put_field(b: &mut [u8], i: usize, v: u32) {
-    b[10 + 4 * i..14 + 4 * i].copy_from_slice(&v.to_be_bytes());
+/// Sets field `i` (after the kind) of a record.
+fn put_field(b: &mut [u8], i: usize, v: u32) -> Result<(), EngineError> {
+    let at = KIND_LEN + 4 * i;
+    let len = b.len();
+    b.get_mut(at..at + 4)
+        .ok_or_else(|| EngineError::corrupt(format!("a record of {len} bytes")))?
+        .copy_from_slice(&v.to_be_bytes());
+    Ok(())
 }
 
-/// A traversal in `r` (read-only ones) or `w` (updating ones).
-fn traverse<W: KvWrite + ?Sized>(w: &mut W, m: u32, t: Traversal) -> Result<Answer, EngineError> {
+/// An updating traversal, in one write transaction.
+fn traverse(
+    l: &dyn Layout,
+    w: &mut dyn KvWrite,
+    m: u32,
+    t: Traversal,
+) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
     let mut updates = 0u64;
-    for c in composite_visits(w, m)? {
-        for (index, id) in graph_order(w, c, t.root_only())?.into_iter().enumerate() {
-            let (x, y, date, _) = atomic(w, id)?;
+    for c in composite_visits(l, w, m)? {
+        for (index, (id, record)) in graph_order(l, w, c, t.root_only())?.into_iter().enumerate() {
+            let (x, y, date, _) = atomic_fields(&record)?;
             tally.atomic(id, x, y, date);
             for _ in 0..t.updates_at(index) {
                 updates += 1;
                 match t.update().map(|u| u.0) {
                     Some(Field::Xy) => set_atomic(w, id, |b| {
-                        let x = u32::from_be_bytes([b[14], b[15], b[16], b[17]]);
-                        let y = u32::from_be_bytes([b[18], b[19], b[20], b[21]]);
-                        put_field(b, 1, x.wrapping_add(1));
-                        put_field(b, 2, y.wrapping_add(1));
+                        put_field(b, 1, field(b, 1)?.wrapping_add(1))?;
+                        put_field(b, 2, field(b, 2)?.wrapping_add(1))
                     })?,
                     Some(Field::Date) => {
                         let old = atomic(w, id)?.2;
@@ -425,56 +411,59 @@ fn traverse<W: KvWrite + ?Sized>(w: &mut W, m: u32, t: Traversal) -> Result<Answ
             }
         }
     }
-    Ok(if t.update().is_some() {
-        tally.finish_with(updates)
-    } else {
-        tally.finish()
-    })
+    Ok(tally.finish_with(updates))
 }
 
-fn read_traverse<R: KvRead + ?Sized>(r: &R, m: u32, t: Traversal) -> Result<Answer, EngineError> {
+/// A read-only traversal (T1, T6), in one read transaction.
+fn read_traverse(
+    l: &dyn Layout,
+    r: &dyn KvRead,
+    m: u32,
+    t: Traversal,
+) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
-    for c in composite_visits(r, m)? {
-        for id in graph_order(r, c, t.root_only())? {
-            let (x, y, date, _) = atomic(r, id)?;
+    for c in composite_visits(l, r, m)? {
+        for (id, record) in graph_order(l, r, c, t.root_only())? {
+            let (x, y, date, _) = atomic_fields(&record)?;
             tally.atomic(id, x, y, date);
         }
     }
     Ok(tally.finish())
 }
 
-fn documents<W: KvWrite + ?Sized>(w: &mut W, m: u32, update: bool) -> Result<Answer, EngineError> {
+/// T5: every visited document's prefix toggled, in one write transaction.
+fn update_documents(l: &dyn Layout, w: &mut dyn KvWrite, m: u32) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
-    for c in composite_visits(w, m)? {
-        let text = need(w, T::Docs, c)?;
-        if update {
-            let text =
-                String::from_utf8(text).map_err(|_| EngineError::corrupt("a document's text"))?;
-            let new = toggle_document(&text)
-                .ok_or_else(|| EngineError::corrupt(format!("document {c}'s text")))?;
-            w.put(T::Docs, &k1(c), new.as_bytes())?;
-            tally.object(Tag::Document, c, new.len() as i64);
-        } else {
-            let n = count_i(&text);
-            tally.fold(Tag::Document, [i64::from(c), n as i64, 0]);
-            tally.add(n);
-        }
+    for c in composite_visits(l, w, m)? {
+        let text = String::from_utf8(need(w, T::Docs, c)?)
+            .map_err(|_| EngineError::corrupt("a document's text"))?;
+        let new = toggle_document(&text)
+            .ok_or_else(|| EngineError::corrupt(format!("document {c}'s text")))?;
+        w.put(T::Docs, &k1(c), new.as_bytes())?;
+        tally.object(Tag::Document, c, new.len() as i64);
     }
     Ok(tally.finish())
 }
 
-fn users<R: KvRead + ?Sized>(r: &R, c: u32) -> Result<Vec<u32>, EngineError> {
-    children(r, T::UsedIn, c)
+/// T4: the `'I'`s of every visited document.
+fn count_documents(l: &dyn Layout, r: &dyn KvRead, m: u32) -> Result<Answer, EngineError> {
+    let mut tally = Tally::new();
+    for c in composite_visits(l, r, m)? {
+        let n = count_i(&need(r, T::Docs, c)?);
+        tally.fold(Tag::Document, [i64::from(c), n as i64, 0]);
+        tally.add(n);
+    }
+    Ok(tally.finish())
 }
 
-fn up<R: KvRead + ?Sized>(r: &R, atomics: &[u32]) -> Result<Answer, EngineError> {
+fn up(l: &dyn Layout, r: &dyn KvRead, atomics: &[u32]) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
     for &id in atomics {
         let (x, y, date, c) = atomic(r, id)?;
         tally.atomic(id, x, y, date);
         let comp = need(r, T::Composite, c)?;
         tally.object(Tag::Composite, c, i64::from(field(&comp, 0)? as i32));
-        for b in users(r, c)? {
+        for b in l.users(r, c)? {
             let base = need(r, T::Base, b)?;
             tally.object(Tag::Base, b, i64::from(field(&base, 0)? as i32));
             let mut ca = field(&base, 2)?;
@@ -516,14 +505,14 @@ fn date_range<R: KvRead + ?Sized>(r: &R, lo: i32, hi: i32) -> Result<Answer, Eng
     atomics_in(r, ids)
 }
 
-fn by_title<R: KvRead + ?Sized>(r: &R, titles: &[String]) -> Result<Answer, EngineError> {
+fn by_title(l: &dyn Layout, r: &dyn KvRead, titles: &[String]) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
     for t in titles {
         let Some(d) = r.get(T::Titles, t.as_bytes())? else {
             continue;
         };
         let d = u32_at(&d, 0)?;
-        for b in users(r, d)? {
+        for b in l.users(r, d)? {
             tally.object(Tag::Base, b, i64::from(d));
         }
     }
@@ -531,20 +520,19 @@ fn by_title<R: KvRead + ?Sized>(r: &R, titles: &[String]) -> Result<Answer, Engi
 }
 
 /// Every base assembly: (id, build date, super assembly, latest composite date).
-fn base_latest<R: KvRead + ?Sized>(r: &R) -> Result<Vec<(u32, i32, u32, i32)>, EngineError> {
+fn base_latest(l: &dyn Layout, r: &dyn KvRead) -> Result<Vec<(u32, i32, u32, i32)>, EngineError> {
     let mut comp_date: HashMap<u32, i32> = HashMap::new();
     r.scan(T::Composite, &[], &[0xff; 5], &mut |k, v| {
         comp_date.insert(u32_at(k, 0)?, field(v, 0)? as i32);
         Ok(())
     })?;
     let mut latest: HashMap<u32, i32> = HashMap::new();
-    r.scan(T::Bags, &[], &[0xff; 7], &mut |k, v| {
-        let c = u32_at(v, 0)?;
+    l.bag_entries(r, &mut |b, c| {
         let d = comp_date
             .get(&c)
             .copied()
             .ok_or_else(|| missing("composite part", c))?;
-        let e = latest.entry(u32_at(k, 0)?).or_insert(i32::MIN);
+        let e = latest.entry(b).or_insert(i32::MIN);
         *e = (*e).max(d);
         Ok(())
     })?;
@@ -562,9 +550,9 @@ fn base_latest<R: KvRead + ?Sized>(r: &R) -> Result<Vec<(u32, i32, u32, i32)>, E
     Ok(out)
 }
 
-fn q5<R: KvRead + ?Sized>(r: &R) -> Result<Answer, EngineError> {
+fn q5(l: &dyn Layout, r: &dyn KvRead) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
-    for (id, date, _, latest) in base_latest(r)? {
+    for (id, date, _, latest) in base_latest(l, r)? {
         if latest > date {
             tally.object(Tag::Base, id, i64::from(date));
         }
@@ -572,10 +560,10 @@ fn q5<R: KvRead + ?Sized>(r: &R) -> Result<Answer, EngineError> {
     Ok(tally.finish())
 }
 
-fn q6<R: KvRead + ?Sized>(r: &R) -> Result<Answer, EngineError> {
+fn q6(l: &dyn Layout, r: &dyn KvRead) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
     let mut latest: HashMap<u32, i32> = HashMap::new();
-    for (id, date, up, l) in base_latest(r)? {
+    for (id, date, up, l) in base_latest(l, r)? {
         if l > date {
             tally.object(Tag::Base, id, i64::from(date));
         }
@@ -604,12 +592,8 @@ fn q6<R: KvRead + ?Sized>(r: &R) -> Result<Answer, EngineError> {
 fn scan<R: KvRead + ?Sized>(r: &R) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
     r.scan(T::Atomic, &[], &[0xff; 5], &mut |k, v| {
-        tally.atomic(
-            u32_at(k, 0)?,
-            field(v, 1)? as i32,
-            field(v, 2)? as i32,
-            field(v, 0)? as i32,
-        );
+        let (x, y, date, _) = atomic_fields(v)?;
+        tally.atomic(u32_at(k, 0)?, x, y, date);
         Ok(())
     })?;
     Ok(tally.finish())
@@ -631,7 +615,11 @@ fn join<R: KvRead + ?Sized>(r: &R) -> Result<Answer, EngineError> {
     Ok(tally.finish())
 }
 
-fn insert<W: KvWrite + ?Sized>(w: &mut W, parts: &[NewComposite]) -> Result<Answer, EngineError> {
+fn insert(
+    l: &dyn Layout,
+    w: &mut dyn KvWrite,
+    parts: &[NewComposite],
+) -> Result<Answer, EngineError> {
     let size = u32_at(&w.get(T::Meta, b"document_size")?.unwrap_or_default(), 0)?;
     let mut tally = Tally::new();
     for nc in parts {
@@ -645,89 +633,48 @@ fn insert<W: KvWrite + ?Sized>(w: &mut W, parts: &[NewComposite]) -> Result<Answ
                 nc.part.id
             )));
         }
-        add_composite(w, &nc.part, &nc.atomics, &nc.connections, size)?;
-        let mut slot = 0u8;
-        w.scan(
-            T::Bags,
-            &bag_key(b, 1, 0),
-            &bag_key(b, 2, 0),
-            &mut |k, _| {
-                slot = k[5].saturating_add(1);
-                Ok(())
-            },
-        )?;
-        link(w, b, nc.part.id, 1, slot)?;
+        l.insert(w, nc, b, size)?;
         tally.object(Tag::Composite, nc.part.id, i64::from(b));
     }
     Ok(tally.finish())
 }
 
-fn delete<W: KvWrite + ?Sized>(w: &mut W, ids: &[u32]) -> Result<Answer, EngineError> {
+fn delete(l: &dyn Layout, w: &mut dyn KvWrite, ids: &[u32]) -> Result<Answer, EngineError> {
     let mut tally = Tally::new();
     for &c in ids {
         need(w, T::Composite, c)?;
-        let mut used = Vec::new();
-        w.scan(T::UsedIn, &k1(c), &k1(c + 1), &mut |k, _| {
-            used.push(k.to_vec());
-            Ok(())
-        })?;
-        for key in used {
-            w.del(T::Bags, &key[4..])?;
-            w.del(T::UsedIn, &key)?;
-        }
-        let parts = children(w, T::PartsOf, c)?;
-        for &a in &parts {
-            let date = atomic(w, a)?.2;
-            let mut conns = Vec::new();
-            w.scan(T::Conns, &k1(a), &k1(a + 1), &mut |k, _| {
-                conns.push(k.to_vec());
-                Ok(())
-            })?;
-            for key in conns {
-                w.del(T::Conns, &key)?;
-            }
-            w.del(T::Dates, &k2(date_key(date), a))?;
-            w.del(T::Atomic, &k1(a))?;
-            w.del(T::PartsOf, &k2(c, a))?;
-        }
-        w.del(T::Titles, title(c).as_bytes())?;
-        w.del(T::Docs, &k1(c))?;
-        w.del(T::Composite, &k1(c))?;
-        tally.object(Tag::Composite, c, parts.len() as i64);
+        let parts = l.delete(w, c)?;
+        tally.object(Tag::Composite, c, parts as i64);
     }
     Ok(tally.finish())
 }
 
-/// An OO7 engine over a key-value store.
+/// An OO7 engine over a key-value store in one layout.
 pub struct KvEngine<S: KvStore> {
     pub store: Box<S>,
+    pub layout: &'static dyn Layout,
 }
 
 impl<S: KvStore> Oo7Engine for KvEngine<S> {
     fn traverse(&mut self, m: u32, t: Traversal) -> Result<Answer, EngineError> {
+        let l = self.layout;
         if t.update().is_some() {
-            self.store.write(&mut |w| traverse(w, m, t))
+            self.store.write(&mut |w| traverse(l, w, m, t))
         } else {
-            self.store.read(&mut |r| read_traverse(r, m, t))
+            self.store.read(&mut |r| read_traverse(l, r, m, t))
         }
     }
     fn documents(&mut self, m: u32, update: bool) -> Result<Answer, EngineError> {
+        let l = self.layout;
         if update {
-            self.store.write(&mut |w| documents(w, m, true))
+            self.store.write(&mut |w| update_documents(l, w, m))
         } else {
-            self.store.read(&mut |r| {
-                let mut tally = Tally::new();
-                for c in composite_visits(r, m)? {
-                    let n = count_i(&need(r, T::Docs, c)?);
-                    tally.fold(Tag::Document, [i64::from(c), n as i64, 0]);
-                    tally.add(n);
-                }
-                Ok(tally.finish())
-            })
+            self.store.read(&mut |r| count_documents(l, r, m))
         }
     }
     fn up(&mut self, atomics: &[u32]) -> Result<Answer, EngineError> {
-        self.store.read(&mut |r| up(r, atomics))
+        let l = self.layout;
+        self.store.read(&mut |r| up(l, r, atomics))
     }
     fn manual(&mut self, m: u32, scan: bool) -> Result<Answer, EngineError> {
         self.store
@@ -740,13 +687,16 @@ impl<S: KvStore> Oo7Engine for KvEngine<S> {
         self.store.read(&mut |r| date_range(r, lo, hi))
     }
     fn by_title(&mut self, titles: &[String]) -> Result<Answer, EngineError> {
-        self.store.read(&mut |r| by_title(r, titles))
+        let l = self.layout;
+        self.store.read(&mut |r| by_title(l, r, titles))
     }
     fn q5(&mut self) -> Result<Answer, EngineError> {
-        self.store.read(&mut |r| q5(r))
+        let l = self.layout;
+        self.store.read(&mut |r| q5(l, r))
     }
     fn q6(&mut self) -> Result<Answer, EngineError> {
-        self.store.read(&mut |r| q6(r))
+        let l = self.layout;
+        self.store.read(&mut |r| q6(l, r))
     }
     fn scan(&mut self) -> Result<Answer, EngineError> {
         self.store.read(&mut |r| scan(r))
@@ -755,10 +705,12 @@ impl<S: KvStore> Oo7Engine for KvEngine<S> {
         self.store.read(&mut |r| join(r))
     }
     fn insert(&mut self, parts: &[NewComposite]) -> Result<Answer, EngineError> {
-        self.store.write(&mut |w| insert(w, parts))
+        let l = self.layout;
+        self.store.write(&mut |w| insert(l, w, parts))
     }
     fn delete(&mut self, ids: &[u32]) -> Result<Answer, EngineError> {
-        self.store.write(&mut |w| delete(w, ids))
+        let l = self.layout;
+        self.store.write(&mut |w| delete(l, w, ids))
     }
     fn close(self: Box<Self>) -> Result<(), EngineError> {
         self.store.close()

@@ -1,5 +1,5 @@
-//! `lmdb`: OO7 in LMDB databases (through heed) keyed by id with
-//! secondary-index databases ([`super::kv`]'s layout); OO1's environment
+//! `lmdb` and `lmdb-inline`: OO7 in LMDB databases (through heed) keyed by
+//! id, in [`super::kv`]'s normalised or inline layout; OO1's environment
 //! ([`crate::lmdb::open_env_with`]: default flags, checked, so every commit
 //! syncs).
 
@@ -11,27 +11,48 @@ use amber_bench::oo7::{Oo7Db, Oo7Engine, Oo7Factory};
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, RoTxn, RwTxn};
 
-use super::kv::{self, KvEngine, KvRead, KvStore, KvWrite, T, Visit};
+use super::inline::Inline;
+use super::kv::{KvEngine, KvRead, KvStore, KvWrite, Layout, T, Visit};
+use super::normalised::Normalised;
 use crate::lmdb::{DURABILITY, INSTALL, open_env_with};
 
 type Db = Database<'static, Bytes, Bytes>;
-type Dbs = [Db; T::ALL.len()];
+/// The databases, in [`T::ALL`]'s order: those of the layout's tables.
+type Dbs = [Option<Db>; T::ALL.len()];
 
-/// The `lmdb` engine.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LmdbFactory;
+/// An LMDB engine: a name and a layout.
+#[derive(Clone, Copy)]
+pub struct LmdbFactory {
+    name: &'static str,
+    summary: &'static str,
+    layout: &'static dyn Layout,
+}
 
-fn create_dbs(env: &Env) -> Result<Dbs, EngineError> {
+impl LmdbFactory {
+    /// `lmdb`: the normalised layout.
+    pub const NORMALISED: LmdbFactory = LmdbFactory {
+        name: "lmdb",
+        summary: "LMDB via heed: a database per class keyed by id and secondary-index databases; default (synced) commits",
+        layout: &Normalised,
+    };
+    /// `lmdb-inline`: the inline layout.
+    pub const INLINE: LmdbFactory = LmdbFactory {
+        name: "lmdb-inline",
+        summary: "LMDB via heed: a database per class keyed by id, each record holding its relationships (connections, bags, sub-assemblies, parts, users); date and title index databases; default (synced) commits",
+        layout: &Inline,
+    };
+}
+
+fn create_dbs(env: &Env, tables: &[T]) -> Result<Dbs, EngineError> {
     let wtxn = env.write_txn().ctx("beginning a write transaction")?;
     let committed = env
         .create_databases_and_commit(wtxn, |opener, wtxn| -> Result<_, heed::Error> {
-            let mut dbs = Vec::new();
-            for t in T::ALL {
-                dbs.push(opener.create_database::<Bytes, Bytes>(wtxn, Some(t.name()))?);
+            let mut dbs = [None; T::ALL.len()];
+            for (slot, t) in dbs.iter_mut().zip(T::ALL) {
+                if tables.contains(&t) {
+                    *slot = Some(opener.create_database::<Bytes, Bytes>(wtxn, Some(t.name()))?);
+                }
             }
-            let dbs: [_; T::ALL.len()] = dbs
-                .try_into()
-                .map_err(|_| heed::Error::Io(std::io::Error::other("database count")))?;
             Ok(CommitOrAbort::<_, ()>::Commit(dbs))
         })
         .ctx("creating the databases")?;
@@ -40,42 +61,42 @@ fn create_dbs(env: &Env) -> Result<Dbs, EngineError> {
         .ok_or_else(|| EngineError::corrupt("creating the LMDB databases was aborted"))
 }
 
-fn open_dbs(env: &Env) -> Result<Dbs, EngineError> {
+fn open_dbs(env: &Env, tables: &[T]) -> Result<Dbs, EngineError> {
     let rtxn = env.read_txn().ctx("beginning a read transaction")?;
     let committed = env
         .open_databases_and_commit(rtxn, |opener, rtxn| -> Result<_, heed::Error> {
-            let mut dbs = Vec::new();
-            for t in T::ALL {
-                dbs.push(opener.open_database::<Bytes, Bytes>(rtxn, Some(t.name()))?);
+            let mut dbs = [None; T::ALL.len()];
+            for (slot, t) in dbs.iter_mut().zip(T::ALL) {
+                if tables.contains(&t) {
+                    *slot = Some(opener.open_database::<Bytes, Bytes>(rtxn, Some(t.name()))?);
+                }
             }
-            let dbs: [_; T::ALL.len()] = dbs
-                .try_into()
-                .map_err(|_| heed::Error::Io(std::io::Error::other("database count")))?;
             Ok(CommitOrAbort::<_, ()>::Commit(dbs))
         })
         .ctx("opening the databases")?;
-    let dbs = committed
+    let opened = committed
         .commit()
         .ok_or_else(|| EngineError::corrupt("opening the LMDB databases was aborted"))?;
-    let mut out = Vec::new();
-    for (db, t) in dbs.into_iter().zip(T::ALL) {
-        out.push(db.ok_or_else(|| {
-            EngineError::corrupt(format!(
-                "the LMDB environment lacks the {} database",
-                t.name()
-            ))
-        })?);
+    let mut dbs: Dbs = [None; T::ALL.len()];
+    for ((slot, db), t) in dbs.iter_mut().zip(opened).zip(T::ALL) {
+        if let Some(db) = db {
+            *slot = Some(db.ok_or_else(|| {
+                EngineError::corrupt(format!(
+                    "the LMDB environment lacks the {} database",
+                    t.name()
+                ))
+            })?);
+        }
     }
-    out.try_into()
-        .map_err(|_| EngineError::corrupt("the LMDB database count"))
+    Ok(dbs)
 }
 
 impl Oo7Factory for LmdbFactory {
     fn info(&self) -> EngineInfo {
         EngineInfo {
-            name: "lmdb",
-            summary: "LMDB via heed: a database per class keyed by id and secondary-index databases; default (synced) commits",
-            schema: kv::SCHEMA,
+            name: self.name,
+            summary: self.summary,
+            schema: self.layout.schema(),
             durability: DURABILITY,
             install: INSTALL,
             cache_budget: false,
@@ -83,11 +104,12 @@ impl Oo7Factory for LmdbFactory {
     }
 
     fn build(&self, dir: &Path, db: &Oo7Db, _options: &EngineOptions) -> Result<(), EngineError> {
-        let env = open_env_with(dir, T::ALL.len() as u32)?;
-        let dbs = create_dbs(&env)?;
+        let tables = self.layout.tables();
+        let env = open_env_with(dir, tables.len() as u32)?;
+        let dbs = create_dbs(&env, tables)?;
         let mut store = Lmdb { env, dbs };
         store.write(&mut |w| {
-            kv::load(w, db)?;
+            self.layout.load(w, db)?;
             Ok(Answer::default())
         })?;
         Ok(())
@@ -98,10 +120,12 @@ impl Oo7Factory for LmdbFactory {
         dir: &Path,
         _options: &EngineOptions,
     ) -> Result<Box<dyn Oo7Engine>, EngineError> {
-        let env = open_env_with(dir, T::ALL.len() as u32)?;
-        let dbs = open_dbs(&env)?;
+        let tables = self.layout.tables();
+        let env = open_env_with(dir, tables.len() as u32)?;
+        let dbs = open_dbs(&env, tables)?;
         Ok(Box::new(KvEngine {
             store: Box::new(Lmdb { env, dbs }),
+            layout: self.layout,
         }))
     }
 }
@@ -112,12 +136,16 @@ pub struct Lmdb {
     dbs: Dbs,
 }
 
-fn db(dbs: &Dbs, t: T) -> &Db {
-    &dbs[T::ALL.iter().position(|&x| x == t).unwrap_or(0)]
+fn db(dbs: &Dbs, t: T) -> Result<&Db, EngineError> {
+    T::ALL
+        .iter()
+        .position(|&x| x == t)
+        .and_then(|i| dbs[i].as_ref())
+        .ok_or_else(|| EngineError::corrupt(format!("no {} database in this layout", t.name())))
 }
 
 fn get(dbs: &Dbs, txn: &RoTxn, t: T, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
-    Ok(db(dbs, t)
+    Ok(db(dbs, t)?
         .get(txn, key)
         .ctx("reading a database")?
         .map(<[u8]>::to_vec))
@@ -138,7 +166,7 @@ fn scan(
         Bound::Included(lo)
     };
     let range = (start, Bound::Excluded(hi));
-    for e in db(dbs, t).range(txn, &range).ctx("scanning a database")? {
+    for e in db(dbs, t)?.range(txn, &range).ctx("scanning a database")? {
         let (k, v) = e.ctx("reading a database")?;
         f(k, v)?;
     }
@@ -175,12 +203,12 @@ impl KvRead for Writer<'_, '_> {
 
 impl KvWrite for Writer<'_, '_> {
     fn put(&mut self, t: T, key: &[u8], value: &[u8]) -> Result<(), EngineError> {
-        db(self.dbs, t)
+        db(self.dbs, t)?
             .put(self.txn, key, value)
             .ctx("writing a database")
     }
     fn del(&mut self, t: T, key: &[u8]) -> Result<(), EngineError> {
-        db(self.dbs, t)
+        db(self.dbs, t)?
             .delete(self.txn, key)
             .ctx("writing a database")?;
         Ok(())

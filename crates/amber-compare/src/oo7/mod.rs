@@ -6,14 +6,18 @@
 //! - [`sqlite`]: normalised tables and indexes, one object per statement
 //!   (and `sqlite-recursive`: T1 and T6 as one recursive query each);
 //! - [`lmdb`] and [`redb`]: records keyed by id with secondary-index
-//!   tables, the OO7 logic written once over [`kv`].
+//!   tables ([`normalised`]), and `lmdb-inline` / `redb-inline`: records
+//!   holding their relationships ([`inline`]); the OO7 logic written once
+//!   over [`kv`].
 //!
 //! A front end passes [`engines()`] to `amber_bench::oo7::run_oo7` and
 //! `amber_bench::oo7::run_oo7_child`.
 
+pub mod inline;
 pub mod kv;
 pub mod lmdb;
 pub mod memory;
+pub mod normalised;
 pub mod redb;
 pub mod snapshot;
 pub mod sqlite;
@@ -27,7 +31,9 @@ pub fn engines() -> Vec<Box<dyn Oo7Factory>> {
         Box::new(snapshot::SnapshotFactory),
         Box::new(sqlite::SqliteFactory),
         Box::new(sqlite::SqliteRecursiveFactory),
-        Box::new(lmdb::LmdbFactory),
-        Box::new(redb::RedbFactory),
+        Box::new(lmdb::LmdbFactory::NORMALISED),
+        Box::new(lmdb::LmdbFactory::INLINE),
+        Box::new(redb::RedbFactory::NORMALISED),
+        Box::new(redb::RedbFactory::INLINE),
     ]
 }
