@@ -367,27 +367,25 @@ impl Db {
     /// Puts the frame space and the accessor's barrier in the state
     /// `detect` needs (between transactions: nothing is written).
     fn arm(&mut self, detect: Detect) -> Result<()> {
-        let software = detect.is_software();
+        let barrier = strategy::Software::new(detect, self.fs.base() as u64);
+        let software = barrier.is_some();
         if self.fs.barrier_mode() != software {
             self.fs
                 .set_barrier_mode(software)
                 .map_err(|e| e.into_error(self.store.path(), "switching update detection"))?;
             self.pager.stats.detection_switches.fetch_add(1, Ordering::Relaxed);
         }
-        if !software {
-            self.access.set_barrier(None);
-            return Ok(());
-        }
-        match self
+        let current = self
             .access
             .barrier_mut()
-            .and_then(|b| b.as_any_mut().downcast_mut::<strategy::Software>())
-        {
-            Some(s) if s.scheme() == detect => s.clear(),
-            _ => {
-                let b = strategy::Software::new(detect, self.fs.base() as u64);
-                self.access.set_barrier(Some(Box::new(b)));
-            }
+            .and_then(|b| b.as_any_mut().downcast_mut::<strategy::Software>());
+        match (current, barrier) {
+            // The same scheme again: its records (and their allocations)
+            // are reused.
+            (Some(s), Some(_)) if s.scheme() == detect => s.clear(),
+            (_, barrier) => self
+                .access
+                .set_barrier(barrier.map(|b| Box::new(b) as Box<dyn crate::vm::Barrier>)),
         }
         Ok(())
     }

@@ -162,20 +162,22 @@ pub(crate) struct Software {
 }
 
 impl Software {
-    /// The barrier of software scheme `detect`; `base` is the frame
-    /// space's first address.
-    pub(crate) fn new(detect: Detect, base: u64) -> Software {
+    /// The barrier of software scheme `detect` (`None` for page
+    /// protection, which has none); `base` is the frame space's first
+    /// address.
+    pub(crate) fn new(detect: Detect, base: u64) -> Option<Software> {
         let records = match detect {
-            Detect::Objects | Detect::Pages => Records::Objects(objects::Marks),
+            Detect::Pages => return None,
+            Detect::Objects => Records::Objects(objects::Marks),
             Detect::Remsets => Records::Remsets(remsets::RememberedSet::default()),
             Detect::Cards { bytes } => Records::Cards(cards::CardTable::new(bytes, base)),
         };
-        Software {
+        Some(Software {
             detect,
             records,
             raw: Vec::new(),
             copies: copies::CleanCopies::default(),
-        }
+        })
     }
 
     /// The scheme.
