@@ -108,10 +108,9 @@ impl FrameSpace {
                             err: e,
                         })?;
                 }
-                // The table does not track written userfaultfd frames
-                // (PAGEMAP_SCAN does): a frame installed as written stays
-                // DIRTY. Between transactions none is, so under the barrier
-                // every resident frame starts unpinned.
+                // Between transactions no frame is written: under the
+                // barrier every resident frame starts unpinned (a DIRTY one
+                // here would be a frame the last commit did not list).
                 for f in 0..n {
                     if let Some(m) = self.table.meta(f)
                         && (m.state.load(Ordering::Acquire) == CLEAN

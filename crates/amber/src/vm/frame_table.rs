@@ -53,7 +53,10 @@ pub(crate) const NOT_RESIDENT: u32 = 1;
 pub(crate) const CLEAN: u32 = 2;
 /// sigsegv backend: a thread is running `first_write` for this frame.
 pub(crate) const WRITE_PENDING: u32 = 3;
-/// Resident and writable (sigsegv: in the written set if tracking).
+/// Resident and known written in the open transaction: sigsegv, writable
+/// and in the written set; userfaultfd, installed as written or found
+/// written by an eviction check; under a software barrier, pinned. Never
+/// evicted as clean; `take_written` makes it CLEAN again.
 pub(crate) const DIRTY: u32 = 4;
 /// An identity frame whose page's block has frames elsewhere (a block
 /// crossing the end of the identity region): never resident.

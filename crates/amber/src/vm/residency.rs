@@ -229,21 +229,17 @@ impl FrameSpace {
             return Ok(false);
         }
         let g = self.lock.lock();
-        let claimable: &[u32] = match &self.imp {
-            // A software barrier pins written frames DIRTY (`barrier.rs`).
-            _ if self.barrier_mode() => &[CLEAN],
-            Imp::Sigsegv(_) => &[CLEAN],
-            // The table does not know which userfaultfd frames are written
-            // (PAGEMAP_SCAN does): any resident one is a candidate.
-            Imp::Uffd(_) => &[CLEAN, DIRTY],
-        };
+        // Only a CLEAN frame is claimed: a software barrier pins written
+        // frames DIRTY (`barrier.rs`); the first-write handler makes
+        // SIGSEGV frames DIRTY; a userfaultfd frame is DIRTY once installed
+        // as written or found written by an earlier check here, until
+        // `take_written` lists it. Any other userfaultfd frame may have been
+        // written since (the kernel does not say): it is checked below.
         for k in 0..n {
             let claimed = self.table.meta(f + k).is_some_and(|m| {
-                claimable.iter().any(|&s| {
-                    m.state
-                        .compare_exchange(s, EVICTING, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok()
-                })
+                m.state
+                    .compare_exchange(CLEAN, EVICTING, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
             });
             if !claimed {
                 // Written, being written, or not resident: leave the block.
@@ -258,6 +254,13 @@ impl FrameSpace {
             Imp::Uffd(u) => self.evict_if_unwritten(&g, u, f, n),
         };
         self.unclaim(f, n);
+        if let (Ok(false), Imp::Uffd(_)) = (&evicted, &self.imp) {
+            // Written: remembered, so that the next eviction passes it by
+            // without a system call (a transaction larger than the budget
+            // would otherwise check every written block at every fault).
+            // `take_written` makes it CLEAN again.
+            self.set_states(f, n, DIRTY);
+        }
         evicted
     }
 

@@ -83,6 +83,11 @@ impl FrameSpace {
                 // as written until first write-protected: only resident frames
                 // can really have been written.
                 out.retain(|&fr| frame_table::is_resident_state(self.table.state(fr)));
+                if take {
+                    // Write-protected again: no longer known written
+                    // (`evict_clean` passes DIRTY frames by).
+                    self.clean_states(&out);
+                }
                 Ok(out)
             }
             Imp::Sigsegv(s) => {
@@ -107,6 +112,18 @@ impl FrameSpace {
                     unsafe { *s.wlen.get() = 0 };
                 }
                 Ok(out)
+            }
+        }
+    }
+
+    /// userfaultfd: frames write-protected again are CLEAN (DIRTY says
+    /// only that a frame is known written: see `evict_clean`).
+    fn clean_states(&self, frames: &[FrameNo]) {
+        for &fr in frames {
+            if let Some(m) = self.table.meta(fr) {
+                let _ = m
+                    .state
+                    .compare_exchange(DIRTY, CLEAN, Ordering::AcqRel, Ordering::Acquire);
             }
         }
     }
@@ -166,13 +183,16 @@ impl FrameSpace {
         }
         let g = self.lock.lock();
         match &self.imp {
-            Imp::Uffd(u) => u
-                .uffd
-                .writeprotect(self.frame_addr(f), n as usize * self.frame_size, true)
-                .map_err(|e| VmError::Os {
-                    op: "UFFDIO_WRITEPROTECT",
-                    err: e,
-                }),
+            Imp::Uffd(u) => {
+                u.uffd
+                    .writeprotect(self.frame_addr(f), n as usize * self.frame_size, true)
+                    .map_err(|e| VmError::Os {
+                        op: "UFFDIO_WRITEPROTECT",
+                        err: e,
+                    })?;
+                self.clean_states(&(f..f + n).collect::<Vec<_>>());
+                Ok(())
+            }
             Imp::Sigsegv(_) => {
                 let dirty: Vec<FrameNo> = (f..f + n)
                     .filter(|&fr| self.table.state(fr) == DIRTY)
