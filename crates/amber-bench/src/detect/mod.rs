@@ -40,6 +40,7 @@ use std::path::PathBuf;
 use amber::{BackendChoice, Detect};
 
 use crate::backend::Backends;
+use crate::olsim::plot::{Series, line_chart};
 use crate::oo1::GenParams;
 use crate::storage::BenchError;
 use crate::update::{UpdateConfig, UpdateReport, build_base, copy_dir, update};
@@ -262,6 +263,68 @@ fn per_scheme(cfg: &DetectConfig) -> Result<(Vec<ReadRow>, Vec<LongRow>), BenchE
 }
 
 impl DetectReport {
+    /// The figures as SVG line charts, `(name, svg)`: `hot` (detect + diff
+    /// against p, Figs. 7–10) and `long` (ms per transaction against k at
+    /// each p of the long transactions, Figs. 13–14).
+    pub fn plots(&self) -> Vec<(String, String)> {
+        let schemes: Vec<&str> = self.results.iter().fold(Vec::new(), |mut v, r| {
+            if !v.contains(&r.scheme.as_str()) {
+                v.push(&r.scheme);
+            }
+            v
+        });
+        let hot: Vec<Series> = schemes
+            .iter()
+            .map(|&sc| {
+                let pts = self
+                    .results
+                    .iter()
+                    .filter(|r| r.scheme == sc)
+                    .map(|r| (r.p, r.old_ms));
+                (sc.to_string(), pts.collect())
+            })
+            .collect();
+        let mut out = vec![(
+            "hot".to_string(),
+            line_chart(
+                "Hot update: detect + diff per commit (OO1)",
+                "p (update probability)",
+                "ms",
+                &hot,
+                false,
+            ),
+        )];
+        let mut ps: Vec<f64> = self.long.iter().map(|r| r.p).collect();
+        ps.dedup();
+        ps.sort_by(f64::total_cmp);
+        ps.dedup();
+        for p in ps {
+            let series: Vec<Series> = schemes
+                .iter()
+                .map(|&sc| {
+                    let pts = self
+                        .long
+                        .iter()
+                        .filter(|r| r.scheme == sc && r.p == p)
+                        .map(|r| (r.k as f64, r.ms));
+                    (sc.to_string(), pts.collect())
+                })
+                .filter(|(_, pts): &Series| !pts.is_empty())
+                .collect();
+            out.push((
+                format!("long-p{p}"),
+                line_chart(
+                    &format!("Long transactions at p = {p}: ms per transaction"),
+                    "k (traversals per transaction)",
+                    "ms",
+                    &series,
+                    false,
+                ),
+            ));
+        }
+        out
+    }
+
     /// The table printed by the command.
     pub fn table(&self) -> String {
         let mut s = String::new();
@@ -373,6 +436,13 @@ mod tests {
         assert!(r.reads.iter().all(|x| x.ms > 0.0));
         assert_eq!(r.fits.len(), 9 * 2);
         assert!(r.same_long_log_everywhere);
+        let plots = r.plots();
+        assert_eq!(plots.len(), 1 + 2, "hot, and one per long p");
+        assert!(
+            plots
+                .iter()
+                .all(|(_, svg)| svg.starts_with("<svg") && svg.contains("remsets"))
+        );
         // Page protection on two backends, seven software schemes.
         assert_eq!(r.results.len(), 9 * PROBABILITIES.len());
         let json = serde_json::to_value(&r).expect("json");

@@ -296,6 +296,9 @@ struct DetectArgs {
     /// Timed transactions per scheme, p and k of the long-transaction experiment.
     #[arg(long, default_value_t = 3)]
     long_iters: usize,
+    /// Write the figures as SVG: FILE (the hot update) and FILE's stem with -long-pP.svg (the long transactions).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
     /// Seed of the database and the inputs (as `amber bench oo1 --seed`).
     #[arg(long, default_value_t = amber_bench::oo1::args::DEFAULT_SEED)]
     seed: u64,
@@ -473,6 +476,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         Some("detect") => {
             let a: DetectArgs = parse("detect", args)?;
             check_json_target(a.json.as_deref())?;
+            check_json_target(a.plot.as_deref())?;
             let r = amber_bench::detect::detect(&amber_bench::detect::DetectConfig {
                 parts: a.parts,
                 schemes: if a.schemes.is_empty() {
@@ -490,6 +494,24 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
             })?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
+            if let Some(path) = &a.plot {
+                for (name, svg) in r.plots() {
+                    let file = if name == "hot" {
+                        path.clone()
+                    } else {
+                        path.with_file_name(format!(
+                            "{}-{name}.svg",
+                            path.file_stem()
+                                .and_then(|s| s.to_str())
+                                .unwrap_or("detect")
+                        ))
+                    };
+                    std::fs::write(&file, svg).map_err(|e| {
+                        CliError::msg(format!("bench detect: writing {}: {e}", file.display()))
+                    })?;
+                    let _ = writeln!(out, "wrote {}", file.display());
+                }
+            }
         }
         Some("churn") => {
             let a: ChurnArgs = parse("churn", args)?;
