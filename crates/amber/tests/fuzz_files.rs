@@ -9,7 +9,7 @@ mod fuzz_common;
 
 use amber::Db;
 use amber::internals::fuzzing::{
-    Bundle, Content, DECODER_TARGETS, FILE_TARGETS, file_targets, seeds,
+    BESIDE_TARGETS, Bundle, Content, DECODER_TARGETS, FILE_TARGETS, file_targets, seeds,
 };
 use amber::internals::io::Vfs;
 use fuzz_common::content::{NODES, Nodes};
@@ -50,7 +50,11 @@ fn seeds_read_back_whole() {
 /// cargo-fuzz corpus (`fuzz/corpus` is where `cargo fuzz run` looks).
 #[test]
 fn seed_corpus() {
-    let names = DECODER_TARGETS.iter().map(|(n, _)| *n).chain(FILE_TARGETS);
+    let names = DECODER_TARGETS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(FILE_TARGETS)
+        .chain(BESIDE_TARGETS);
     for name in names {
         let n = corpus().iter().filter(|(t, _)| *t == name).count();
         assert!(n > 0, "no seeds for {name}");

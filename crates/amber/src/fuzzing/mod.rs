@@ -19,6 +19,8 @@
 mod decoders;
 mod files;
 pub mod mutate;
+mod readers;
+mod schema;
 pub mod seeds;
 
 pub use decoders::{
@@ -26,8 +28,10 @@ pub use decoders::{
     superblock, swizzle,
 };
 pub use files::{Bundle, open_and_read, recovery, verify_deep};
+pub use readers::reader_table;
+pub use schema::{reseal_schema, schema_file};
 
-use crate::{Db, Result};
+use crate::{Db, Migration, Result};
 
 /// A fuzz target: decodes any bytes, panicking only if the contract breaks.
 pub type Target = fn(&[u8]);
@@ -48,6 +52,11 @@ pub trait Content {
     /// damaged one); with `strict`, panics on a value that was never
     /// committed. Returns how many objects were read back whole.
     fn read(db: &Db, strict: bool) -> usize;
+    /// A migration to the content's next version (a field added with its
+    /// default, one renamed): the seed of the schema file target.
+    fn migration() -> Result<Migration>;
+    /// A migration to the content's own types (which changes nothing).
+    fn unchanged() -> Result<Migration>;
 }
 
 /// The decoder targets by name.
@@ -75,6 +84,18 @@ pub fn file_targets<C: Content>() -> [(&'static str, Target); 3] {
 /// The whole-file targets' names (their inputs are [`Bundle`]s).
 pub const FILE_TARGETS: [&str; 3] = ["open_and_read", "verify_deep", "recovery"];
 
+/// The targets that use the seed databases as they are, beside a mutated
+/// file of another kind: the reader table, a schema file.
+pub fn beside_targets<C: Content>() -> [(&'static str, Target); 2] {
+    [
+        ("reader_table", reader_table::<C>),
+        ("schema_file", schema_file::<C>),
+    ]
+}
+
+/// Their names.
+pub const BESIDE_TARGETS: [&str; 2] = ["reader_table", "schema_file"];
+
 /// The seed inputs of every target, by name: the seed databases (4, 8 and
 /// 16 KiB pages, closed and crashed) as bundles for the whole-file targets,
 /// and the pieces of them for the decoders.
@@ -86,5 +107,15 @@ pub fn seed_corpus<C: Content>() -> Result<Vec<(&'static str, Vec<u8>)>> {
             out.push((t, b.encode()));
         }
     }
+    out.extend(
+        readers::table_seeds(&dbs)
+            .into_iter()
+            .map(|s| ("reader_table", s)),
+    );
+    out.extend(
+        schema::schema_seeds::<C>(dbs.len())
+            .into_iter()
+            .map(|s| ("schema_file", s)),
+    );
     Ok(out)
 }

@@ -83,6 +83,17 @@ pub fn databases<C: Content>() -> Result<Vec<Bundle>> {
     Ok(out)
 }
 
+/// [`databases`], built once per process and kept (for the targets that
+/// open a seed database per input). A static in a generic function is
+/// shared by every instance: a process fuzzes one `Content`.
+pub fn cached<C: Content>() -> &'static [Bundle] {
+    static DBS: std::sync::OnceLock<Vec<Bundle>> = std::sync::OnceLock::new();
+    DBS.get_or_init(|| match databases::<C>() {
+        Ok(d) => d,
+        Err(e) => panic!("the seed databases cannot be written: {e}"),
+    })
+}
+
 /// Seeds of each decoder target, cut from the seed databases, by target
 /// name (as [`super::TARGETS`] names them).
 pub fn decoder_seeds(dbs: &[Bundle]) -> Vec<(&'static str, Vec<u8>)> {

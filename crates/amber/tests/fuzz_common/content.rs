@@ -12,7 +12,7 @@
 //! `#[derive(Persistent)]` types itself.
 
 use amber::internals::fuzzing::Content;
-use amber::{Db, Error, PIndex, PRef, PString, PVec, Persistent, Result, Tx, View};
+use amber::{Db, Error, Migration, PIndex, PRef, PString, PVec, Persistent, Result, Tx, View};
 
 /// A node: a list, each node in an index by id.
 #[derive(Persistent)]
@@ -47,6 +47,50 @@ pub struct Top {
     pub by_id: PIndex<Node, u64>,
     /// Nodes written.
     pub nodes: u64,
+}
+
+/// The content's next version, the seed of the schema file target: a
+/// node's fixed array renamed, and a field added with its default.
+pub mod next {
+    use amber::{PIndex, PRef, PString, PVec, Persistent};
+
+    /// A node, next version.
+    #[derive(Persistent)]
+    #[repr(C)]
+    #[persistent(name = "FuzzNode")]
+    pub struct Node {
+        /// As before.
+        pub id: u64,
+        /// As before.
+        pub ver: u64,
+        /// As before.
+        pub check: u64,
+        /// As before.
+        pub next: Option<PRef<Node>>,
+        /// As before.
+        pub name: PString,
+        /// As before.
+        pub data: PVec<u64>,
+        /// Was `tags`.
+        #[persistent(renamed_from = "tags")]
+        pub labels: [u16; 4],
+        /// New: zero in migrated nodes.
+        #[persistent(default)]
+        pub extra: u64,
+    }
+
+    /// The root object, next version (its node type's).
+    #[derive(Persistent)]
+    #[repr(C)]
+    #[persistent(name = "FuzzTop")]
+    pub struct Top {
+        /// As before.
+        pub head: Option<PRef<Node>>,
+        /// As before.
+        pub by_id: PIndex<Node, u64>,
+        /// As before.
+        pub nodes: u64,
+    }
 }
 
 /// Nodes in a seed database.
@@ -167,6 +211,18 @@ impl Content for Nodes {
         }
         let _ = db.count::<Node>();
         whole
+    }
+
+    fn migration() -> Result<Migration> {
+        let mut m = Migration::new();
+        m.upgrade::<next::Top>()?;
+        Ok(m)
+    }
+
+    fn unchanged() -> Result<Migration> {
+        let mut m = Migration::new();
+        m.upgrade::<Top>()?;
+        Ok(m)
     }
 }
 

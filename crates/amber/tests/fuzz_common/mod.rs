@@ -153,7 +153,9 @@ pub fn cap_of(name: &str) -> fn(usize) -> usize {
     const TABLE: usize = 8 << 24;
     match name {
         "catalog_blob" | "swizzle" => |len| 16 * len + (2 << 20) + TABLE,
-        n if fuzzing::FILE_TARGETS.contains(&n) => |len| 16 * len + (66 << 20) + TABLE,
+        n if fuzzing::FILE_TARGETS.contains(&n) || fuzzing::BESIDE_TARGETS.contains(&n) => {
+            |len| 16 * len + (66 << 20) + TABLE
+        }
         _ => |len| 16 * len + (2 << 20),
     }
 }
@@ -163,7 +165,7 @@ fn reseal_flag(name: &str, input: &mut Vec<u8>, on: bool) {
     let at = match name {
         "superblock" | "log_header" => 512,
         "catalog_entry" | "catalog_blob" | "root_directory" => return,
-        n if fuzzing::FILE_TARGETS.contains(&n) => 0,
+        n if fuzzing::FILE_TARGETS.contains(&n) || fuzzing::BESIDE_TARGETS.contains(&n) => 0,
         _ => 1,
     };
     if input.len() <= at {
