@@ -12,7 +12,7 @@
 //! u16 length; names are u16 length and UTF-8), and last the CRC-32C of
 //! everything before it.
 
-use super::desc::StoredType;
+use super::desc::{Shape, StoredType};
 use super::encoding::put_str;
 use super::evolve::{FieldEvolution, Fill, Wanted};
 use crate::format::bytes::{Cursor, Short};
@@ -88,6 +88,17 @@ pub fn decode(b: &[u8]) -> Result<Wanted, String> {
         let n = c.u32().map_err(short)? as usize;
         let t = StoredType::decode(c.bytes(n).map_err(short)?)
             .map_err(|e| format!("a layout in the schema file does not decode: {e}"))?;
+        // A program's array types are those of its buffers, all of one
+        // form: a migration writes what it reads here into the catalog,
+        // where another would be taken for damage.
+        if let Shape::Array(elem) = &t.shape
+            && t != StoredType::array_of(elem.clone(), t.size)
+        {
+            return Err(format!(
+                "the array layout `{}` in the schema file is not one a program has",
+                t.name
+            ));
+        }
         let mut fields = std::collections::HashMap::new();
         for _ in 0..c.u32().map_err(short)? {
             let field = str(&mut c)?;
