@@ -6,6 +6,10 @@
 //! that mutations reach the decoding behind it; bits 1–7 pick the seed
 //! database, `seeds::databases` order), then the schema file's bytes.
 //!
+//! A layout larger than 1 MiB is decoded but not migrated to: the
+//! migration allocates an object of every layout, and the format allows
+//! objects of 4 GiB (docs/design.md §9, the bounds).
+//!
 //! Checked, beyond the contract: what decodes encodes to a file that
 //! decodes and encodes to the same bytes; a file that decodes loads as a migration;
 //! a migration either is refused, leaving the seed's committed values
@@ -20,6 +24,11 @@ use crate::schema::schema_file;
 use crate::{Db, Migration};
 use std::path::Path;
 use std::sync::Arc;
+
+/// The largest layout the target migrates a seed database to (1 MiB, some
+/// pages of the largest page size; the decoding is checked whatever the
+/// sizes).
+const MIGRATED_LAYOUT_MAX: u32 = 1 << 20;
 
 /// Where the target puts the schema file, beside the seed database.
 fn schema_path() -> &'static Path {
@@ -51,6 +60,12 @@ pub fn schema_file<C: Content>(data: &[u8]) {
             "a schema file encoded and decoded again is another schema"
         ),
         Err(e) => panic!("a decoded schema encodes to a file that does not decode: {e}"),
+    }
+    // A layout states the size of the objects a migration converts to, up
+    // to the format's 4 GiB: the migration allocates an object of each.
+    // Larger than a page file of the seeds, it is decoded, not migrated to.
+    if w.largest_layout() > MIGRATED_LAYOUT_MAX {
+        return;
     }
     let dbs = seeds::cached::<C>();
     let seed = &dbs[usize::from(flags >> 1) % dbs.len()];

@@ -156,6 +156,12 @@ impl Wanted {
     pub fn has_conversions(&self) -> bool {
         !self.converters.is_empty()
     }
+
+    /// The size of its largest layout: converting one object to it takes
+    /// that much memory (up to 4 GiB, the largest object the format holds).
+    pub fn largest_layout(&self) -> u32 {
+        self.layouts.values().map(|t| t.size).max().unwrap_or(0)
+    }
 }
 
 /// One catalog entry's fate in a migration.
