@@ -20,6 +20,7 @@ mod decoders;
 mod files;
 pub mod mutate;
 mod readers;
+mod rewrite;
 mod schema;
 pub mod seeds;
 
@@ -29,6 +30,7 @@ pub use decoders::{
 };
 pub use files::{Bundle, open_and_read, recovery, verify_deep};
 pub use readers::reader_table;
+pub use rewrite::migrate_collect;
 pub use schema::{reseal_schema, schema_file};
 
 use crate::{Db, Migration, Result};
@@ -53,8 +55,13 @@ pub trait Content {
     /// committed. Returns how many objects were read back whole.
     fn read(db: &Db, strict: bool) -> usize;
     /// A migration to the content's next version (a field added with its
-    /// default, one renamed): the seed of the schema file target.
+    /// default, one renamed): the seed of the schema file target, and what
+    /// `migrate_collect` migrates to.
     fn migration() -> Result<Migration>;
+    /// [`read`](Self::read), after [`migration`](Self::migration), through
+    /// the next version's types (a value read back must be a committed one,
+    /// converted).
+    fn read_next(db: &Db, strict: bool) -> usize;
     /// A migration to the content's own types (which changes nothing).
     fn unchanged() -> Result<Migration>;
 }
@@ -73,16 +80,22 @@ pub const DECODER_TARGETS: &[(&str, Target)] = &[
 ];
 
 /// The whole-file targets by name, reading content `C`.
-pub fn file_targets<C: Content>() -> [(&'static str, Target); 3] {
+pub fn file_targets<C: Content>() -> [(&'static str, Target); 4] {
     [
         ("open_and_read", open_and_read::<C>),
         ("verify_deep", verify_deep),
         ("recovery", recovery),
+        ("migrate_collect", migrate_collect::<C>),
     ]
 }
 
 /// The whole-file targets' names (their inputs are [`Bundle`]s).
-pub const FILE_TARGETS: [&str; 3] = ["open_and_read", "verify_deep", "recovery"];
+pub const FILE_TARGETS: [&str; 4] = [
+    "open_and_read",
+    "verify_deep",
+    "recovery",
+    "migrate_collect",
+];
 
 /// The targets that use the seed databases as they are, beside a mutated
 /// file of another kind: the reader table, a schema file.
