@@ -29,6 +29,12 @@ pub fn options(page_size: usize) -> Options {
     // Recovery seeds keep their log: no checkpoint until asked.
     o.store.checkpoint_log_bytes = u64::MAX;
     o.store.checkpoint_pending_bytes = usize::MAX;
+    // A dropped database keeps its reservation of address space, made
+    // inaccessible, for the life of the process (`vm/mod.rs`): at the
+    // default 64 GiB, a fuzzing process can open some 2,000 databases, and
+    // every open after that fails for want of address space, whatever the
+    // input. 64 MiB (200 times a seed) allows two million.
+    o.reserve_bytes = 64 << 20;
     o
 }
 
