@@ -41,7 +41,10 @@ pub fn migrate_collect<C: Content>(data: &[u8]) {
         Err(_) => {
             // Refused, the handle closed: the database is as it was.
             let Ok(db) = open() else {
-                panic!("a database a refused collection left does not open again");
+                panic!(
+                    "a database a refused collection left does not open again: {:?}",
+                    open().err()
+                );
             };
             if strict {
                 assert_eq!(
@@ -66,7 +69,10 @@ pub fn migrate_collect<C: Content>(data: &[u8]) {
         }
         Err(_) => {
             let Ok(db) = open() else {
-                panic!("a database a refused migration left does not open again");
+                panic!(
+                    "a database a refused migration left does not open again: {:?}",
+                    open().err()
+                );
             };
             if strict {
                 assert_eq!(C::read(&db, true), kept, "a refused migration changed it");
