@@ -22,7 +22,6 @@
 
 use super::Content;
 use super::seeds;
-use crate::Db;
 use crate::format::bytes::{get_u32, put_u32};
 use crate::format::page::{self, PageHeader};
 use crate::format::slot::SLOT_SIZE;
@@ -181,7 +180,7 @@ pub fn open_and_read<C: Content>(data: &[u8]) {
     let bundle = Bundle::decode(data);
     let vfs: Arc<dyn Vfs> = Arc::new(bundle.materialize());
     let opts = seeds::options(bundle.page_size());
-    if let Ok(db) = Db::open_with(vfs, seeds::db_path(), opts) {
+    if let Ok(db) = seeds::open(vfs, opts) {
         C::read(&db, !bundle.reseal);
     }
 }

@@ -15,7 +15,6 @@
 //! stands for this process, which is alive whatever its start time says.
 
 use super::{Content, files::Bundle, seeds};
-use crate::Db;
 use crate::io::crash::CrashVfs;
 use crate::io::{OpenMode, Vfs};
 use crate::store::readers::{Locked, SLOTS, Table, pair, readers_path};
@@ -151,13 +150,13 @@ fn beside_a_database<C: Content>(seed: &Bundle, table: &[u8]) {
     let ps = seed.page_size();
     let mut ro = seeds::options(ps);
     ro.store.read_only = true;
-    if let Ok(mut db) = Db::open_with(v.clone(), seeds::db_path(), ro) {
+    if let Ok(mut db) = seeds::open(v.clone(), ro) {
         C::read(&db, true);
         if db.refresh().is_ok() {
             C::read(&db, true);
         }
     }
-    let Ok(db) = Db::open_with(v, seeds::db_path(), seeds::options(ps)) else {
+    let Ok(db) = seeds::open(v, seeds::options(ps)) else {
         return;
     };
     let whole = C::read(&db, true);
@@ -179,11 +178,11 @@ pub(super) fn table_seeds(dbs: &[Bundle]) -> Vec<Vec<u8>> {
         let mut ro = opts.clone();
         ro.store.read_only = true;
         let writer = if i % 2 == 0 {
-            Db::open_with(v.clone(), seeds::db_path(), opts).ok()
+            seeds::open(v.clone(), opts).ok()
         } else {
             None
         };
-        let reader = Db::open_with(v, seeds::db_path(), ro).ok();
+        let reader = seeds::open(v, ro).ok();
         let Some(table) = read_all(&vfs, &readers_path(seeds::db_path())) else {
             continue;
         };

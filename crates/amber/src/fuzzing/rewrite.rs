@@ -15,7 +15,6 @@
 use super::Content;
 use super::files::Bundle;
 use super::seeds;
-use crate::Db;
 use crate::io::Vfs;
 use std::sync::Arc;
 
@@ -25,7 +24,7 @@ pub fn migrate_collect<C: Content>(data: &[u8]) {
     let strict = !bundle.reseal;
     let vfs: Arc<dyn Vfs> = Arc::new(bundle.materialize());
     let opts = seeds::options(bundle.page_size());
-    let open = || Db::open_with(vfs.clone(), seeds::db_path(), opts.clone());
+    let open = || seeds::open(vfs.clone(), opts.clone());
     let Ok(db) = open() else {
         return;
     };

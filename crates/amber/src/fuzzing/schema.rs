@@ -18,10 +18,10 @@
 
 use super::Content;
 use super::seeds;
+use crate::Migration;
 use crate::format::crc;
 use crate::io::{OpenMode, Vfs};
 use crate::schema::schema_file;
-use crate::{Db, Migration};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -83,7 +83,7 @@ pub fn schema_file<C: Content>(data: &[u8]) {
     let v: Arc<dyn Vfs> = Arc::new(vfs);
     let opts = seeds::options(seed.page_size());
     let migrated = m.run_file_with(v.clone(), seeds::db_path());
-    let db = match Db::open_with(v, seeds::db_path(), opts) {
+    let db = match seeds::open(v, opts) {
         Ok(db) => db,
         Err(e) => panic!(
             "after a migration that {}, the database does not open: {e}",

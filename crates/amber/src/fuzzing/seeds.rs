@@ -38,6 +38,20 @@ pub fn options(page_size: usize) -> Options {
     o
 }
 
+/// Opens the database at [`db_path`] of `vfs`. The reservation of address
+/// space failing is no answer to the input but the fuzzing process running
+/// out of it (`options`): it panics, so that a run cannot go on reading
+/// nothing back.
+pub fn open(vfs: Arc<dyn Vfs>, opts: Options) -> Result<Db> {
+    match Db::open_with(vfs, db_path(), opts) {
+        Err(crate::Error::Vm {
+            what,
+            source: Some(e),
+        }) => panic!("the fuzzing process cannot open a database: {what}: {e}"),
+        r => r,
+    }
+}
+
 /// The files of a seed database of `page_size`-byte pages: cleanly closed
 /// (its log empty) or, with `crashed`, as a crash after its last commit
 /// leaves them (the commits since the checkpoint in the log, for recovery).
