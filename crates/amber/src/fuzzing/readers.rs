@@ -44,7 +44,7 @@ fn reseal_pairs(table: &mut [u8]) {
 
 /// `table` with each process id of 1 made this process's (see the module's
 /// comment), or with this process's made 1 (`to_marker`, for the seeds).
-pub(super) fn mark_live(table: &mut [u8], to_marker: bool) {
+fn mark_live(table: &mut [u8], to_marker: bool) {
     let me = u64::from(std::process::id());
     let (from, to) = if to_marker { (me, 1) } else { (1, me) };
     for o in pid_words(table.len()) {
