@@ -1,6 +1,6 @@
 //! The whole-file targets: a database's two files, mutated, opened and read
 //! back (`Db::open` and every object through `try_get`), deep-verified, and
-//! recovered.
+//! recovered (and collected and migrated, `rewrite.rs`).
 //!
 //! A target's input is a [`Bundle`]: a flags byte, the page file's length,
 //! the page file, then the log. With [`Bundle::reseal`] set, every

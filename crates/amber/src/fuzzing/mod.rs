@@ -1,6 +1,8 @@
 //! Fuzz targets: an entry point per decoder of bytes Amber reads back from
-//! its files, and three over whole files, each a `fn(&[u8])` that decodes
-//! whatever it is given and checks the contract (docs/design.md §9):
+//! its files, four over whole files (`files.rs`, `rewrite.rs`) and two
+//! over the files beside a database (the reader table, a schema file),
+//! each a `fn(&[u8])` that decodes whatever it is given and checks the
+//! contract (docs/design.md §9):
 //!
 //! - no panic and no abort, whatever the bytes (a target panics only to
 //!   report a broken contract, which is how a fuzzer learns of it);
