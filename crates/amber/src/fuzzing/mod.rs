@@ -30,7 +30,7 @@ pub use decoders::{
     catalog_blob, catalog_entry, free_space_map, log_header, log_records, page, root_directory,
     superblock, swizzle,
 };
-pub use files::{Bundle, open_and_read, recovery, verify_deep};
+pub use files::{Bundle, FRESH_MAX, open_and_read, recovery, verify_deep};
 pub use readers::reader_table;
 pub use rewrite::migrate_collect;
 pub use schema::{reseal_schema, schema_file};

@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 /// The target (see the module's comment).
 pub fn migrate_collect<C: Content>(data: &[u8]) {
-    let bundle = Bundle::decode(data);
+    let Some(bundle) = Bundle::within_cap(data) else {
+        return;
+    };
     let strict = !bundle.reseal;
     let vfs: Arc<dyn Vfs> = Arc::new(bundle.materialize());
     let opts = seeds::options(bundle.page_size());

@@ -149,15 +149,16 @@ pub fn check_input(
 /// catalog the registry's table of 8 bytes per type id (2^24 ids at most:
 /// 128 MiB), plus for the targets that open a database 64 MiB (what
 /// opening allocates whatever its size), plus for those whose log is
-/// mutated the largest block the format holds (4 GiB and its headers: an
-/// allocation record with a valid checksum makes recovery hold the block's
-/// image as the committing transaction held it, docs/design.md §9).
+/// mutated the fresh blocks its allocation records ask for (recovery holds
+/// a fresh block's image as the committing transaction held it,
+/// docs/design.md §9: at most `FRESH_MAX`, beyond which they skip the
+/// input).
 pub fn cap_of(name: &str) -> fn(usize) -> usize {
     const TABLE: usize = 8 << 24;
-    const BLOCK: usize = (1 << 32) + (64 << 10);
+    const FRESH: usize = fuzzing::FRESH_MAX as usize;
     match name {
         "catalog_blob" | "swizzle" => |len| 16 * len + (2 << 20) + TABLE,
-        n if fuzzing::FILE_TARGETS.contains(&n) => |len| 16 * len + (66 << 20) + TABLE + BLOCK,
+        n if fuzzing::FILE_TARGETS.contains(&n) => |len| 16 * len + (66 << 20) + TABLE + FRESH,
         n if fuzzing::BESIDE_TARGETS.contains(&n) => |len| 16 * len + (66 << 20) + TABLE,
         _ => |len| 16 * len + (2 << 20),
     }
