@@ -11,7 +11,7 @@
 #[path = "../../crates/amber/tests/fuzz_common/content.rs"]
 pub mod content;
 
-use amber::internals::fuzzing::{DECODER_TARGETS, Target, file_targets, mutate};
+use amber::internals::fuzzing::{DECODER_TARGETS, Target, beside_targets, file_targets, mutate};
 use amber::internals::io::crash::SplitMix;
 
 pub use libfuzzer_sys;
@@ -22,6 +22,7 @@ pub fn entry(name: &str) -> Target {
         .iter()
         .copied()
         .chain(file_targets::<content::Nodes>())
+        .chain(beside_targets::<content::Nodes>())
         .find(|(n, _)| *n == name)
         .map(|(_, t)| t)
         .unwrap_or_else(|| panic!("no fuzz target {name}"))
@@ -33,7 +34,8 @@ fn flag_at(name: &str) -> Option<usize> {
     match name {
         "superblock" | "log_header" => Some(512),
         "catalog_entry" | "catalog_blob" | "root_directory" => None,
-        "open_and_read" | "verify_deep" | "recovery" => Some(0),
+        "open_and_read" | "verify_deep" | "recovery" | "migrate_collect" | "reader_table"
+        | "schema_file" => Some(0),
         _ => Some(1),
     }
 }

@@ -9,7 +9,7 @@ mod fuzz_common;
 
 use amber::Db;
 use amber::internals::fuzzing::{
-    Bundle, Content, DECODER_TARGETS, FILE_TARGETS, file_targets, seeds,
+    BESIDE_TARGETS, Bundle, Content, DECODER_TARGETS, FILE_TARGETS, file_targets, seeds,
 };
 use amber::internals::io::Vfs;
 use fuzz_common::content::{NODES, Nodes};
@@ -45,12 +45,35 @@ fn seeds_read_back_whole() {
     assert_eq!(n, 6, "4, 8 and 16 KiB pages, closed and crashed");
 }
 
+/// The seeds collect and migrate whole (so that `migrate_collect`'s
+/// mutated runs start from databases where both rewrites succeed): every
+/// node kept, then read back through the next version's types.
+#[test]
+fn seeds_collect_and_migrate_whole() {
+    for b in seeds::cached::<Nodes>() {
+        let vfs: Arc<dyn Vfs> = Arc::new(b.materialize());
+        let db = Db::open_with(vfs, seeds::db_path(), seeds::options(b.page_size()))
+            .expect("a seed opens");
+        let (db, stats) = db.collect().expect("a seed collects");
+        assert!(stats.objects_live > 2 * NODES, "{stats:?}");
+        assert_eq!(Nodes::read(&db, true), 1 + 2 * NODES as usize);
+        let m = Nodes::migration().expect("the next version");
+        let (db, stats) = db.migrate(&m).expect("a seed migrates");
+        assert!(stats.rewritten, "{stats:?}");
+        assert_eq!(Nodes::read_next(&db, true), 1 + 2 * NODES as usize);
+    }
+}
+
 /// Every target has seeds, the block targets from each page size; with
 /// `AMBER_FUZZ_CORPUS=DIR` they are written to `DIR/TARGET/seed-N`, the
 /// cargo-fuzz corpus (`fuzz/corpus` is where `cargo fuzz run` looks).
 #[test]
 fn seed_corpus() {
-    let names = DECODER_TARGETS.iter().map(|(n, _)| *n).chain(FILE_TARGETS);
+    let names = DECODER_TARGETS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(FILE_TARGETS)
+        .chain(BESIDE_TARGETS);
     for name in names {
         let n = corpus().iter().filter(|(t, _)| *t == name).count();
         assert!(n > 0, "no seeds for {name}");
@@ -85,4 +108,9 @@ fn verify_deep() {
 #[test]
 fn recovery() {
     target("recovery", 1000);
+}
+
+#[test]
+fn migrate_collect() {
+    target("migrate_collect", 200);
 }

@@ -5,7 +5,7 @@
 
 mod fuzz_common;
 
-use amber::internals::fuzzing::{DECODER_TARGETS, Target, file_targets};
+use amber::internals::fuzzing::{DECODER_TARGETS, Target, beside_targets, file_targets};
 use fuzz_common::content::Nodes;
 use fuzz_common::{Counting, cap_of, check_input};
 
@@ -19,6 +19,7 @@ fn every_regression_input_keeps_the_contract() {
         .iter()
         .copied()
         .chain(file_targets::<Nodes>())
+        .chain(beside_targets::<Nodes>())
         .collect();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the regression inputs")

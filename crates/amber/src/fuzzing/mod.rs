@@ -1,6 +1,8 @@
 //! Fuzz targets: an entry point per decoder of bytes Amber reads back from
-//! its files, and three over whole files, each a `fn(&[u8])` that decodes
-//! whatever it is given and checks the contract (docs/design.md §9):
+//! its files, four over whole files (`files.rs`, `rewrite.rs`) and two
+//! over the files beside a database (the reader table, a schema file),
+//! each a `fn(&[u8])` that decodes whatever it is given and checks the
+//! contract (docs/design.md §9):
 //!
 //! - no panic and no abort, whatever the bytes (a target panics only to
 //!   report a broken contract, which is how a fuzzer learns of it);
@@ -19,15 +21,21 @@
 mod decoders;
 mod files;
 pub mod mutate;
+mod readers;
+mod rewrite;
+mod schema;
 pub mod seeds;
 
 pub use decoders::{
     catalog_blob, catalog_entry, free_space_map, log_header, log_records, page, root_directory,
     superblock, swizzle,
 };
-pub use files::{Bundle, open_and_read, recovery, verify_deep};
+pub use files::{Bundle, FRESH_MAX, open_and_read, recovery, verify_deep};
+pub use readers::reader_table;
+pub use rewrite::migrate_collect;
+pub use schema::{reseal_schema, schema_file};
 
-use crate::{Db, Result};
+use crate::{Db, Migration, Result};
 
 /// A fuzz target: decodes any bytes, panicking only if the contract breaks.
 pub type Target = fn(&[u8]);
@@ -48,6 +56,16 @@ pub trait Content {
     /// damaged one); with `strict`, panics on a value that was never
     /// committed. Returns how many objects were read back whole.
     fn read(db: &Db, strict: bool) -> usize;
+    /// A migration to the content's next version (a field added with its
+    /// default, one renamed): the seed of the schema file target, and what
+    /// `migrate_collect` migrates to.
+    fn migration() -> Result<Migration>;
+    /// [`read`](Self::read), after [`migration`](Self::migration), through
+    /// the next version's types (a value read back must be a committed one,
+    /// converted).
+    fn read_next(db: &Db, strict: bool) -> usize;
+    /// A migration to the content's own types (which changes nothing).
+    fn unchanged() -> Result<Migration>;
 }
 
 /// The decoder targets by name.
@@ -64,16 +82,34 @@ pub const DECODER_TARGETS: &[(&str, Target)] = &[
 ];
 
 /// The whole-file targets by name, reading content `C`.
-pub fn file_targets<C: Content>() -> [(&'static str, Target); 3] {
+pub fn file_targets<C: Content>() -> [(&'static str, Target); 4] {
     [
         ("open_and_read", open_and_read::<C>),
         ("verify_deep", verify_deep),
         ("recovery", recovery),
+        ("migrate_collect", migrate_collect::<C>),
     ]
 }
 
 /// The whole-file targets' names (their inputs are [`Bundle`]s).
-pub const FILE_TARGETS: [&str; 3] = ["open_and_read", "verify_deep", "recovery"];
+pub const FILE_TARGETS: [&str; 4] = [
+    "open_and_read",
+    "verify_deep",
+    "recovery",
+    "migrate_collect",
+];
+
+/// The targets that use the seed databases as they are, beside a mutated
+/// file of another kind: the reader table, a schema file.
+pub fn beside_targets<C: Content>() -> [(&'static str, Target); 2] {
+    [
+        ("reader_table", reader_table::<C>),
+        ("schema_file", schema_file::<C>),
+    ]
+}
+
+/// Their names.
+pub const BESIDE_TARGETS: [&str; 2] = ["reader_table", "schema_file"];
 
 /// The seed inputs of every target, by name: the seed databases (4, 8 and
 /// 16 KiB pages, closed and crashed) as bundles for the whole-file targets,
@@ -86,5 +122,15 @@ pub fn seed_corpus<C: Content>() -> Result<Vec<(&'static str, Vec<u8>)>> {
             out.push((t, b.encode()));
         }
     }
+    out.extend(
+        readers::table_seeds(&dbs)
+            .into_iter()
+            .map(|s| ("reader_table", s)),
+    );
+    out.extend(
+        schema::schema_seeds::<C>(dbs.len())
+            .into_iter()
+            .map(|s| ("schema_file", s)),
+    );
     Ok(out)
 }

@@ -29,7 +29,27 @@ pub fn options(page_size: usize) -> Options {
     // Recovery seeds keep their log: no checkpoint until asked.
     o.store.checkpoint_log_bytes = u64::MAX;
     o.store.checkpoint_pending_bytes = usize::MAX;
+    // A dropped database keeps its reservation of address space, made
+    // inaccessible, for the life of the process (`vm/mod.rs`): at the
+    // default 64 GiB, a fuzzing process can open some 2,000 databases, and
+    // every open after that fails for want of address space, whatever the
+    // input. 64 MiB (200 times a seed) allows two million.
+    o.reserve_bytes = 64 << 20;
     o
+}
+
+/// Opens the database at [`db_path`] of `vfs`. The reservation of address
+/// space failing is no answer to the input but the fuzzing process running
+/// out of it (`options`): it panics, so that a run cannot go on reading
+/// nothing back.
+pub fn open(vfs: Arc<dyn Vfs>, opts: Options) -> Result<Db> {
+    match Db::open_with(vfs, db_path(), opts) {
+        Err(crate::Error::Vm {
+            what,
+            source: Some(e),
+        }) => panic!("the fuzzing process cannot open a database: {what}: {e}"),
+        r => r,
+    }
 }
 
 /// The files of a seed database of `page_size`-byte pages: cleanly closed
@@ -81,6 +101,17 @@ pub fn databases<C: Content>() -> Result<Vec<Bundle>> {
         }
     }
     Ok(out)
+}
+
+/// [`databases`], built once per process and kept (for the targets that
+/// open a seed database per input). A static in a generic function is
+/// shared by every instance: a process fuzzes one `Content`.
+pub fn cached<C: Content>() -> &'static [Bundle] {
+    static DBS: std::sync::OnceLock<Vec<Bundle>> = std::sync::OnceLock::new();
+    DBS.get_or_init(|| match databases::<C>() {
+        Ok(d) => d,
+        Err(e) => panic!("the seed databases cannot be written: {e}"),
+    })
 }
 
 /// Seeds of each decoder target, cut from the seed databases, by target

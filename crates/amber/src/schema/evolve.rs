@@ -156,6 +156,12 @@ impl Wanted {
     pub fn has_conversions(&self) -> bool {
         !self.converters.is_empty()
     }
+
+    /// The size of its largest layout: converting one object to it takes
+    /// that much memory (up to 4 GiB, the largest object the format holds).
+    pub fn largest_layout(&self) -> u32 {
+        self.layouts.values().map(|t| t.size).max().unwrap_or(0)
+    }
 }
 
 /// One catalog entry's fate in a migration.
@@ -237,7 +243,7 @@ impl<'w> Plan<'w> {
             None => size,
             Some(e) => match e.new.shape {
                 Shape::Struct(_) => e.new.size,
-                Shape::Array(_) => size / e.old.size.max(1) * e.new.size,
+                Shape::Array(_) => (size / e.old.size.max(1)).saturating_mul(e.new.size),
             },
         }
     }
@@ -256,7 +262,7 @@ impl<'w> Plan<'w> {
             }
             (Shape::Array(a), Shape::Array(b)) => {
                 let (sa, sb) = (e.old.size as usize, e.new.size as usize);
-                for (x, y) in old.chunks_exact(sa).zip(out.chunks_exact_mut(sb)) {
+                for (x, y) in elements(old, sa, &mut out, sb)? {
                     self.value(a, b, x, y)?;
                 }
             }
@@ -386,7 +392,10 @@ impl<'w> Plan<'w> {
     ) -> std::result::Result<(), String> {
         for (j, fb) in b.iter().enumerate() {
             let end_b = b.get(j + 1).map_or(b_size, |n| n.offset);
-            let dst = &mut out[fb.offset as usize..end_b as usize];
+            let out_len = out.len();
+            let dst = out
+                .get_mut(fb.offset as usize..end_b as usize)
+                .ok_or_else(|| outside(ty, &fb.name, fb.offset, end_b, out_len))?;
             let Some((i, _)) = self.source(ty, &fb.name, a) else {
                 let fill = self.evolution(ty, &fb.name).map_or(&Fill::None, |e| &e.default);
                 fill_default(ty, fb, fill, dst)?;
@@ -394,7 +403,9 @@ impl<'w> Plan<'w> {
             };
             let fa = &a[i];
             let end_a = a.get(i + 1).map_or(a_size, |n| n.offset);
-            let src = &old[fa.offset as usize..end_a as usize];
+            let src = old
+                .get(fa.offset as usize..end_a as usize)
+                .ok_or_else(|| outside(ty, &fa.name, fa.offset, end_a, old.len()))?;
             match self.converter(ty, &fb.name) {
                 Some(c) if c.from == fa.kind => {
                     if !self.probe {
@@ -428,6 +439,14 @@ impl<'w> Plan<'w> {
     ) -> std::result::Result<(), String> {
         use StoredKind::*;
         let copy = |out: &mut [u8]| {
+            if out.len() != old.len() {
+                return Err(format!(
+                    "it spans {} bytes in the database and {} in the program (a layout no \
+                     program has: fields with gaps between them)",
+                    old.len(),
+                    out.len()
+                ));
+            }
             out.copy_from_slice(old);
             Ok(())
         };
@@ -479,8 +498,7 @@ impl<'w> Plan<'w> {
                     len: m,
                 },
             ) if n == m => {
-                let (sx, sy) = (*sx as usize, *sy as usize);
-                for (o, d) in old.chunks_exact(sx).zip(out.chunks_exact_mut(sy)) {
+                for (o, d) in elements(old, *sx as usize, out, *sy as usize)? {
                     self.value(x, y, o, d)?;
                 }
                 Ok(())
@@ -505,6 +523,32 @@ impl<'w> Plan<'w> {
             )),
         }
     }
+}
+
+/// Why field `field` of struct `ty` cannot be converted: its span
+/// `from..to` does not lie inside its `len`-byte value, in order (a layout
+/// no program has: one from a damaged catalog or a crafted schema file).
+fn outside(ty: &str, field: &str, from: u32, to: u32, len: usize) -> String {
+    format!("field `{ty}.{field}` spans bytes {from}..{to} of a {len}-byte value (a layout no program has)")
+}
+
+/// The elements of two arrays, of `sa` and `sb` bytes each: as many in
+/// each, or an error (a layout no program has, or a damaged object).
+fn elements<'a, 'b>(
+    old: &'a [u8],
+    sa: usize,
+    out: &'b mut [u8],
+    sb: usize,
+) -> std::result::Result<impl Iterator<Item = (&'a [u8], &'b mut [u8])>, String> {
+    if sa == 0 || sb == 0 || !old.len().is_multiple_of(sa) || old.len() / sa != out.len() / sb {
+        return Err(format!(
+            "an array of {} bytes in elements of {sa} does not convert to {} bytes in elements \
+             of {sb}",
+            old.len(),
+            out.len()
+        ));
+    }
+    Ok(old.chunks_exact(sa).zip(out.chunks_exact_mut(sb)))
 }
 
 /// Fills a new field with its declared default.

@@ -12,7 +12,7 @@
 //! u16 length; names are u16 length and UTF-8), and last the CRC-32C of
 //! everything before it.
 
-use super::desc::StoredType;
+use super::desc::{Prim, Shape, StoredKind, StoredType};
 use super::encoding::put_str;
 use super::evolve::{FieldEvolution, Fill, Wanted};
 use crate::format::bytes::{Cursor, Short};
@@ -88,6 +88,17 @@ pub fn decode(b: &[u8]) -> Result<Wanted, String> {
         let n = c.u32().map_err(short)? as usize;
         let t = StoredType::decode(c.bytes(n).map_err(short)?)
             .map_err(|e| format!("a layout in the schema file does not decode: {e}"))?;
+        // A program's array types are those of its buffers, all of one
+        // form: a migration writes what it reads here into the catalog,
+        // where another would be taken for damage.
+        if let Shape::Array(elem) = &t.shape
+            && t != StoredType::array_of(elem.clone(), t.size)
+        {
+            return Err(format!(
+                "the array layout `{}` in the schema file is not one a program has",
+                t.name
+            ));
+        }
         let mut fields = std::collections::HashMap::new();
         for _ in 0..c.u32().map_err(short)? {
             let field = str(&mut c)?;
@@ -119,7 +130,38 @@ pub fn decode(b: &[u8]) -> Result<Wanted, String> {
     if c.remaining() != 0 {
         return Err("trailing bytes in the schema file".into());
     }
+    for t in w.layouts.values() {
+        if let Shape::Struct(fields) = &t.shape {
+            for f in fields {
+                buffers_present(&w, &t.name, &f.kind)?;
+            }
+        }
+    }
     Ok(w)
+}
+
+/// Checks that the buffers a field of kind `k` holds have their array
+/// layouts in `w`, with the element size the field states, as a program's
+/// schema has them (`check.rs`): a migration writes both into the catalog,
+/// where buffers of another size than their field's would be taken for
+/// damage.
+fn buffers_present(w: &Wanted, ty: &str, k: &StoredKind) -> Result<(), String> {
+    let need = |t: StoredType| match w.layouts.get(&t.name) {
+        Some(have) if *have == t => Ok(()),
+        _ => Err(format!(
+            "`{ty}` holds buffers of `{}`, which the schema file lacks or lays out otherwise",
+            t.name
+        )),
+    };
+    match k {
+        StoredKind::Vec { elem, elem_size } => need(StoredType::array_of((**elem).clone(), *elem_size)),
+        StoredKind::Bytes | StoredKind::Str => need(StoredType::array_of(StoredKind::Prim(Prim::U8), 1)),
+        StoredKind::Array { elem, .. } => buffers_present(w, ty, elem),
+        StoredKind::Struct { fields, .. } => fields
+            .iter()
+            .try_for_each(|f| buffers_present(w, ty, &f.kind)),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -137,7 +137,8 @@ fn parse_start(stat: &str) -> Option<u64> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn pair(v: u64) -> [u8; 16] {
+/// A value and its check word, as the table stores them.
+pub(crate) fn pair(v: u64) -> [u8; 16] {
     let mut b = [0u8; 16];
     b[..8].copy_from_slice(&v.to_le_bytes());
     b[8..].copy_from_slice(&(v ^ CHECK).to_le_bytes());

@@ -132,7 +132,9 @@ pub(crate) fn replay(
         Some(f) => {
             let limit = log
                 .end
-                .map(|e| RECORDS_START + e.saturating_sub(log.base_lsn));
+                // Saturating: the end comes from the reader table, which
+                // no checksum covers (a damaged one may say `u64::MAX`).
+                .map(|e| RECORDS_START.saturating_add(e.saturating_sub(log.base_lsn)));
             let bounded = crate::io::Prefix::new(f, limit);
             scan::scan(&bounded, log.base_lsn, from, ps, &mut |lsn, run| match &mut redo {
                 Ok(r) => r.run(lsn, run),

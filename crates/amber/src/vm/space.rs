@@ -409,7 +409,19 @@ impl FrameSpace {
                 VmError::LockHeld { frame: f, held }.to_string(),
             ));
         }
-        self.fill(f)
+        let page = self.page_of(f).map_or(u64::MAX, |(h, i, _)| h + u64::from(i));
+        self.fill(f)?;
+        // An identity frame whose page lies inside a block that starts
+        // elsewhere is forwarded by the fill (the block gets frames of its
+        // own): a load through it would abort as a wild pointer's.
+        if self.is_unassigned(f) {
+            return Err(FaultError::new(
+                page,
+                FaultKind::Dangling,
+                format!("frame {f} is not assigned to a page: page {page} lies inside another block"),
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn state(&self, f: FrameNo) -> u32 {

@@ -12,7 +12,7 @@
 //! `#[derive(Persistent)]` types itself.
 
 use amber::internals::fuzzing::Content;
-use amber::{Db, Error, PIndex, PRef, PString, PVec, Persistent, Result, Tx, View};
+use amber::{Db, Error, Migration, PIndex, PRef, PString, PVec, Persistent, Result, Tx, View};
 
 /// A node: a list, each node in an index by id.
 #[derive(Persistent)]
@@ -47,6 +47,50 @@ pub struct Top {
     pub by_id: PIndex<Node, u64>,
     /// Nodes written.
     pub nodes: u64,
+}
+
+/// The content's next version, the seed of the schema file target: a
+/// node's fixed array renamed, and a field added with its default.
+pub mod next {
+    use amber::{PIndex, PRef, PString, PVec, Persistent};
+
+    /// A node, next version.
+    #[derive(Persistent)]
+    #[repr(C)]
+    #[persistent(name = "FuzzNode")]
+    pub struct Node {
+        /// As before.
+        pub id: u64,
+        /// As before.
+        pub ver: u64,
+        /// As before.
+        pub check: u64,
+        /// As before.
+        pub next: Option<PRef<Node>>,
+        /// As before.
+        pub name: PString,
+        /// As before.
+        pub data: PVec<u64>,
+        /// Was `tags`.
+        #[persistent(renamed_from = "tags")]
+        pub labels: [u16; 4],
+        /// New: zero in migrated nodes.
+        #[persistent(default)]
+        pub extra: u64,
+    }
+
+    /// The root object, next version (its node type's).
+    #[derive(Persistent)]
+    #[repr(C)]
+    #[persistent(name = "FuzzTop")]
+    pub struct Top {
+        /// As before.
+        pub head: Option<PRef<Node>>,
+        /// As before.
+        pub by_id: PIndex<Node, u64>,
+        /// As before.
+        pub nodes: u64,
+    }
 }
 
 /// Nodes in a seed database.
@@ -168,6 +212,70 @@ impl Content for Nodes {
         let _ = db.count::<Node>();
         whole
     }
+
+    fn migration() -> Result<Migration> {
+        let mut m = Migration::new();
+        m.upgrade::<next::Top>()?;
+        Ok(m)
+    }
+
+    fn read_next(db: &Db, strict: bool) -> usize {
+        let Ok(Some(top)) = db.root::<next::Top>(ROOT) else {
+            return 0;
+        };
+        let Ok(t) = db.try_get(top) else {
+            return 0;
+        };
+        let mut whole = 1;
+        let mut at = t.head;
+        for _ in 0..NODES {
+            let Some(n) = at else { break };
+            let Ok(node) = db.try_get(n) else { break };
+            whole += usize::from(check_next(db, node, strict));
+            at = node.next;
+        }
+        for id in 0..t.nodes.min(NODES) {
+            if let Ok(Some(n)) = db.index_get(&t.by_id, &id)
+                && let Ok(node) = db.try_get(n)
+            {
+                whole += usize::from(check_next(db, node, strict));
+            }
+        }
+        whole
+    }
+
+    fn unchanged() -> Result<Migration> {
+        let mut m = Migration::new();
+        m.upgrade::<Top>()?;
+        Ok(m)
+    }
+}
+
+/// [`check_node`] for a node of the next version: a committed node,
+/// converted (its array renamed, its new field zero).
+fn check_next(db: &Db, n: &next::Node, strict: bool) -> bool {
+    let text = db.try_str(&n.name);
+    let vec = db.try_slice(&n.data);
+    let whole = text.is_ok() && vec.is_ok();
+    if !strict {
+        return whole;
+    }
+    let (id, ver) = (n.id, n.ver);
+    assert!(
+        id < NODES
+            && ver <= MAX_VER
+            && n.check == mix(id, ver)
+            && n.labels == tags(id, ver)
+            && n.extra == 0,
+        "a migrated node read back that was never committed: id {id}, ver {ver}"
+    );
+    if let Ok(s) = text {
+        assert_eq!(s, name(id, ver), "node {id} v{ver}: wrong name");
+    }
+    if let Ok(d) = vec {
+        assert!(d == data(id, ver), "node {id} v{ver}: wrong vector");
+    }
+    whole
 }
 
 /// Checks a node read back: with `strict`, every byte of it must agree with
