@@ -60,11 +60,10 @@ impl Memory<'_> {
             "a barrier read outside the frame space ({addr:#x}, {} bytes)",
             buf.len()
         );
-        // SAFETY: `[addr, addr + len)` lies in the mapped reservation
-        // (checked); a non-resident frame is filled on touch; any byte is
-        // valid; `buf` is not in the reservation (it is a `&mut`, and no
-        // `&mut` into frames exists while the barrier runs: it runs inside
-        // `&mut Access`, before the reference is made).
+        // `buf` cannot alias frames: no `&mut` into frames exists while the
+        // barrier runs (inside `&mut Access`, before the reference is made).
+        // SAFETY: in the mapped reservation (checked); a non-resident frame
+        // is filled on touch; any byte is valid; `buf` is not a frame.
         unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, buf.as_mut_ptr(), buf.len()) };
     }
 }
@@ -262,10 +261,9 @@ impl Access {
             self.space().pin(object - OBJECT_HEADER as u64, OBJECT_HEADER);
             // The flags are the tag's top byte: the header's fourth byte.
             let flags = (object - OBJECT_HEADER as u64 + 3) as *mut u8;
-            // SAFETY: the caller checked the object's header lies in the
-            // reservation; its frame is resident and pinned (above), so
-            // writable; a byte has no alignment; no reference to the
-            // header exists (references are to bodies, made after this).
+            // No reference to the header exists: references are to bodies.
+            // SAFETY: the header is in the reservation (the caller checked);
+            // its frame is resident and pinned (above), so writable.
             unsafe { *flags |= FLAG_MARK };
         }
     }

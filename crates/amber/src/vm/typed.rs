@@ -489,10 +489,9 @@ impl Access {
         if self.barrier.is_some() {
             self.noted(object, at, std::mem::size_of::<F>());
         }
-        // SAFETY: `live_at` proved the object's body in the mapped
-        // reservation, and `[at, at + size_of F)` lies in the body, aligned
-        // for `F` (checked above); exclusive as in `obj_mut`; every bit
-        // pattern is a valid `F` (`Field`'s contract).
+        // Every bit pattern is a valid `F` (`Field`'s contract).
+        // SAFETY: `[at, at + size_of F)` lies in the live body, aligned for
+        // `F` (checked above); exclusive as in `obj_mut`.
         unsafe { &mut *(at as *mut F) }
     }
 
