@@ -185,7 +185,7 @@ extern crate self as amber;
 /// `#[derive(Persistent)]`: see the `amber_derive` crate for what it checks.
 pub use amber_derive::Persistent;
 pub use db::index::{IndexKey, IndexRange, IndexValues};
-pub use db::{CommitStats, Db, DbStats, Detect, Options, Strategy, Tx, View};
+pub use db::{CommitStats, Db, DbStats, Detect, Log, Options, Strategy, Tx, View};
 pub use error::{Error, FileKind, Location, Result};
 pub use gc::{CollectStats, MigrateStats, Migration, Plain};
 pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};

@@ -1,12 +1,12 @@
 //! The object-layer suites that exercise the write path, run once per
-//! software update-detection scheme (`obj_common`, with `Cfg::detect`) on
-//! the userfaultfd backend; `obj_schemes_sigsegv.rs` runs them on the
+//! software update-detection scheme and per log generator (`obj_common`,
+//! with `Cfg::with` and `Cfg::log`) on the userfaultfd backend; `obj_schemes_sigsegv.rs` runs them on the
 //! SIGSEGV backend. Debug builds check every commit's log against a
 //! whole-page diff (`commit.rs`), so a write that bypassed the barrier
 //! fails the commit that would have lost it.
 mod harness;
 mod obj_common;
-use amber::{BackendChoice, Detect};
+use amber::{BackendChoice, Detect, Log};
 use obj_common as common;
 use obj_common::Cfg;
 
@@ -16,6 +16,10 @@ const REMSETS: Cfg = B.with(Detect::Remsets);
 const CARDS_16: Cfg = B.with(Detect::Cards { bytes: 16 });
 const CARDS_256: Cfg = B.with(Detect::Cards { bytes: 256 });
 const CARDS_4096: Cfg = B.with(Detect::Cards { bytes: 4096 });
+const SD_8: Cfg = B.with(Detect::Cards { bytes: 8 });
+const SL_64: Cfg = B.with(Detect::Cards { bytes: 64 }).log(Log::SubPages);
+const REMSETS_SL: Cfg = REMSETS.log(Log::SubPages);
+const WPL: Cfg = B.log(Log::WholePages);
 const REMSETS_8K: Cfg = Cfg::new(BackendChoice::Uffd, 8192).with(Detect::Remsets);
 
 /// The cases of one scheme, each named `case_scheme`.
@@ -83,6 +87,16 @@ fn main() -> std::process::ExitCode {
     all.extend(cases!("cards_16", CARDS_16));
     all.extend(cases!("cards_256", CARDS_256));
     all.extend(cases!("cards_4096", CARDS_4096));
+    all.extend(cases!("sd_8", SD_8));
+    all.extend(cases!("sl_64", SL_64));
+    all.extend(cases!("wpl", WPL));
+    all.extend(
+        cases!("remsets_sl", REMSETS_SL)
+            .into_iter()
+            .filter(|(n, _)| {
+                n.starts_with("write_path") || n.starts_with("killed") || n.starts_with("abort")
+            }),
+    );
     // Other page sizes: the property test and the kill test (the others
     // assume 4 KiB pages in places).
     all.extend(

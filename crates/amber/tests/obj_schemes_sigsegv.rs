@@ -3,7 +3,7 @@
 //! are made writable by `mprotect` at install instead of write-protected
 //! (`obj_schemes.rs` runs every scheme on userfaultfd).
 mod obj_common;
-use amber::{BackendChoice, Detect};
+use amber::{BackendChoice, Detect, Log};
 use obj_common as common;
 use obj_common::Cfg;
 
@@ -11,6 +11,23 @@ const B: Cfg = Cfg::new(BackendChoice::Sigsegv, 4096);
 const REMSETS: Cfg = B.with(Detect::Remsets);
 const CARDS_64: Cfg = B.with(Detect::Cards { bytes: 64 });
 const OBJECTS: Cfg = B.with(Detect::Objects);
+const SL_16: Cfg = B.with(Detect::Cards { bytes: 16 }).log(Log::SubPages);
+const WPL: Cfg = B.log(Log::WholePages);
+
+#[test]
+fn write_path_property_sl_16() {
+    common::prop::run(SL_16, None);
+}
+
+#[test]
+fn write_path_property_wpl() {
+    common::prop::run(WPL, None);
+}
+
+#[test]
+fn killed_during_commits_wpl() {
+    common::kill::run(WPL, "killed_during_commits_wpl");
+}
 
 #[test]
 fn write_path_property_remsets() {

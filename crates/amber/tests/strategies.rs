@@ -2,7 +2,9 @@
 //! granularity it promises, all give the same log, and switching between
 //! them from one transaction to the next keeps every update.
 
-use amber::{CommitStats, Db, Detect, Options, PRef, PString, PVec, Persistent, Strategy, View};
+use amber::{
+    CommitStats, Db, Detect, Log, Options, PRef, PString, PVec, Persistent, Strategy, View,
+};
 
 #[derive(Persistent)]
 #[repr(C)]
@@ -175,6 +177,62 @@ fn every_scheme_logs_the_same() {
     }
 }
 
+/// The log generators: differencing logs the changed bytes, sub-page
+/// logging the recorded cards or objects whole, whole-page logging every
+/// written page whole; all leave the same database.
+#[test]
+fn log_generators_log_what_they_promise() {
+    const COMMIT: u64 = 16;
+    const HEADER: u64 = 20;
+    let object = std::mem::size_of::<Part>() as u64;
+    let cases: [(&str, u64); 6] = [
+        ("sd-8", HEADER + 1),
+        ("cards-64", HEADER + 1),
+        ("sl-64", HEADER + 64),
+        ("remsets+sl", HEADER + object),
+        ("wpl", HEADER + 4096),
+        ("cards-16+wpl", HEADER + 4096),
+    ];
+    let mut states = Vec::new();
+    for (name, want) in cases {
+        let strategy: Strategy = name.parse().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let mut db = Db::create(&path, opts(Detect::Pages)).unwrap();
+        let first = build(&mut db, 100);
+        let ps = parts(&db, first);
+        // One byte of one field: one record of the generator's unit.
+        let mut tx = db.begin_with(strategy).unwrap();
+        *tx.field_mut(ps[10], |p| &p.pad[5]) ^= 1 << 8;
+        let s = tx.commit().unwrap();
+        assert_eq!(s.log_bytes, COMMIT + want, "{name}: one field's log");
+        // Then a mixed transaction, and a reopen.
+        let mut tx = db.begin_with(strategy).unwrap();
+        for (i, &p) in ps.iter().enumerate().step_by(3) {
+            tx.get_mut(p).x = 1000 + i as u64;
+            tx.set_str(p, |o| &mut o.name, &format!("renamed {i}"))
+                .unwrap();
+        }
+        tx.push(ps[1], |o| &mut o.links, ps[99]).unwrap();
+        tx.commit().unwrap();
+        drop(db);
+        let db = Db::open(&path, opts(Detect::Pages)).unwrap();
+        let state: Vec<(u64, u64, String, usize)> = parts(&db, db.root("first").unwrap().unwrap())
+            .iter()
+            .map(|&p| {
+                let o = db.get(p);
+                (o.x, o.pad[5], db.str(&o.name).to_string(), o.links.len())
+            })
+            .collect();
+        assert_eq!(state[10].1, 10 ^ (1 << 8), "{name}");
+        states.push(state);
+    }
+    assert!(
+        states.iter().all(|s| *s == states[0]),
+        "the log generators left different databases"
+    );
+}
+
 /// Alternating schemes from one transaction to the next (and aborting
 /// under each) keeps exactly the committed updates.
 #[test]
@@ -186,8 +244,12 @@ fn switching_schemes_between_transactions() {
     let ps = parts(&db, first);
     let mut model: Vec<u64> = (0..100).collect();
     for round in 0..24usize {
-        let detect = SCHEMES[round % SCHEMES.len()];
-        let mut tx = db.begin_with(Strategy::detect(detect)).unwrap();
+        let detect = match round % 8 {
+            6 => Strategy::DEFAULT.with_log(Log::WholePages),
+            7 => "sl-32".parse().unwrap(),
+            r => Strategy::detect(SCHEMES[r]),
+        };
+        let mut tx = db.begin_with(detect).unwrap();
         for k in 0..10 {
             let i = (round * 7 + k * 13) % 100;
             tx.get_mut(ps[i]).x += 1;
@@ -216,10 +278,14 @@ fn switching_schemes_between_transactions() {
 }
 
 #[test]
-fn bad_card_sizes_are_refused() {
+fn bad_strategies_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut db = Db::create(dir.path().join("db"), opts(Detect::Pages)).unwrap();
-    for bytes in [0, 8, 100, 8192] {
+    let e = db
+        .begin_with(Strategy::DEFAULT.with_log(Log::SubPages))
+        .expect_err("sub-page logging under page protection");
+    assert!(e.to_string().contains("sub-page logging"), "{e}");
+    for bytes in [0, 4, 100, 8192] {
         let e = db
             .begin_with(Strategy::detect(Detect::Cards { bytes }))
             .expect_err("refused");

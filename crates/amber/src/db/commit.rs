@@ -24,6 +24,7 @@
 use super::dead::Dead;
 use super::fetch::FrameMap;
 use super::session;
+use super::strategy::loggen::{self, Record, Written};
 use super::strategy::{Ranges, Scan, Software};
 use super::tx::{CommitStats, Tx};
 use crate::error::{Error, Result};
@@ -326,63 +327,33 @@ impl Tx<'_> {
         stats.detect = t0.elapsed();
         stats.blocks = blocks.len() as u64;
         let t1 = Instant::now();
-        let ps = self.page_size as u64;
         let written: BTreeSet<FrameNo> = frames.into_iter().collect();
-        let mut writes: Vec<(u64, Vec<u8>)> = Vec::new();
         let copies = software.as_ref().map(|sw| &sw.copies).filter(|c| !c.overflowed);
+        let generator = loggen::generator(self.strategy.log);
+        let mut records = Vec::new();
         for (&head, &(frame, run)) in &blocks {
-            let within = detected
-                .as_ref()
-                .map(|r| self.block_ranges(r, frame, run as usize * self.page_size));
-            if let (Some(copies), Some(within)) = (copies, &within)
-                && self.copies_serve(head, run, within)
-            {
-                stats.noted_bytes += within.iter().map(|&(s, e)| e - s).sum::<usize>() as u64;
-                let found = self.changes_from_copies(head, frame, within, copies, &mut stats)?;
-                #[cfg(debug_assertions)]
-                {
-                    let dirty = self.dirty_image(head, frame, run)?;
-                    let clean = self.clean_image(head, frame, run, &written)?;
-                    let regions: Vec<Region> = found
-                        .iter()
-                        .map(|(s, b)| Region { start: *s, end: s + b.len() })
-                        .collect();
-                    self.check_barrier(head, &clean, &dirty, &regions)?;
-                    for (s, b) in &found {
-                        if dirty[*s..s + b.len()] != b[..] {
-                            return Err(Error::internal(format!(
-                                "page {head}: the bytes diffed from the clean copies at {s} are not the page's"
-                            )));
-                        }
-                    }
-                }
-                writes.extend(found.into_iter().map(|(s, b)| (head * ps + s as u64, b)));
-                stats.copy_diffed_blocks += 1;
-                continue;
-            }
-            let dirty = self.dirty_image(head, frame, run)?;
-            let clean = self.clean_image(head, frame, run, &written)?;
-            // A block allocated now is logged whole, whatever was noted.
-            let within = within.filter(|_| !self.session.tx.new_blocks.contains_key(&head));
-            stats.noted_bytes += within.as_ref().map_or(dirty.len(), |w| {
-                w.iter().map(|&(s, e)| e - s).sum::<usize>()
-            }) as u64;
-            let regions = Self::changes(&clean, &dirty, 1, within.as_deref(), &mut stats);
-            #[cfg(debug_assertions)]
-            if within.is_some() {
-                self.check_barrier(head, &clean, &dirty, &regions)?;
-            }
-            for r in regions {
-                writes.push((head * ps + r.start as u64, dirty[r.start..r.end].to_vec()));
-            }
+            let block = Written {
+                head,
+                frame,
+                run,
+                within: detected
+                    .as_ref()
+                    .map(|r| self.block_ranges(r, frame, run as usize * self.page_size)),
+                frames: &written,
+                copies,
+            };
+            generator.block(self, &block, &mut records, &mut stats)?;
         }
         stats.minimal_log_bytes += self.early_stats.minimal_log_bytes;
         stats.changed_bytes += self.early_stats.changed_bytes;
         stats.diff = t1.elapsed();
         let t2 = Instant::now();
         let stx = self.stx()?;
-        for (addr, data) in &writes {
-            stx.write(*addr, data)?;
+        for r in &records {
+            match r {
+                Record::Range(addr, data) => stx.write(*addr, data)?,
+                Record::Page(page, image) => stx.write_page(*page, image)?,
+            }
         }
         let stx = self
             .stx
@@ -408,21 +379,6 @@ impl Tx<'_> {
         })
     }
 
-    /// Whether the barrier's clean copies are the clean version of block
-    /// `head`: a one-page block that was there before the transaction,
-    /// none of whose changes were logged early (its committed image plus
-    /// those changes is its clean version then: `clean_image`). A page
-    /// most of which was noted is diffed whole instead, against its
-    /// committed image: object by object it would cost more.
-    fn copies_serve(&self, head: PageNo, run: u32, within: &[(usize, usize)]) -> bool {
-        let noted: usize = within.iter().map(|&(s, e)| e - s).sum();
-        run == 1
-            && noted <= self.page_size / 2
-            && !self.session.tx.new_blocks.contains_key(&head)
-            && !self.session.tx.early_pages.contains_key(&head)
-            && !self.pager.spills().contains_key(&head)
-    }
-
     /// The parts of `ranges` in the block at `frame` (`len` bytes), as
     /// offsets in the block.
     fn block_ranges(&self, ranges: &Ranges, frame: FrameNo, len: usize) -> Vec<(usize, usize)> {
@@ -434,22 +390,6 @@ impl Tx<'_> {
             .take_while(|&&(s, _)| s < hi)
             .map(|&(s, e)| ((s.max(lo) - lo) as usize, (e.min(hi) - lo) as usize))
             .collect()
-    }
-
-    /// Debug builds: a block's log under a software scheme must be the
-    /// whole-block diff's, or a write bypassed the barrier (and would be
-    /// lost).
-    #[cfg(debug_assertions)]
-    fn check_barrier(&self, head: PageNo, clean: &[u8], dirty: &[u8], got: &[Region]) -> Result<()> {
-        let full = Self::changes(clean, dirty, 1, None, &mut CommitStats::default());
-        if full.as_slice() != got {
-            return Err(Error::internal(format!(
-                "page {head}: bytes changed outside what the {} barrier recorded \
-                 (logged {got:?}, changed {full:?})",
-                self.strategy.detect
-            )));
-        }
-        Ok(())
     }
 
     /// Bookkeeping once the store has the transaction.

@@ -59,7 +59,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 pub use options::Options;
-pub use strategy::{Detect, Strategy};
+pub use strategy::{Detect, Log, Strategy};
 pub use read::View;
 pub use tx::{CommitStats, Tx};
 
@@ -355,7 +355,7 @@ impl Db {
     /// software scheme re-protects or unprotects every resident page, so
     /// alternating costs a pass over them (`DbStats::detection_switches`).
     pub fn begin_with(&mut self, strategy: Strategy) -> Result<Tx<'_>> {
-        strategy.detect.check()?;
+        strategy.check()?;
         self.end_forgotten();
         if let Some(why) = &self.session.broken {
             return Err(Error::Poisoned { cause: why.clone() });

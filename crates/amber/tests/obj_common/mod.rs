@@ -70,7 +70,7 @@ pub mod stale;
 pub mod types;
 
 use amber::BackendChoice;
-use amber::{Db, Detect, Options, Strategy};
+use amber::{Db, Detect, Log, Options, Strategy};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -83,8 +83,8 @@ pub struct Cfg {
     pub backend: BackendChoice,
     /// The page size of databases the case creates.
     pub page_size: usize,
-    /// How transactions detect updates.
-    pub detect: Detect,
+    /// How transactions detect updates and generate the log.
+    pub strategy: Strategy,
 }
 
 impl Cfg {
@@ -93,13 +93,24 @@ impl Cfg {
         Cfg {
             backend,
             page_size,
-            detect: Detect::Pages,
+            strategy: Strategy::DEFAULT,
         }
     }
 
-    /// The same under detection scheme `detect`.
+    /// The same under detection scheme `detect`, diffing.
     pub const fn with(self, detect: Detect) -> Cfg {
-        Cfg { detect, ..self }
+        Cfg {
+            strategy: Strategy::detect(detect),
+            ..self
+        }
+    }
+
+    /// The same generating the log with `log`.
+    pub const fn log(self, log: Log) -> Cfg {
+        Cfg {
+            strategy: self.strategy.with_log(log),
+            ..self
+        }
     }
 }
 
@@ -111,7 +122,7 @@ pub fn opts(b: Cfg) -> Options {
         backend: b.backend,
         page_size: b.page_size,
         reserve_bytes: 1 << 30,
-        strategy: Strategy::detect(b.detect),
+        strategy: b.strategy,
         ..Options::default()
     }
 }

@@ -1,5 +1,5 @@
 //! Card marking (Hosking et al. §4): the frame space is divided into cards
-//! of 2^k bytes (16 to 4096) and the barrier stores zero into the byte of
+//! of 2^k bytes (8 to 4096) and the barrier stores zero into the byte of
 //! every card a write touches (one shift and one store; clean cards hold
 //! one). The commit scans the whole table, eight cards per load, and takes
 //! each run of contiguous dirty cards as one range.
@@ -35,12 +35,43 @@ impl CardTable {
     /// The barrier: marks the cards of `[at, at + len)` dirty.
     #[inline]
     pub(super) fn mark(&mut self, at: u64, len: usize) {
+        let (first, last) = self.cards(at, len);
+        self.table[first..=last].fill(DIRTY);
+    }
+
+    /// The barrier when the cards are the copies' chunks: marks the cards
+    /// of `[at, at + len)` dirty and calls `fresh` with the address of
+    /// each that was clean (written for the first time since the last
+    /// commit). A repeated write costs one load and one compare.
+    #[inline]
+    pub(super) fn mark_fresh(&mut self, at: u64, len: usize, mut fresh: impl FnMut(u64)) {
+        let (first, last) = self.cards(at, len);
+        if first == last && self.table[first] == DIRTY {
+            return;
+        }
+        for i in first..=last {
+            if self.table[i] == CLEAN {
+                self.table[i] = DIRTY;
+                fresh(self.base + ((i as u64) << self.shift));
+            }
+        }
+    }
+
+    /// The first and last card of `[at, at + len)`, the table grown to
+    /// hold them.
+    #[inline]
+    fn cards(&mut self, at: u64, len: usize) -> (usize, usize) {
         let first = ((at - self.base) >> self.shift) as usize;
         let last = ((at + len.max(1) as u64 - 1 - self.base) >> self.shift) as usize;
         if last >= self.table.len() {
             self.grow(last);
         }
-        self.table[first..=last].fill(DIRTY);
+        (first, last)
+    }
+
+    /// Card size in bytes.
+    pub(super) fn bytes(&self) -> u64 {
+        1 << self.shift
     }
 
     #[cold]
@@ -102,5 +133,15 @@ mod tests {
         out.clear();
         t.take(&mut out);
         assert!(out.is_empty(), "take cleans the table");
+    }
+
+    #[test]
+    fn only_fresh_cards_are_reported() {
+        let mut t = CardTable::new(8, 0);
+        let mut fresh = Vec::new();
+        t.mark_fresh(8, 8, |c| fresh.push(c));
+        t.mark_fresh(4, 16, |c| fresh.push(c)); // cards 0, 1 (dirty), 2
+        t.mark_fresh(9, 2, |c| fresh.push(c));
+        assert_eq!(fresh, vec![8, 0, 16]);
     }
 }

@@ -19,116 +19,17 @@
 //! that nothing changed outside it (a write that bypassed the barrier).
 
 mod cards;
+mod choice;
 pub(crate) mod copies;
 mod diff;
+pub(crate) mod loggen;
 mod objects;
 mod remsets;
 
-use crate::error::{Error, Result};
+pub use choice::{Detect, Log, Strategy};
+
 use crate::vm::{Access, Barrier, FrameNo, FrameSpace, Memory};
 use std::any::Any;
-use std::fmt;
-use std::str::FromStr;
-
-/// How a transaction's updates are detected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Detect {
-    /// Page protection (the default): the fault backend notices the first
-    /// write to each page; no barrier.
-    #[default]
-    Pages,
-    /// Object marking: the barrier sets a bit in the updated object's
-    /// header; the commit scans every resident object for it.
-    Objects,
-    /// Remembered sets: the barrier puts the updated object in a hash set;
-    /// the commit visits only the set.
-    Remsets,
-    /// Card marking: the barrier marks the cards (aligned runs of `bytes`
-    /// bytes, a power of two from 16 to 4096) written; the commit scans
-    /// the card table.
-    Cards {
-        /// Card size in bytes.
-        bytes: u32,
-    },
-}
-
-impl Detect {
-    /// Whether writes are noted by a software barrier.
-    pub fn is_software(self) -> bool {
-        self != Detect::Pages
-    }
-
-    /// Refuses a card size the scheme does not have.
-    pub(crate) fn check(self) -> Result<()> {
-        match self {
-            Detect::Cards { bytes } if !(bytes.is_power_of_two() && (16..=4096).contains(&bytes)) => {
-                Err(Error::invalid(format!(
-                    "card size {bytes}: expected a power of two from 16 to 4096 bytes"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// The scheme names the benchmarks and the command line use: `pages`,
-/// `objects`, `remsets`, `cards-N`.
-impl fmt::Display for Detect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Detect::Pages => f.write_str("pages"),
-            Detect::Objects => f.write_str("objects"),
-            Detect::Remsets => f.write_str("remsets"),
-            Detect::Cards { bytes } => write!(f, "cards-{bytes}"),
-        }
-    }
-}
-
-impl FromStr for Detect {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Detect> {
-        let d = match s {
-            "pages" => Detect::Pages,
-            "objects" => Detect::Objects,
-            "remsets" => Detect::Remsets,
-            _ => match s.strip_prefix("cards-").map(str::parse) {
-                Some(Ok(bytes)) => Detect::Cards { bytes },
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "detection scheme {s:?}: expected pages, objects, remsets or cards-N"
-                    )));
-                }
-            },
-        };
-        d.check()?;
-        Ok(d)
-    }
-}
-
-/// What a transaction runs with: the database's ([`Options::strategy`])
-/// or one chosen for it ([`Db::begin_with`]).
-///
-/// [`Options::strategy`]: crate::Options::strategy
-/// [`Db::begin_with`]: crate::Db::begin_with
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Strategy {
-    /// How updates are detected.
-    pub detect: Detect,
-}
-
-impl Strategy {
-    /// The default: page protection.
-    pub const DEFAULT: Strategy = Strategy {
-        detect: Detect::Pages,
-    };
-
-    /// The strategy detecting updates with `detect`.
-    pub const fn detect(detect: Detect) -> Strategy {
-        Strategy { detect }
-    }
-}
 
 /// Virtual-address ranges `[start, end)`.
 pub(crate) type Ranges = Vec<(u64, u64)>;
@@ -172,11 +73,15 @@ impl Software {
             Detect::Remsets => Records::Remsets(remsets::RememberedSet::default()),
             Detect::Cards { bytes } => Records::Cards(cards::CardTable::new(bytes, base)),
         };
+        let chunk = match detect {
+            Detect::Cards { bytes } => u64::from(bytes).min(copies::MAX_CHUNK),
+            _ => copies::MAX_CHUNK,
+        };
         Some(Software {
             detect,
             records,
             raw: Vec::new(),
-            copies: copies::CleanCopies::default(),
+            copies: copies::CleanCopies::new(chunk),
         })
     }
 
@@ -215,7 +120,15 @@ impl Software {
 impl Barrier for Software {
     #[inline]
     fn note(&mut self, object: u64, at: u64, len: usize, memory: &Memory<'_>) -> bool {
-        self.copies.save(at, len, memory);
+        let copies = &mut self.copies;
+        match &mut self.records {
+            // A card is a chunk: its first marking is its first write.
+            Records::Cards(c) if c.bytes() == copies.chunk() => {
+                c.mark_fresh(at, len, |card| copies.save_unseen(card, 1, memory));
+                return false;
+            }
+            _ => copies.save(at, len, memory),
+        }
         match &mut self.records {
             Records::Cards(c) => {
                 c.mark(at, len);
@@ -256,22 +169,6 @@ pub(crate) fn merge(r: &mut Ranges) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip() {
-        for d in [
-            Detect::Pages,
-            Detect::Objects,
-            Detect::Remsets,
-            Detect::Cards { bytes: 16 },
-            Detect::Cards { bytes: 4096 },
-        ] {
-            assert_eq!(d.to_string().parse::<Detect>().unwrap(), d);
-        }
-        for bad in ["cards-8", "cards-8192", "cards-100", "cards-", "pagez"] {
-            assert!(bad.parse::<Detect>().is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn merge_joins_overlapping_and_touching() {
