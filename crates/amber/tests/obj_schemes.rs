@@ -6,7 +6,7 @@
 //! fails the commit that would have lost it.
 mod harness;
 mod obj_common;
-use amber::{BackendChoice, Detect, Log};
+use amber::{BackendChoice, Detect, Log, Strategy};
 use obj_common as common;
 use obj_common::Cfg;
 
@@ -20,6 +20,7 @@ const SD_8: Cfg = B.with(Detect::Cards { bytes: 8 });
 const SL_64: Cfg = B.with(Detect::Cards { bytes: 64 }).log(Log::SubPages);
 const REMSETS_SL: Cfg = REMSETS.log(Log::SubPages);
 const WPL: Cfg = B.log(Log::WholePages);
+const AUTO: Cfg = B.under(Strategy::AUTO);
 const REMSETS_8K: Cfg = Cfg::new(BackendChoice::Uffd, 8192).with(Detect::Remsets);
 
 /// The cases of one scheme, each named `case_scheme`.
@@ -90,6 +91,7 @@ fn main() -> std::process::ExitCode {
     all.extend(cases!("sd_8", SD_8));
     all.extend(cases!("sl_64", SL_64));
     all.extend(cases!("wpl", WPL));
+    all.extend(cases!("auto", AUTO));
     all.extend(
         cases!("remsets_sl", REMSETS_SL)
             .into_iter()

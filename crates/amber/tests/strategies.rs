@@ -233,6 +233,48 @@ fn log_generators_log_what_they_promise() {
     );
 }
 
+/// `auto` runs each transaction under one of its two schemes, tries both
+/// when the shape of the transactions changes, and loses no update.
+#[test]
+fn auto_chooses_per_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut db = Db::create(&path, opts(Detect::Pages)).unwrap();
+    let first = build(&mut db, 200);
+    let ps = parts(&db, first);
+    let mut model: Vec<u64> = (0..200).collect();
+    let mut seen = Vec::new();
+    for round in 0..60usize {
+        // Three shapes: a few parts, every part, every part many times.
+        let (every, times) = match round / 20 {
+            0 => (37, 1),
+            1 => (1, 1),
+            _ => (1, 20),
+        };
+        let mut tx = db.begin_with(Strategy::AUTO).unwrap();
+        for _ in 0..times {
+            for i in (0..200).step_by(every) {
+                *tx.field_mut(ps[i], |o| &o.x) += 1;
+                model[i] += 1;
+            }
+        }
+        let s = tx.commit().unwrap();
+        assert!(!s.strategy.is_auto(), "the choice made is reported");
+        if !seen.contains(&s.strategy) {
+            seen.push(s.strategy);
+        }
+    }
+    assert_eq!(seen.len(), 2, "both schemes tried: {seen:?}");
+    drop(db);
+    let db = Db::open(&path, opts(Detect::Pages)).unwrap();
+    for (i, &p) in parts(&db, db.root::<Part>("first").unwrap().unwrap())
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(db.get(p).x, model[i], "part {i}");
+    }
+}
+
 /// Alternating schemes from one transaction to the next (and aborting
 /// under each) keeps exactly the committed updates.
 #[test]

@@ -15,7 +15,7 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
 
-use amber::{BackendChoice, Detect};
+use amber::{BackendChoice, Strategy};
 
 use crate::oo1::reference::Reference;
 use crate::oo1::{Engine, GeneratedDb, PartId};
@@ -41,6 +41,8 @@ pub struct LongRow {
     /// Amber's own count of the least log for what its diff found (the
     /// independent count is the hot update rows').
     pub minimal_log_bytes: u64,
+    /// The strategies the timed transactions ran under, counted.
+    pub ran_under: String,
 }
 
 /// y = a + b·k for one (scheme, p).
@@ -63,14 +65,14 @@ pub(super) fn run_scheme(
     generated: &GeneratedDb,
     dir: &Path,
     choice: BackendChoice,
-    detect: Detect,
+    strategy: Strategy,
     scheme: &str,
     ps: &[f64],
     ks: &[usize],
     iters: usize,
     seed: u64,
 ) -> Result<Vec<LongRow>, BenchError> {
-    let mut eng = open_engine(dir, choice, detect)?;
+    let mut eng = open_engine(dir, choice, strategy)?;
     let mut reference = Reference::new(generated);
     let parts = generated.params.parts;
     let mut rows = Vec::new();
@@ -122,6 +124,7 @@ pub(super) fn run_scheme(
                 }),
                 log_bytes: med(&|c| s(c).log_bytes as f64) as u64,
                 minimal_log_bytes: med(&|c| s(c).minimal_log_bytes as f64) as u64,
+                ran_under: crate::update::ran_under(samples.iter().map(|c| c.stats.strategy)),
             });
         }
     }

@@ -27,6 +27,7 @@
 //! transactions (`long.rs`): k traversals per commit, with the fit
 //! y = a + b·k per scheme and p. `auto` is not built yet.
 
+pub mod auto;
 mod long;
 mod reads;
 
@@ -37,18 +38,22 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use amber::{BackendChoice, Detect};
+use amber::{BackendChoice, Detect, Strategy};
 
 use crate::backend::Backends;
 use crate::olsim::plot::{Series, line_chart};
 use crate::oo1::GenParams;
 use crate::storage::BenchError;
-use crate::update::{UpdateConfig, UpdateReport, build_base, copy_dir, update};
+use crate::update::{
+    UpdateConfig, UpdateReport, build_base, copy_dir, on_every_backend, scheme_name, update,
+};
 
 /// Every scheme, in the order rows are reported.
-pub fn all_schemes() -> Vec<Detect> {
+pub fn all_schemes() -> Vec<Strategy> {
     let mut v = vec![Detect::Pages, Detect::Objects, Detect::Remsets];
     v.extend([16, 64, 256, 1024, 4096].map(|bytes| Detect::Cards { bytes }));
+    let mut v: Vec<Strategy> = v.into_iter().map(Strategy::detect).collect();
+    v.push(Strategy::AUTO);
     v
 }
 
@@ -61,7 +66,7 @@ pub struct DetectConfig {
     /// OO1 parts.
     pub parts: u32,
     /// Schemes to measure.
-    pub schemes: Vec<Detect>,
+    pub schemes: Vec<Strategy>,
     /// Timed commits per (scheme, p).
     pub iters: usize,
     /// Untimed traversals before them.
@@ -110,6 +115,8 @@ pub struct DetectRow {
     /// Bytes the scheme said may have been written (what the commit diffed).
     pub noted_bytes: u64,
     pub blocks: u64,
+    /// The strategies the timed commits ran under, counted.
+    pub ran_under: String,
 }
 
 /// What `amber bench detect` reports.
@@ -132,6 +139,10 @@ pub struct DetectReport {
     pub detect_diff_vs_pages_at_0_05: Option<f64>,
     /// Whether every scheme logged the same bytes at every p.
     pub same_log_everywhere: bool,
+    /// `auto` against the best fixed scheme on every hot-update and
+    /// long-transaction row, and the worst ratio (target ≤ 1.10).
+    pub auto: Vec<auto::AutoRow>,
+    pub auto_worst_ratio: Option<f64>,
     /// The measurement underneath (its rows, environment and method).
     pub update: UpdateReport,
 }
@@ -170,6 +181,7 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
             commit_record_bytes: u.commit_record_bytes,
             noted_bytes: u.noted_bytes,
             blocks: u.blocks,
+            ran_under: u.ran_under.clone(),
         })
         .collect();
     let at = |scheme: &str| {
@@ -180,7 +192,7 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
     };
     let best = results
         .iter()
-        .filter(|r| r.p == 0.05 && !r.scheme.starts_with("pages"))
+        .filter(|r| r.p == 0.05 && !r.scheme.starts_with("pages") && r.scheme != "auto")
         .min_by(|a, b| a.old_ms.total_cmp(&b.old_ms));
     let ratio = best.and_then(|b| at("pages-uffd").map(|pages| b.old_ms / pages));
     let same_log_everywhere = PROBABILITIES.iter().all(|&p| {
@@ -197,8 +209,11 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
             .filter(|x| x.p == r.p && x.k == r.k)
             .all(|x| x.log_bytes == r.log_bytes)
     });
+    let auto = auto::compare(&results, &long);
     Ok(DetectReport {
         benchmark: "detect",
+        auto_worst_ratio: auto.iter().map(|a| a.ratio).max_by(f64::total_cmp),
+        auto,
         fits: long::fits(&long),
         reads,
         long,
@@ -220,22 +235,23 @@ fn per_scheme(cfg: &DetectConfig) -> Result<(Vec<ReadRow>, Vec<LongRow>), BenchE
     };
     let (generated, work, base) = build_base(params, cfg.dir.as_deref())?;
     let (mut reads, mut rows) = (Vec::new(), Vec::new());
-    for &detect in &cfg.schemes {
-        let choices: &[BackendChoice] = if detect.is_software() {
-            &[BackendChoice::Uffd]
-        } else {
+    for &strategy in &cfg.schemes {
+        let choices: &[BackendChoice] = if on_every_backend(strategy) {
             &[BackendChoice::Uffd, BackendChoice::Sigsegv]
+        } else {
+            &[BackendChoice::Uffd]
         };
         for &choice in choices {
-            let scheme = match (detect.is_software(), choice) {
-                (true, _) => detect.to_string(),
-                (false, BackendChoice::Sigsegv) => "pages-sigsegv".to_string(),
-                (false, _) => "pages-uffd".to_string(),
+            let backend = if choice == BackendChoice::Sigsegv {
+                "sigsegv"
+            } else {
+                "uffd"
             };
+            let scheme = scheme_name(strategy, backend);
             let dir = work.path().join(format!("reads-{scheme}"));
             copy_dir(&base, &dir)?;
             reads.extend(reads::run_scheme(
-                &generated, &dir, choice, detect, &scheme,
+                &generated, &dir, choice, strategy, &scheme,
             )?);
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
@@ -248,7 +264,7 @@ fn per_scheme(cfg: &DetectConfig) -> Result<(Vec<ReadRow>, Vec<LongRow>), BenchE
                 &generated,
                 &dir,
                 choice,
-                detect,
+                strategy,
                 &scheme,
                 &cfg.long_ps,
                 &cfg.long_ks,
@@ -379,6 +395,21 @@ impl DetectReport {
             "  every scheme logged the same bytes at every p: {}",
             self.same_log_everywhere
         );
+        if !self.auto.is_empty() {
+            let _ = writeln!(
+                s,
+                "auto against the best fixed scheme (target <= {})",
+                auto::AUTO_BOUND
+            );
+            for a in &self.auto {
+                let k = a.k.map_or(String::new(), |k| format!(" k={k}"));
+                let _ = writeln!(
+                    s,
+                    "  {:<5} p={:<5}{k:<7} auto {:>9.3} ms, best {:<13} {:>9.3} ms: {:.3} ({})",
+                    a.phase, a.p, a.auto_ms, a.best_scheme, a.best_ms, a.ratio, a.ran_under
+                );
+            }
+        }
         if !self.reads.is_empty() {
             let _ = writeln!(s, "lookups and traversals (1 cold, median of 9 warm), ms:");
             for r in &self.reads {

@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::path::Path;
 use std::time::Instant;
 
-use amber::{BackendChoice, Detect};
+use amber::{BackendChoice, Strategy};
 
 use crate::oo1::ops::{Input, Job, Op, Protocol, inputs};
 use crate::oo1::reference::Reference;
@@ -32,13 +32,13 @@ pub(super) fn run_scheme(
     generated: &GeneratedDb,
     dir: &Path,
     choice: BackendChoice,
-    detect: Detect,
+    strategy: Strategy,
     scheme: &str,
 ) -> Result<Vec<ReadRow>, BenchError> {
     let mut rows = Vec::new();
     let mut reference = Reference::new(generated);
     for op in [Op::Lookup, Op::Traversal] {
-        let mut eng = open_engine(dir, choice, detect)?;
+        let mut eng = open_engine(dir, choice, strategy)?;
         // Arm the scheme before the first fault, as a program's first
         // transaction would.
         eng.db_mut()

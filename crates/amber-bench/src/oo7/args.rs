@@ -28,6 +28,9 @@ options:
   --engines LIST   comma-separated engines to run, in column order (default: all available)
   --ops LIST       comma-separated operations (default: all): t1,t2a,t2b,t2c,t3a,t3b,t3c,t4,t5,t6,t7,t8,t9,
                    q1,q2,q3,q4,q5,q6,q7,q8,insert,delete
+  --schemes LIST   comma-separated update strategies (pd, sd-8, sd-16, sd-32, sd-64, sl-64, wpl, or any
+                   name Amber's Strategy parses): each Amber engine runs once per scheme, as ENGINE/SCHEME,
+                   on one shared build (default --ops: t2a,t2b,t2c; default --engines: amber)
   --rounds R       run every engine's jobs R times, round-robin; each cell is the median (default 3)
   --warm W         warm iterations per job (default 4)
   --hot H          hot iterations per job, repeating the last warm one's input (default 5)
@@ -47,6 +50,8 @@ pub struct Oo7Args {
     pub modules: Option<u32>,
     pub engines: Option<Vec<String>>,
     pub ops: Vec<Op>,
+    /// `--schemes LIST`: the update strategies the Amber engines run under.
+    pub schemes: Option<Vec<String>>,
     pub rounds: u32,
     pub protocol: Protocol,
     pub cache_mib: Option<u64>,
@@ -66,6 +71,7 @@ impl Default for Oo7Args {
             modules: None,
             engines: None,
             ops: Op::ALL.to_vec(),
+            schemes: None,
             rounds: DEFAULT_ROUNDS,
             protocol: OO7_PROTOCOL,
             cache_mib: None,
@@ -91,6 +97,7 @@ impl Oo7Args {
     /// Parses the arguments that follow `amber bench oo7`.
     pub fn parse(args: &[String]) -> Result<Oo7Args, BenchError> {
         let mut out = Oo7Args::default();
+        let mut ops_given = false;
         let mut it = args.iter();
         while let Some(arg) = it.next() {
             let (flag, inline) = match arg.split_once('=') {
@@ -125,7 +132,9 @@ impl Oo7Args {
                 "--json" => out.json = Some(PathBuf::from(value(flag)?)),
                 "--plot" => out.plot = Some(PathBuf::from(value(flag)?)),
                 "--engines" => out.engines = Some(list(&value(flag)?)),
+                "--schemes" => out.schemes = Some(list(&value(flag)?)),
                 "--ops" => {
+                    ops_given = true;
                     out.ops = list(&value(flag)?)
                         .iter()
                         .map(|name| {
@@ -140,6 +149,19 @@ impl Oo7Args {
                         "unknown argument {arg:?}\n\n{USAGE}"
                     )));
                 }
+            }
+        }
+        if let Some(schemes) = &out.schemes {
+            if schemes.is_empty() {
+                return Err(BenchError::Usage(
+                    "--schemes needs at least one scheme".into(),
+                ));
+            }
+            if !ops_given {
+                out.ops = vec![Op::T2a, Op::T2b, Op::T2c];
+            }
+            if out.engines.is_none() {
+                out.engines = Some(vec!["amber".to_string()]);
             }
         }
         if out.engines.as_ref().is_some_and(|e| e.is_empty()) {
@@ -203,5 +225,22 @@ mod tests {
             matches!(parse(&["--modules", "0"]), Err(BenchError::Usage(m)) if m.contains("--modules"))
         );
         assert!(matches!(parse(&["--help"]), Err(BenchError::Help(_))));
+        let a = parse(&["--schemes", "pd,sd-8,wpl"]).expect("schemes");
+        assert_eq!(a.ops, vec![Op::T2a, Op::T2b, Op::T2c]);
+        assert_eq!(a.engines, Some(vec!["amber".to_string()]));
+        assert_eq!(a.schemes.as_ref().map(Vec::len), Some(3));
+        let a = parse(&[
+            "--schemes",
+            "pd",
+            "--ops",
+            "t1",
+            "--engines",
+            "amber-sigsegv",
+        ])
+        .expect("schemes");
+        assert_eq!(
+            (a.ops, a.engines),
+            (vec![Op::T1], Some(vec!["amber-sigsegv".to_string()]))
+        );
     }
 }

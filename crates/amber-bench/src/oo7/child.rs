@@ -164,10 +164,19 @@ pub fn run_job(factory: &dyn Oo7Factory, request: &ChildRequest) -> Result<JobRe
 /// replying) when the job failed.
 pub fn run_oo7_child(engines: Vec<Box<dyn Oo7Factory>>) -> Result<(), BenchError> {
     serve_child("OO7", |request: ChildRequest| {
-        let factory = engines
-            .iter()
-            .find(|f| f.info().name == request.engine)
+        let find = |name: &str| engines.iter().find(|f| f.info().name == name);
+        if let Some(factory) = find(&request.engine) {
+            return run_job(factory.as_ref(), &request);
+        }
+        // `ENGINE/SCHEME` (`--schemes`).
+        let (engine, scheme) = request
+            .engine
+            .split_once('/')
             .ok_or_else(|| no_engine(&request.engine))?;
+        let factory = find(engine)
+            .ok_or_else(|| no_engine(engine))?
+            .with_scheme(scheme)
+            .map_err(BenchError::Usage)?;
         run_job(factory.as_ref(), &request)
     })
 }

@@ -122,6 +122,23 @@ pub trait Oo7Factory: Send + Sync {
 
     /// Opens the database `build` made in `dir` (possibly a copy).
     fn open(&self, dir: &Path, options: &EngineOptions) -> Result<Box<dyn Oo7Engine>, EngineError>;
+
+    /// The engine whose database this one opens: itself, or for a scheme
+    /// of an engine ([`with_scheme`](Self::with_scheme)) that engine, whose
+    /// build is shared.
+    fn build_of(&self) -> &'static str {
+        self.info().name
+    }
+
+    /// This engine opening its databases under update strategy `scheme`
+    /// (`amber bench oo7 --schemes`), named `ENGINE/SCHEME`; an error for
+    /// an engine without strategies, or a scheme it does not know.
+    fn with_scheme(&self, scheme: &str) -> Result<Box<dyn Oo7Factory>, String> {
+        Err(format!(
+            "{scheme}: engine {} has no update strategies",
+            self.info().name
+        ))
+    }
 }
 
 /// An open OO7 database: the operations of [`super::ops::Op`], each one

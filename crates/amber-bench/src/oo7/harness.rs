@@ -81,6 +81,25 @@ pub fn compare_answers(result: &JobResult, expected: &Expected, round: u32) -> V
     problems
 }
 
+/// Each engine of `chosen` once per scheme of `schemes` (`--schemes`), as
+/// `ENGINE/SCHEME`; `None` without `--schemes`. An engine without update
+/// strategies, or a scheme an engine does not know, is a usage error.
+fn with_schemes(
+    chosen: &[&dyn Oo7Factory],
+    schemes: Option<&[String]>,
+) -> Result<Option<Vec<Box<dyn Oo7Factory>>>, BenchError> {
+    let Some(schemes) = schemes else {
+        return Ok(None);
+    };
+    let mut out = Vec::new();
+    for f in chosen {
+        for s in schemes {
+            out.push(f.with_scheme(s).map_err(BenchError::Usage)?);
+        }
+    }
+    Ok(Some(out))
+}
+
 /// Runs OO7 on the engines `args` selects, prints the table, writes the
 /// JSON and SVG asked for, and returns the report; an engine that fails or
 /// answers differently from the model makes it [`BenchError::Failed`]
@@ -88,7 +107,12 @@ pub fn compare_answers(result: &JobResult, expected: &Expected, round: u32) -> V
 pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Report, BenchError> {
     let params = args.params();
     params.validate().map_err(BenchError::Usage)?;
-    let selected = select_by("OO7", &engines, args.engines.as_deref(), |f| f.info().name)?;
+    let chosen = select_by("OO7", &engines, args.engines.as_deref(), |f| f.info().name)?;
+    let schemed = with_schemes(&chosen, args.schemes.as_deref())?;
+    let selected: Vec<&dyn Oo7Factory> = match &schemed {
+        Some(s) => s.iter().map(|f| f.as_ref()).collect(),
+        None => chosen,
+    };
     let db = with_progress_of(
         "oo7",
         &format!("generating the {} database", args.size),
@@ -106,11 +130,25 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
         cache_mib: args.cache_mib,
     };
     let mut builds = Vec::new();
-    let mut built = Vec::new();
+    let mut built: Vec<(&str, std::path::PathBuf)> = Vec::new();
     let mut problems = Vec::new();
     for factory in &selected {
         let name = factory.info().name;
-        let base = workspace.root().join(name).join("base");
+        // A scheme of an engine opens that engine's build.
+        let shared = factory.build_of();
+        if let Some(i) = builds
+            .iter()
+            .position(|b: &Build| b.info.name == shared || b.shares == shared)
+        {
+            let b = builds[i].clone();
+            builds.push(Build {
+                info: factory.info(),
+                ..b
+            });
+            built.push((name, built[i].1.clone()));
+            continue;
+        }
+        let base = workspace.root().join(shared).join("base");
         reset_dir(&base)?;
         let start = Instant::now();
         let outcome = with_progress_of("oo7", &format!("{name}: building the database"), || {
@@ -124,6 +162,7 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
         sync_tree(&base)?;
         builds.push(Build {
             info: factory.info(),
+            shares: shared,
             build_ms,
             db_bytes: tree_size(&base)?,
         });

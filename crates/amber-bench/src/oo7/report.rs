@@ -26,6 +26,9 @@ use crate::sys;
 #[derive(Clone, Debug)]
 pub struct Build {
     pub info: EngineInfo,
+    /// The engine whose database this is (itself, or the engine a scheme
+    /// engine opens the build of).
+    pub shares: &'static str,
     pub build_ms: f64,
     pub db_bytes: u64,
 }
@@ -43,6 +46,10 @@ pub struct EngineJson {
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     pub engine: String,
+    /// `--schemes`: the update strategy the engine ran under (its name's
+    /// part after `/`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheme: Option<String>,
     /// An operation's name, or `open` (the time to open the database, in
     /// the T1 job's process, or the first job's).
     pub op: String,
@@ -107,6 +114,11 @@ pub struct Oo7Report {
     pub machine: String,
     pub kernel: String,
     pub problems: Vec<String>,
+}
+
+/// The scheme of an `ENGINE/SCHEME` engine.
+fn scheme_of(engine: &str) -> Option<String> {
+    engine.split_once('/').map(|(_, s)| s.to_string())
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -244,6 +256,7 @@ impl Oo7Report {
                 let ms_rounds = open.clone();
                 rows.push(Row {
                     engine: name.to_string(),
+                    scheme: scheme_of(name),
                     op: "open".into(),
                     phase: "cold",
                     ms: median(&mut open),
@@ -291,6 +304,7 @@ impl Oo7Report {
                     let ms = median(&mut ms_rounds.clone());
                     rows.push(Row {
                         engine: name.to_string(),
+                        scheme: scheme_of(name),
                         op: op.name().to_string(),
                         phase: phase.name(),
                         ms,
@@ -482,7 +496,7 @@ impl Oo7Report {
                 t,
                 "\nbytes per commit (hot: written around the commit / amortized with the installation)"
             );
-            for op in committing {
+            for op in &committing {
                 let _ = write!(t, "{:<14}", op);
                 for n in &names {
                     let r = self.row(n, op, "hot");
@@ -491,6 +505,26 @@ impl Oo7Report {
                         fmt_bytes(r.and_then(|r| r.bytes_written)),
                         fmt_bytes(r.and_then(|r| r.amortized_bytes_per_commit))
                     );
+                    let _ = write!(t, "{cell:>14}");
+                }
+                t.push('\n');
+            }
+        }
+        let logs: Vec<&&String> = committing
+            .iter()
+            .filter(|op| {
+                names.iter().any(|n| {
+                    self.row(n, op, "hot")
+                        .is_some_and(|r| r.log_bytes.is_some())
+                })
+            })
+            .collect();
+        if !logs.is_empty() {
+            let _ = writeln!(t, "\nlog bytes per commit (hot, the engine's own account)");
+            for op in logs {
+                let _ = write!(t, "{:<14}", op);
+                for n in &names {
+                    let cell = fmt_bytes(self.row(n, op, "hot").and_then(|r| r.log_bytes));
                     let _ = write!(t, "{cell:>14}");
                 }
                 t.push('\n');

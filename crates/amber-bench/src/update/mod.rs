@@ -62,7 +62,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use amber::Detect;
+use amber::Strategy;
 use amber::internals::wal::RANGE_HEADER;
 use amber::internals::wal::record::COMMIT_SIZE;
 
@@ -103,7 +103,7 @@ pub struct UpdateConfig {
     pub dir: Option<PathBuf>,
     /// Update-detection schemes: page protection runs on each backend of
     /// `backends`, a software scheme on the first of them.
-    pub schemes: Vec<Detect>,
+    pub schemes: Vec<Strategy>,
     /// Update probabilities.
     pub probabilities: Vec<f64>,
 }
@@ -118,7 +118,7 @@ impl Default for UpdateConfig {
             pages: 512,
             seed: DEFAULT_SEED,
             dir: None,
-            schemes: vec![Detect::Pages],
+            schemes: vec![Strategy::DEFAULT],
             probabilities: PROBABILITIES.to_vec(),
         }
     }
@@ -162,17 +162,53 @@ pub(crate) fn hot_input(
 }
 
 /// Opens the OO1 database in `dir` with Amber's engine on backend `choice`,
-/// detecting updates with `detect`.
+/// under update strategy `strategy`.
 pub(crate) fn open_engine(
     dir: &Path,
     choice: amber::BackendChoice,
-    detect: Detect,
+    strategy: Strategy,
 ) -> Result<crate::oo1::amber_engine::AmberOo1, BenchError> {
     AmberFactory::DEFAULT
         .with_backend(choice)
-        .with_strategy(amber::Strategy::detect(detect))
+        .with_strategy(strategy)
         .open_amber(dir, &EngineOptions::default())
         .map_err(|e| BenchError::new(format!("opening the OO1 database: {e}")))
+}
+
+/// Whether strategy `s` runs on each fault backend: page protection does
+/// (the backends are two ways of detecting writes); a software barrier
+/// and `auto` (whose page protection is the default backend's) run on the
+/// first only.
+pub(crate) fn on_every_backend(s: Strategy) -> bool {
+    !s.is_auto() && !s.detect.is_software()
+}
+
+/// The name of strategy `s` in the rows (`scheme`): page protection with
+/// differencing by its backend (`pages-uffd`, `pages-sigsegv`), any other
+/// by its own name.
+pub(crate) fn scheme_name(s: Strategy, backend: &str) -> String {
+    if s == Strategy::DEFAULT {
+        format!("pages-{backend}")
+    } else {
+        s.to_string()
+    }
+}
+
+/// The strategies commits ran under, counted: `"pages 2, remsets 8"`, in
+/// order of first appearance.
+pub(crate) fn ran_under(strategies: impl Iterator<Item = Strategy>) -> String {
+    let mut counts: Vec<(Strategy, usize)> = Vec::new();
+    for s in strategies {
+        match counts.iter_mut().find(|(x, _)| *x == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Generates the OO1 database of `params` and builds it with Amber's
@@ -215,16 +251,16 @@ pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
     let mut rows = Vec::new();
     let mut first_writes = Vec::new();
     let choices = cfg.backends.choices();
-    for &detect in &cfg.schemes {
-        let on = if detect.is_software() {
-            &choices[..1]
-        } else {
+    for &strategy in &cfg.schemes {
+        let on = if on_every_backend(strategy) {
             &choices[..]
+        } else {
+            &choices[..1]
         };
         for &choice in on {
-            let dir = work.path().join(format!("run-{choice:?}-{detect}"));
+            let dir = work.path().join(format!("run-{choice:?}-{strategy}"));
             copy_dir(&base, &dir)?;
-            let run = run_backend(cfg, &generated, &dir, choice, detect)?;
+            let run = run_backend(cfg, &generated, &dir, choice, strategy)?;
             rows.extend(run.rows);
             first_writes.push(run.first_write);
             fs::remove_dir_all(&dir)

@@ -39,6 +39,9 @@ pub struct UpdateRow {
     /// Bytes the scheme reported as possibly written, which the commit
     /// diffed (`CommitStats::noted_bytes`).
     pub noted_bytes: u64,
+    /// The strategies the timed commits ran under, with their counts
+    /// (`auto` chooses per transaction), e.g. `"pages 2, remsets 8"`.
+    pub ran_under: String,
     /// Log bytes written, commit record included.
     pub log_bytes: u64,
     /// The commit record every non-empty commit adds (0 when nothing was

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use amber::CommitStats;
 use amber::internals::wal::record::COMMIT_SIZE;
-use amber::{BackendChoice, Detect};
+use amber::{BackendChoice, Strategy};
 
 use super::first_write::first_write;
 use super::minimal::{Expected, Shadow, visit_order};
@@ -78,17 +78,13 @@ pub(super) fn run_backend(
     generated: &GeneratedDb,
     dir: &Path,
     choice: BackendChoice,
-    detect: Detect,
+    strategy: Strategy,
 ) -> Result<BackendRun, BenchError> {
-    let mut eng = open_engine(dir, choice, detect)?;
+    let mut eng = open_engine(dir, choice, strategy)?;
     check_backend(choice, eng.db())?;
     let backend = eng.db().backend().to_string();
     // The scheme names of `amber bench detect`: page protection by backend.
-    let scheme = if detect.is_software() {
-        detect.to_string()
-    } else {
-        format!("pages-{backend}")
-    };
+    let scheme = super::scheme_name(strategy, &backend);
     let mut reference = Reference::new(generated);
     let mut shadow = Shadow::new(generated, &eng)?;
     let mut rows = Vec::new();
@@ -157,6 +153,7 @@ pub(super) fn run_backend(
             .median,
             traverse_ms: traverse.median,
             noted_bytes: medu(&|s| s.stats.noted_bytes),
+            ran_under: super::ran_under(samples.iter().map(|s| s.stats.strategy)),
             log_bytes,
             commit_record_bytes: medu(&Sample::commit_record),
             minimal_log_bytes: medu(&|s| s.expected.minimal_log_bytes),

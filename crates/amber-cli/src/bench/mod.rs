@@ -278,9 +278,9 @@ struct DetectArgs {
     /// OO1 parts.
     #[arg(long, default_value_t = 20_000)]
     parts: u32,
-    /// Schemes (comma-separated): pages, objects, remsets, cards-N (N = 16..4096); default all.
+    /// Schemes (comma-separated): pages, objects, remsets, cards-N (N = 8..4096), auto, or any strategy name; default all of Hosking's and auto.
     #[arg(long, value_delimiter = ',')]
-    schemes: Vec<amber::Detect>,
+    schemes: Vec<amber::Strategy>,
     /// Timed commits per scheme and p (medians are reported).
     #[arg(long, default_value_t = 10)]
     iters: usize,

@@ -287,7 +287,12 @@ impl Tx<'_> {
     /// the page is dropped from memory: its next touch reports why).
     pub fn commit(mut self) -> Result<CommitStats> {
         match self.commit_inner() {
-            Ok(s) => Ok(s),
+            Ok(s) => {
+                if let Some((arm, began)) = self.auto {
+                    self.session.auto.observe(arm, began.elapsed(), s.blocks);
+                }
+                Ok(s)
+            }
             Err(e) => {
                 self.rollback();
                 Err(e)
@@ -311,7 +316,10 @@ impl Tx<'_> {
     /// The commit, with the barrier (if any) taken out of the accessor so
     /// that its records can be read beside it.
     fn commit_with(&mut self, barrier: &mut Option<Box<dyn Barrier>>, t0: Instant) -> Result<CommitStats> {
-        let mut stats = CommitStats::default();
+        let mut stats = CommitStats {
+            strategy: self.strategy,
+            ..CommitStats::default()
+        };
         let mut software = barrier
             .as_mut()
             .and_then(|b| b.as_any_mut().downcast_mut::<Software>());

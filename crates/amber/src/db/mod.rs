@@ -57,6 +57,7 @@ use session::{Parts, Session};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 pub use options::Options;
 pub use strategy::{Detect, Log, Strategy};
@@ -351,17 +352,27 @@ impl Db {
 
     /// Starts a transaction that detects its updates (and, as they come,
     /// logs them) as `strategy` says, whatever the database's default
-    /// ([`Options::strategy`]). Switching between page protection and a
+    /// ([`Options::strategy`]); under [`Strategy::AUTO`], as the database
+    /// chooses for it. Switching between page protection and a
     /// software scheme re-protects or unprotects every resident page, so
     /// alternating costs a pass over them (`DbStats::detection_switches`).
     pub fn begin_with(&mut self, strategy: Strategy) -> Result<Tx<'_>> {
+        let began = Instant::now();
         strategy.check()?;
         self.end_forgotten();
         if let Some(why) = &self.session.broken {
             return Err(Error::Poisoned { cause: why.clone() });
         }
-        self.arm(strategy.detect)?;
-        Tx::new(self, strategy)
+        let (run, arm) = if strategy.is_auto() {
+            let arm = self.session.auto.choose();
+            (strategy::auto::ARMS[arm], Some(arm))
+        } else {
+            (strategy, None)
+        };
+        self.arm(run.detect)?;
+        let mut tx = Tx::new(self, run)?;
+        tx.auto = arm.map(|a| (a, began));
+        Ok(tx)
     }
 
     /// Puts the frame space and the accessor's barrier in the state
@@ -407,7 +418,9 @@ impl Db {
             pager: &self.pager,
             registry: &self.registry,
         };
-        let Session { current, broken, tx } = &mut self.session;
+        let Session {
+            current, broken, tx, ..
+        } = &mut self.session;
         self.store.forget_tx(tx.txid);
         if let Some(why) = session::rollback(&parts, tx, current) {
             *broken = Some(format!("rolling back a forgotten transaction: {why}"));

@@ -37,6 +37,8 @@ pub(crate) struct Session {
     pub(crate) broken: Option<String>,
     /// The open transaction's bookkeeping.
     pub(crate) tx: TxState,
+    /// What `Strategy::AUTO` has learnt of recent transactions.
+    pub(crate) auto: super::strategy::auto::Auto,
 }
 
 /// The bookkeeping of the open transaction.

@@ -22,7 +22,7 @@ use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What a commit did and what it cost, split as in Hosking et al.'s
 /// breakdown: finding the changed pages, diffing and unswizzling them, and
@@ -34,7 +34,9 @@ pub struct CommitStats {
     /// Log bytes written (records and commit record).
     pub log_bytes: u64,
     /// Log bytes the minimal-log rule demands for the changes (headers plus
-    /// changed bytes, after coalescing), commit record excluded.
+    /// changed bytes, after coalescing), commit record excluded; counted
+    /// for what was diffed only (not for the blocks sub-page or whole-page
+    /// logging logged without a diff).
     pub minimal_log_bytes: u64,
     /// Bytes that differ from the committed state.
     pub changed_bytes: u64,
@@ -53,6 +55,9 @@ pub struct CommitStats {
     pub diff: Duration,
     /// Time to append the records and sync the log.
     pub write: Duration,
+    /// The strategy the transaction ran under (under
+    /// [`Strategy::AUTO`], the one chosen for it).
+    pub strategy: Strategy,
 }
 
 /// Marker so that array types get their own registry key per element type.
@@ -78,6 +83,9 @@ pub struct Tx<'db> {
     pub(crate) page_size: usize,
     /// How this transaction detects its updates.
     pub(crate) strategy: Strategy,
+    /// Under `Strategy::AUTO`: the scheme chosen and when `begin` started,
+    /// for the commit to report what the transaction cost.
+    pub(crate) auto: Option<(usize, Instant)>,
 }
 
 impl<'db> Tx<'db> {
@@ -108,6 +116,7 @@ impl<'db> Tx<'db> {
             failed: None,
             page_size,
             strategy,
+            auto: None,
         })
     }
 

@@ -105,6 +105,11 @@ impl Cfg {
         }
     }
 
+    /// The same under `strategy`.
+    pub const fn under(self, strategy: Strategy) -> Cfg {
+        Cfg { strategy, ..self }
+    }
+
     /// The same generating the log with `log`.
     pub const fn log(self, log: Log) -> Cfg {
         Cfg {

@@ -3,7 +3,8 @@
 //!
 //! Reads are `View` calls on the open `Db` (plain loads once the pages are
 //! resident); every changing operation is one `Tx`, committed once
-//! (`fdatasync` of the log). T2 writes through `get_mut`, T3 moves the part
+//! (`fdatasync` of the log). T2 writes through `field_mut` (x, then y: a
+//! software barrier notes those 8 bytes, not the part), T3 moves the part
 //! in the `PMultiIndex` of build dates, T5 replaces the document's text
 //! with `set_str`, the structural insert allocates with
 //! [`load`]'s functions (as the build does), and the structural delete
@@ -32,7 +33,7 @@ mod ops;
 
 use std::path::{Path, PathBuf};
 
-use amber::{BackendChoice, Db, Options, PRef};
+use amber::{BackendChoice, Db, Options, PRef, Strategy};
 
 use self::schema::{AtomicPart, ROOT, Root};
 use crate::oo7::engine::{
@@ -49,12 +50,18 @@ pub const BUILD_BATCH: usize = 100;
 /// Amber's OO7 schema, as the table names it.
 pub const SCHEMA: &str = "objects linked by PRef: atomic parts hold their connections (PVec of target PRef, kind, length) and incoming PRefs; bags are PVecs of PRefs; documents and manuals PStrings; atomic parts by id a two-level array of PRefs, by build date a PMultiIndex<_, i32>; documents by title a PIndex<_, String>; composite parts, base assemblies and modules by id PVecs";
 
-/// Makes Amber OO7 databases with one fault backend.
+/// Makes Amber OO7 databases with one fault backend, opened under one
+/// update strategy.
 #[derive(Clone, Copy, Debug)]
 pub struct AmberOo7Factory {
     name: &'static str,
     summary: &'static str,
     backend: BackendChoice,
+    /// How the opened database detects updates and generates its log;
+    /// `None`: the database's default.
+    strategy: Option<Strategy>,
+    /// The engine whose build this one shares (a scheme of it).
+    base: &'static str,
 }
 
 impl AmberOo7Factory {
@@ -63,6 +70,8 @@ impl AmberOo7Factory {
         name: "amber",
         summary: "Amber, default fault backend (userfaultfd where available): PRefs swizzled at fault time, reads are plain loads; commit logs changed bytes and fdatasyncs the log",
         backend: BackendChoice::Auto,
+        strategy: None,
+        base: "amber",
     };
 
     /// `amber-sigsegv`: the SIGSEGV backend.
@@ -70,12 +79,15 @@ impl AmberOo7Factory {
         name: "amber-sigsegv",
         summary: "Amber as `amber`, with the SIGSEGV fault backend",
         backend: BackendChoice::Sigsegv,
+        strategy: None,
+        base: "amber-sigsegv",
     };
 
     fn options(&self, cache_mib: Option<u64>) -> Options {
         Options {
             backend: self.backend,
             cache_bytes: cache_mib.map(|m| m << 20),
+            strategy: self.strategy.unwrap_or_default(),
             ..Options::default()
         }
     }
@@ -95,6 +107,25 @@ impl Oo7Factory for AmberOo7Factory {
             install: crate::oo1::amber_engine::INSTALL,
             cache_budget: true,
         }
+    }
+
+    fn build_of(&self) -> &'static str {
+        self.base
+    }
+
+    fn with_scheme(&self, scheme: &str) -> Result<Box<dyn Oo7Factory>, String> {
+        let strategy: Strategy = scheme.parse().map_err(|e| format!("{e}"))?;
+        // The names live as long as the run (a few per run).
+        let name: &'static str = Box::leak(format!("{}/{scheme}", self.base).into_boxed_str());
+        let summary: &'static str = Box::leak(
+            format!("{}, update strategy {scheme} ({strategy})", self.summary).into_boxed_str(),
+        );
+        Ok(Box::new(AmberOo7Factory {
+            name,
+            summary,
+            strategy: Some(strategy),
+            ..*self
+        }))
     }
 
     fn build(&self, dir: &Path, db: &Oo7Db, _options: &EngineOptions) -> Result<(), EngineError> {

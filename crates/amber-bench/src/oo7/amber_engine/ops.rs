@@ -158,10 +158,11 @@ impl AmberOo7 {
                 for _ in 0..t.updates_at(index) {
                     updates += 1;
                     match field {
+                        // Field by field: a software barrier notes the
+                        // 8 bytes written, not the whole part.
                         Field::Xy => {
-                            let part = tx.get_mut(p);
-                            part.x += 1;
-                            part.y += 1;
+                            *tx.field_mut(p, |o| &o.x) += 1;
+                            *tx.field_mut(p, |o| &o.y) += 1;
                         }
                         Field::Date => {
                             let old = tx.get(p).build_date;
@@ -170,7 +171,7 @@ impl AmberOo7 {
                                 .ctx("moving a part in the date index")?;
                             tx.multi_insert(root, |r| &mut r.by_date, &new, p)
                                 .ctx("moving a part in the date index")?;
-                            tx.get_mut(p).build_date = new;
+                            *tx.field_mut(p, |o| &o.build_date) = new;
                         }
                     }
                 }

@@ -119,7 +119,7 @@ impl Log {
 /// (page protection, diff), `sd-N` (N-byte cards, N = 8 to 64, diff
 /// against N-byte copies), `sl-N` (N-byte cards logged whole) and `wpl`
 /// (page protection, whole pages); any other pair as `DETECT+LOG`, LOG
-/// being `diff`, `sl` or `wpl`.
+/// being `diff`, `sl` or `wpl`; and `auto` ([`Strategy::AUTO`]).
 ///
 /// [`Options::strategy`]: crate::Options::strategy
 /// [`Db::begin_with`]: crate::Db::begin_with
@@ -130,6 +130,8 @@ pub struct Strategy {
     pub detect: Detect,
     /// How the log is generated.
     pub log: Log,
+    /// Chosen per transaction (`detect` and `log` are then ignored).
+    auto: bool,
 }
 
 impl Strategy {
@@ -137,6 +139,18 @@ impl Strategy {
     pub const DEFAULT: Strategy = Strategy {
         detect: Detect::Pages,
         log: Log::Diff,
+        auto: false,
+    };
+
+    /// Chosen per transaction from what the database's recent
+    /// transactions cost: page protection or remembered sets, whichever ran
+    /// the current kind of transaction faster, both diffing (so the log is
+    /// the minimal one). The choice made is in [`CommitStats::strategy`].
+    ///
+    /// [`CommitStats::strategy`]: crate::CommitStats::strategy
+    pub const AUTO: Strategy = Strategy {
+        auto: true,
+        ..Strategy::DEFAULT
     };
 
     /// Detecting updates with `detect`, diffing.
@@ -144,12 +158,22 @@ impl Strategy {
         Strategy {
             detect,
             log: Log::Diff,
+            auto: false,
         }
+    }
+
+    /// Whether this is [`Strategy::AUTO`].
+    pub const fn is_auto(self) -> bool {
+        self.auto
     }
 
     /// This strategy, generating the log with `log`.
     pub const fn with_log(self, log: Log) -> Strategy {
-        Strategy { log, ..self }
+        Strategy {
+            log,
+            auto: false,
+            ..self
+        }
     }
 
     /// Refuses a combination that does not exist.
@@ -168,6 +192,7 @@ impl Strategy {
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.detect, self.log) {
+            _ if self.auto => f.write_str("auto"),
             (d, Log::Diff) => write!(f, "{d}"),
             (Detect::Cards { bytes }, Log::SubPages) => write!(f, "sl-{bytes}"),
             (Detect::Pages, Log::WholePages) => f.write_str("wpl"),
@@ -182,7 +207,7 @@ impl FromStr for Strategy {
     fn from_str(s: &str) -> Result<Strategy> {
         let bad = || {
             Error::invalid(format!(
-                "strategy {s:?}: expected pd, sd-N (N = 8 to 64), sl-N, wpl, a detection \
+                "strategy {s:?}: expected pd, sd-N (N = 8 to 64), sl-N, wpl, auto, a detection \
                  scheme (pages, objects, remsets, cards-N), or DETECT+LOG with LOG one of \
                  diff, sl, wpl"
             ))
@@ -196,6 +221,8 @@ impl FromStr for Strategy {
             Strategy::detect(d.parse()?).with_log(log)
         } else if s == "pd" {
             Strategy::DEFAULT
+        } else if s == "auto" {
+            Strategy::AUTO
         } else if s == "wpl" {
             Strategy::DEFAULT.with_log(Log::WholePages)
         } else if let Some(n) = s.strip_prefix("sd-") {
@@ -246,6 +273,7 @@ mod tests {
             ("remsets", Strategy::detect(Detect::Remsets), "remsets"),
             ("remsets+sl", Strategy::detect(Detect::Remsets).with_log(Log::SubPages), "remsets+sl"),
             ("cards-16+wpl", Strategy::detect(cards(16)).with_log(Log::WholePages), "cards-16+wpl"),
+            ("auto", Strategy::AUTO, "auto"),
         ];
         for (name, st, shown) in cases {
             assert_eq!(name.parse::<Strategy>().unwrap(), st, "{name}");

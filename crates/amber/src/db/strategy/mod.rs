@@ -18,6 +18,7 @@
 //! software scheme only narrows where the diff looks. Debug builds check
 //! that nothing changed outside it (a write that bypassed the barrier).
 
+pub(crate) mod auto;
 mod cards;
 mod choice;
 pub(crate) mod copies;

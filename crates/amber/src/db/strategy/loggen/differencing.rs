@@ -13,6 +13,7 @@ use super::{LogGenerator, Record, Written};
 use crate::db::tx::{CommitStats, Tx};
 use crate::error::Result;
 use crate::format::PageNo;
+#[cfg(debug_assertions)]
 use crate::wal::coalesce::Region;
 
 /// The differencing log generator.
