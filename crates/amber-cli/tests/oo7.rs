@@ -151,3 +151,73 @@ fn bad_arguments_are_refused_clearly() {
     let out = run(&["--help"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("--modules"));
 }
+
+/// `--schemes`: Amber under each update strategy on one build, the rows
+/// named `amber/SCHEME` with their `scheme`, the same answers (the harness
+/// checks them against the model), and logs that differ as the log
+/// generators promise: whole pages largest, whole cards next, the diff
+/// least; SD equal to PD (both diff).
+#[test]
+fn schemes_run_on_one_build_and_log_as_promised() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json_path = dir.path().join("oo7.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args([
+            "bench",
+            "oo7",
+            "--size",
+            "tiny",
+            "--rounds",
+            "1",
+            "--warm",
+            "1",
+            "--hot",
+            "2",
+            "--schemes",
+            "pd,sd-8,sl-64,wpl,auto",
+        ])
+        .arg("--dir")
+        .arg(dir.path().join("dbs"))
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("run amber bench oo7");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "amber bench oo7 --schemes failed\n{stdout}\n{stderr}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("JSON written"))
+            .expect("valid JSON");
+    assert_eq!(json["engines"].as_array().expect("engines").len(), 5);
+    let log = |scheme: &str, op: &str| -> u64 {
+        json["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .find(|r| r["scheme"] == scheme && r["op"] == op && r["phase"] == "hot")
+            .unwrap_or_else(|| panic!("no {scheme} {op} hot row"))["log_bytes"]
+            .as_u64()
+            .expect("log_bytes")
+    };
+    for op in ["t2a", "t2b", "t2c"] {
+        let (pd, sd, sl, wpl, auto) = (
+            log("pd", op),
+            log("sd-8", op),
+            log("sl-64", op),
+            log("wpl", op),
+            log("auto", op),
+        );
+        assert_eq!(sd, pd, "{op}: sub-page differencing logs the diff");
+        assert_eq!(auto, pd, "{op}: auto diffs");
+        assert!(pd < sl && sl < wpl, "{op}: pd {pd}, sl-64 {sl}, wpl {wpl}");
+    }
+    let bad = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(["bench", "oo7", "--size", "tiny", "--schemes", "sd-128"])
+        .output()
+        .expect("run amber bench oo7");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("sd-128"));
+}

@@ -462,10 +462,11 @@ mod tests {
             long_iters: 1,
         })
         .expect("detect");
-        assert_eq!(r.long.len(), 9 * 2 * 2);
-        assert_eq!(r.reads.len(), 9 * 2 * 2);
+        // Page protection on two backends, seven software schemes, auto.
+        assert_eq!(r.long.len(), 10 * 2 * 2);
+        assert_eq!(r.reads.len(), 10 * 2 * 2);
         assert!(r.reads.iter().all(|x| x.ms > 0.0));
-        assert_eq!(r.fits.len(), 9 * 2);
+        assert_eq!(r.fits.len(), 10 * 2);
         assert!(r.same_long_log_everywhere);
         let plots = r.plots();
         assert_eq!(plots.len(), 1 + 2, "hot, and one per long p");
@@ -474,8 +475,14 @@ mod tests {
                 .iter()
                 .all(|(_, svg)| svg.starts_with("<svg") && svg.contains("remsets"))
         );
-        // Page protection on two backends, seven software schemes.
-        assert_eq!(r.results.len(), 9 * PROBABILITIES.len());
+        assert_eq!(r.results.len(), 10 * PROBABILITIES.len());
+        // auto against the best fixed scheme on every hot and long row.
+        assert_eq!(r.auto.len(), PROBABILITIES.len() + 2 * 2);
+        assert!(
+            r.auto
+                .iter()
+                .all(|a| a.ratio > 0.0 && !a.ran_under.is_empty())
+        );
         let json = serde_json::to_value(&r).expect("json");
         for row in json["results"].as_array().expect("results") {
             for key in [
