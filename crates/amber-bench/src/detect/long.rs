@@ -43,6 +43,8 @@ pub struct LongRow {
     pub minimal_log_bytes: u64,
     /// The strategies the timed transactions ran under, counted.
     pub ran_under: String,
+    /// The log generator (`diff`, `sl`, `wpl`).
+    pub log: &'static str,
 }
 
 /// y = a + b·k for one (scheme, p).
@@ -125,6 +127,7 @@ pub(super) fn run_scheme(
                 log_bytes: med(&|c| s(c).log_bytes as f64) as u64,
                 minimal_log_bytes: med(&|c| s(c).minimal_log_bytes as f64) as u64,
                 ran_under: crate::update::ran_under(samples.iter().map(|c| c.stats.strategy)),
+                log: crate::update::log_name(strategy),
             });
         }
     }

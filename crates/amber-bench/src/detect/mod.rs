@@ -117,6 +117,11 @@ pub struct DetectRow {
     pub blocks: u64,
     /// The strategies the timed commits ran under, counted.
     pub ran_under: String,
+    /// The log generator (`diff`, `sl`, `wpl`), and the worst commit's
+    /// records over the independent minimal count: 1 for `diff`, larger by
+    /// design for `sl` and `wpl`.
+    pub log: &'static str,
+    pub log_vs_minimal: f64,
 }
 
 /// What `amber bench detect` reports.
@@ -131,13 +136,13 @@ pub struct DetectReport {
     pub long: Vec<LongRow>,
     /// y = a + b·k per (scheme, p), ms.
     pub fits: Vec<FitRow>,
-    /// Whether every scheme logged the same bytes at every (p, k).
+    /// Whether every differencing scheme logged the same bytes at every (p, k).
     pub same_long_log_everywhere: bool,
     /// At p = 0.05: the best software scheme, its detect + diff over
     /// pages-uffd's (target ≤ 1/3).
     pub best_software_at_0_05: Option<String>,
     pub detect_diff_vs_pages_at_0_05: Option<f64>,
-    /// Whether every scheme logged the same bytes at every p.
+    /// Whether every differencing scheme logged the same bytes at every p.
     pub same_log_everywhere: bool,
     /// `auto` against the best fixed scheme on every hot-update and
     /// long-transaction row, and the worst ratio (target ≤ 1.10).
@@ -182,6 +187,8 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
             noted_bytes: u.noted_bytes,
             blocks: u.blocks,
             ran_under: u.ran_under.clone(),
+            log: u.log,
+            log_vs_minimal: u.log_vs_minimal,
         })
         .collect();
     let at = |scheme: &str| {
@@ -192,21 +199,23 @@ pub fn detect(cfg: &DetectConfig) -> Result<DetectReport, BenchError> {
     };
     let best = results
         .iter()
-        .filter(|r| r.p == 0.05 && !r.scheme.starts_with("pages") && r.scheme != "auto")
+        .filter(|r| {
+            r.p == 0.05 && r.log == "diff" && !r.scheme.starts_with("pages") && r.scheme != "auto"
+        })
         .min_by(|a, b| a.old_ms.total_cmp(&b.old_ms));
     let ratio = best.and_then(|b| at("pages-uffd").map(|pages| b.old_ms / pages));
     let same_log_everywhere = PROBABILITIES.iter().all(|&p| {
         let logs: Vec<u64> = results
             .iter()
-            .filter(|r| r.p == p)
+            .filter(|r| r.p == p && r.log == "diff")
             .map(|r| r.log_bytes)
             .collect();
         logs.windows(2).all(|w| w[0] == w[1])
     });
     let (reads, long) = per_scheme(cfg)?;
-    let same_long_log_everywhere = long.iter().all(|r| {
+    let same_long_log_everywhere = long.iter().filter(|r| r.log == "diff").all(|r| {
         long.iter()
-            .filter(|x| x.p == r.p && x.k == r.k)
+            .filter(|x| x.p == r.p && x.k == r.k && x.log == "diff")
             .all(|x| x.log_bytes == r.log_bytes)
     });
     let auto = auto::compare(&results, &long);
@@ -351,7 +360,7 @@ impl DetectReport {
         );
         let _ = writeln!(
             s,
-            "  {:<13} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9}",
+            "  {:<13} {:>5} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7}",
             "scheme",
             "p",
             "ms",
@@ -362,12 +371,13 @@ impl DetectReport {
             "other",
             "noted B",
             "log B",
-            "min B"
+            "min B",
+            "log/min"
         );
         for r in &self.results {
             let _ = writeln!(
                 s,
-                "  {:<13} {:>5} {:>9.3} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9} {:>9} {:>9}",
+                "  {:<13} {:>5} {:>9.3} {:>9.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9} {:>9} {:>9} {:>7.3}",
                 r.scheme,
                 r.p,
                 r.ms,
@@ -378,7 +388,8 @@ impl DetectReport {
                 r.other_ms,
                 r.noted_bytes,
                 r.log_bytes,
-                r.minimal_log_bytes
+                r.minimal_log_bytes,
+                r.log_vs_minimal
             );
         }
         if let (Some(b), Some(x)) = (

@@ -540,8 +540,16 @@ impl Oo7Report {
             let _ = write!(t, "{:>14}", fmt_bytes(Some(e.db_bytes)));
         }
         t.push('\n');
+        // One line per schema (the schemes of an engine share it).
+        let mut schemas: Vec<(Vec<&str>, &str)> = Vec::new();
         for e in &self.engines {
-            let _ = writeln!(t, "  {}: {}", e.info.name, e.info.schema);
+            match schemas.iter_mut().find(|(_, s)| *s == e.info.schema) {
+                Some((names, _)) => names.push(e.info.name),
+                None => schemas.push((vec![e.info.name], e.info.schema)),
+            }
+        }
+        for (names, schema) in schemas {
+            let _ = writeln!(t, "  {}: {schema}", names.join(", "));
         }
         if !self.targets.is_empty() {
             let _ = writeln!(t, "\ntargets (ratios within this run):");

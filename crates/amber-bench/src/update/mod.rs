@@ -194,6 +194,16 @@ pub(crate) fn scheme_name(s: Strategy, backend: &str) -> String {
     }
 }
 
+/// The log generator of strategy `s`, as the rows name it: `diff`, `sl`
+/// or `wpl` (`auto` diffs).
+pub(crate) fn log_name(s: Strategy) -> &'static str {
+    match s.log {
+        amber::Log::SubPages => "sl",
+        amber::Log::WholePages => "wpl",
+        _ => "diff",
+    }
+}
+
 /// The strategies commits ran under, counted: `"pages 2, remsets 8"`, in
 /// order of first appearance.
 pub(crate) fn ran_under(strategies: impl Iterator<Item = Strategy>) -> String {

@@ -42,6 +42,9 @@ pub struct UpdateRow {
     /// The strategies the timed commits ran under, with their counts
     /// (`auto` chooses per transaction), e.g. `"pages 2, remsets 8"`.
     pub ran_under: String,
+    /// The log generator (`diff`, `sl`, `wpl`): only `diff` must log the
+    /// minimal count; the others log more by design (`log_vs_minimal`).
+    pub log: &'static str,
     /// Log bytes written, commit record included.
     pub log_bytes: u64,
     /// The commit record every non-empty commit adds (0 when nothing was

@@ -154,6 +154,7 @@ pub(super) fn run_backend(
             traverse_ms: traverse.median,
             noted_bytes: medu(&|s| s.stats.noted_bytes),
             ran_under: super::ran_under(samples.iter().map(|s| s.stats.strategy)),
+            log: super::log_name(strategy),
             log_bytes,
             commit_record_bytes: medu(&Sample::commit_record),
             minimal_log_bytes: medu(&|s| s.expected.minimal_log_bytes),
