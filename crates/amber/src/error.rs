@@ -8,11 +8,14 @@ use std::path::PathBuf;
 
 /// Which of a database's files an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FileKind {
     /// The page file (superblocks and pages).
     PageFile,
     /// The write-ahead log (`<path>-wal`).
     Log,
+    /// The reader table (`<path>-readers`).
+    ReaderTable,
 }
 
 impl fmt::Display for FileKind {
@@ -20,6 +23,7 @@ impl fmt::Display for FileKind {
         match self {
             FileKind::PageFile => f.write_str("page file"),
             FileKind::Log => f.write_str("log"),
+            FileKind::ReaderTable => f.write_str("reader table"),
         }
     }
 }

@@ -89,8 +89,10 @@ fn table_alone(table: &[u8]) {
         Ok(None) => panic!("the in-memory file system refused the reader table"),
         Err(e) => panic!("a reader table that is not one is not formatted afresh: {e}"),
     };
-    // An error (a writer's end that never reads whole) or an end.
-    let _ = t.published_end();
+    // An end, or (a live writer's end that never reads whole) damage.
+    if let Err(e) = t.published_end() {
+        assert!(e.is_corruption(), "a damaged published end is damage: {e}");
+    }
     let behind = |t: &Table, lsn| {
         let g = lock(t);
         match t.readers_behind(&g, lsn) {

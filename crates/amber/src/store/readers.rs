@@ -45,7 +45,7 @@
 //!  24  8  snapshot LSN XOR CHECK
 //! ```
 
-use crate::error::{Error, Result};
+use crate::error::{Error, FileKind, Location, Result};
 use crate::io::{IoFile, OpenMode, Vfs};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -312,10 +312,14 @@ impl Table {
             // Read while the writer wrote it: read again.
             std::thread::yield_now();
         }
-        Err(Error::internal(format!(
-            "{}: the published end never reads whole",
-            self.path.display()
-        )))
+        // A live writer rewrites the pair in one short store: a hundred
+        // torn reads in a row are damage, not a race.
+        Err(Error::Corrupt {
+            file: FileKind::ReaderTable,
+            path: self.path.clone(),
+            at: Location::Meta("the writer's published end"),
+            what: "its value and check word never agree while the writer is alive".into(),
+        })
     }
 
     /// Claims a slot for a reader whose snapshot is at `lsn` (the table's
