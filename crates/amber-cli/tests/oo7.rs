@@ -35,15 +35,41 @@ fn engines() -> Vec<&'static str> {
     all
 }
 
+/// Runs `amber bench oo7 ARGS LAST --dir DIR/dbs --json DIR/oo7.json`
+/// (`LAST`: the last argument's value, a path or a list), asserting that it
+/// succeeds: its standard output and its JSON.
+fn run_ok(
+    args: &[&str],
+    last: &std::path::Path,
+    dir: &std::path::Path,
+) -> (String, serde_json::Value) {
+    let json_path = dir.join("oo7.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(["bench", "oo7"])
+        .args(args)
+        .arg(last)
+        .arg("--dir")
+        .arg(dir.join("dbs"))
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("run amber bench oo7");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "amber bench oo7 {args:?} failed\n{stdout}\n{stderr}"
+    );
+    let text = std::fs::read_to_string(&json_path).expect("JSON written");
+    (stdout, serde_json::from_str(&text).expect("valid JSON"))
+}
+
 #[test]
 fn every_operation_on_every_engine_writes_the_json_contract() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let json_path = dir.path().join("oo7.json");
     let svg_path = dir.path().join("oo7.svg");
-    let output = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args([
-            "bench",
-            "oo7",
+    let (stdout, json) = run_ok(
+        &[
             "--size",
             "tiny",
             "--modules",
@@ -56,27 +82,14 @@ fn every_operation_on_every_engine_writes_the_json_contract() {
             "2",
             "--hot",
             "2",
-        ])
-        .arg("--dir")
-        .arg(dir.path().join("dbs"))
-        .arg("--json")
-        .arg(&json_path)
-        .arg("--plot")
-        .arg(&svg_path)
-        .output()
-        .expect("run amber bench oo7");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "amber bench oo7 failed\n{stdout}\n{stderr}"
+            "--plot",
+        ],
+        &svg_path,
+        dir.path(),
     );
     assert!(stdout.contains("t1 hot"), "{stdout}");
     assert!(stdout.contains("bytes per commit"), "{stdout}");
     assert!(stdout.contains("peak RSS"), "{stdout}");
-
-    let text = std::fs::read_to_string(&json_path).expect("JSON written");
-    let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     assert_eq!(json["benchmark"], "oo7");
     assert_eq!(json["size"], "tiny");
     assert_eq!(json["modules"], 2);
@@ -160,37 +173,18 @@ fn bad_arguments_are_refused_clearly() {
 #[test]
 fn schemes_run_on_one_build_and_log_as_promised() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let json_path = dir.path().join("oo7.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args([
-            "bench",
-            "oo7",
-            "--size",
-            "tiny",
-            "--rounds",
-            "1",
-            "--warm",
-            "1",
-            "--hot",
-            "2",
-            "--schemes",
-            "pd,sd-8,sl-64,wpl,auto",
-        ])
-        .arg("--dir")
-        .arg(dir.path().join("dbs"))
-        .arg("--json")
-        .arg(&json_path)
-        .output()
-        .expect("run amber bench oo7");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "amber bench oo7 --schemes failed\n{stdout}\n{stderr}"
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("JSON written"))
-            .expect("valid JSON");
+    let args = [
+        "--size",
+        "tiny",
+        "--rounds",
+        "1",
+        "--warm",
+        "1",
+        "--hot",
+        "2",
+        "--schemes",
+    ];
+    let (_, json) = run_ok(&args, "pd,sd-8,sl-64,wpl,auto".as_ref(), dir.path());
     assert_eq!(json["engines"].as_array().expect("engines").len(), 5);
     let log = |scheme: &str, op: &str| -> u64 {
         json["results"]

@@ -116,6 +116,19 @@ fn each_scheme_notes_at_its_granularity() {
     }
 }
 
+/// The database at `path` reopened: per part, its `x`, `pad[pad]`, name
+/// and number of links.
+fn reopened_state(path: &std::path::Path, pad: usize) -> Vec<(u64, u64, String, usize)> {
+    let db = Db::open(path, opts(Detect::Pages)).unwrap();
+    parts(&db, db.root("first").unwrap().unwrap())
+        .iter()
+        .map(|&p| {
+            let o = db.get(p);
+            (o.x, o.pad[pad], db.str(&o.name).to_string(), o.links.len())
+        })
+        .collect()
+}
+
 /// The same transactions under every scheme: the same log, byte for byte
 /// in size, and the same database.
 #[test]
@@ -149,14 +162,7 @@ fn every_scheme_logs_the_same() {
             stats.push(tx.commit().unwrap());
         }
         drop(db);
-        let db = Db::open(&path, opts(Detect::Pages)).unwrap();
-        let state: Vec<(u64, u64, String, usize)> = parts(&db, db.root("first").unwrap().unwrap())
-            .iter()
-            .map(|&p| {
-                let o = db.get(p);
-                (o.x, o.pad[3], db.str(&o.name).to_string(), o.links.len())
-            })
-            .collect();
+        let state = reopened_state(&path, 3);
         assert_eq!(state.len(), 200);
         states.push(state);
         logs.push((detect, stats));
@@ -216,14 +222,7 @@ fn log_generators_log_what_they_promise() {
         tx.push(ps[1], |o| &mut o.links, ps[99]).unwrap();
         tx.commit().unwrap();
         drop(db);
-        let db = Db::open(&path, opts(Detect::Pages)).unwrap();
-        let state: Vec<(u64, u64, String, usize)> = parts(&db, db.root("first").unwrap().unwrap())
-            .iter()
-            .map(|&p| {
-                let o = db.get(p);
-                (o.x, o.pad[5], db.str(&o.name).to_string(), o.links.len())
-            })
-            .collect();
+        let state = reopened_state(&path, 5);
         assert_eq!(state[10].1, 10 ^ (1 << 8), "{name}");
         states.push(state);
     }
