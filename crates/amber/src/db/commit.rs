@@ -288,8 +288,8 @@ impl Tx<'_> {
     pub fn commit(mut self) -> Result<CommitStats> {
         match self.commit_inner() {
             Ok(s) => {
-                if let Some((arm, began)) = self.auto {
-                    self.session.auto.observe(arm, began.elapsed(), s.blocks);
+                if let Some(a) = self.auto {
+                    self.session.auto.observe(a.arm, a.armed.elapsed(), a.switch, s.blocks);
                 }
                 Ok(s)
             }

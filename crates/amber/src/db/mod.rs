@@ -369,18 +369,25 @@ impl Db {
         } else {
             (strategy, None)
         };
-        self.arm(run.detect)?;
+        let switched = self.arm(run.detect)?;
+        let armed = Instant::now();
         let mut tx = Tx::new(self, run)?;
-        tx.auto = arm.map(|a| (a, began));
+        tx.auto = arm.map(|arm| tx::AutoTx {
+            arm,
+            armed,
+            switch: switched.then(|| armed - began),
+        });
         Ok(tx)
     }
 
     /// Puts the frame space and the accessor's barrier in the state
-    /// `detect` needs (between transactions: nothing is written).
-    fn arm(&mut self, detect: Detect) -> Result<()> {
+    /// `detect` needs (between transactions: nothing is written); whether
+    /// that switched between page protection and a barrier.
+    fn arm(&mut self, detect: Detect) -> Result<bool> {
         let barrier = strategy::Software::new(detect, self.fs.base() as u64);
         let software = barrier.is_some();
-        if self.fs.barrier_mode() != software {
+        let barrier_was = self.fs.barrier_mode();
+        if barrier_was != software {
             self.fs
                 .set_barrier_mode(software)
                 .map_err(|e| e.into_error(self.store.path(), "switching update detection"))?;
@@ -398,7 +405,7 @@ impl Db {
                 .access
                 .set_barrier(barrier.map(|b| Box::new(b) as Box<dyn crate::vm::Barrier>)),
         }
-        Ok(())
+        Ok(barrier_was != software)
     }
 
     /// Rolls back a transaction that was dropped with `mem::forget` (its

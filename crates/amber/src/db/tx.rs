@@ -83,9 +83,19 @@ pub struct Tx<'db> {
     pub(crate) page_size: usize,
     /// How this transaction detects its updates.
     pub(crate) strategy: Strategy,
-    /// Under `Strategy::AUTO`: the scheme chosen and when `begin` started,
-    /// for the commit to report what the transaction cost.
-    pub(crate) auto: Option<(usize, Instant)>,
+    /// Under `Strategy::AUTO`: what the commit reports of it.
+    pub(crate) auto: Option<AutoTx>,
+}
+
+/// A transaction of `Strategy::AUTO`, as its commit reports it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AutoTx {
+    /// The arm chosen.
+    pub(crate) arm: usize,
+    /// When its detection was armed.
+    pub(crate) armed: Instant,
+    /// What switching to it cost, if `begin` switched.
+    pub(crate) switch: Option<Duration>,
 }
 
 impl<'db> Tx<'db> {

@@ -11,8 +11,8 @@
 //! pages over and over favours pages. Rather than model those rates (the
 //! barrier's cost hides in the application's running time, which Amber
 //! cannot separate from the application's own work), `auto` measures the
-//! whole transaction — `begin` to the end of `commit`, the switch between
-//! schemes included — under each scheme and keeps the cheaper:
+//! whole transaction — from its armed detection to the end of `commit` —
+//! under each scheme and keeps the cheaper, counting the switch apart:
 //!
 //! - A *regime* is a run of transactions of one shape. It ends when a
 //!   transaction writes a markedly different number of pages (the one
@@ -28,6 +28,11 @@
 //!   so that a drift the regime test misses is still found. Only the
 //!   scheme in use judges whether a regime ended: the other's estimate may
 //!   date from several shapes ago, and a probe simply replaces it.
+//! - A switch (re-protecting or unprotecting every resident page, timed in
+//!   `begin`) is paid once, not per transaction: past exploration the
+//!   other scheme is taken only when what it saves per transaction, over
+//!   the [`PROBE_EVERY`] transactions a regime is assumed to last at
+//!   least, exceeds the switch's estimated cost.
 //!
 //! Aborted transactions teach nothing. The costs are per database, in
 //! memory: a reopened database learns again.
@@ -54,20 +59,26 @@ const COST_SLACK_MS: f64 = 0.1;
 #[derive(Debug, Default)]
 pub(crate) struct Auto {
     /// Per arm, the estimated cost of a transaction of the current regime
-    /// (ms); `None`: not measured in it.
+    /// (ms, from the armed detection to the end of the commit); `None`:
+    /// not measured in it.
     cost: [Option<f64>; 2],
     /// Pages written per transaction in the current regime.
     pages: Option<f64>,
-    /// The arm in use.
+    /// The arm of the last transaction.
     current: usize,
     /// Transactions since the other arm last ran.
     since_probe: u32,
-    /// Regimes begun (for the statistics).
+    /// The estimated cost of a switch between the arms (ms): re-protecting
+    /// or unprotecting every resident page.
+    switch_ms: f64,
+    /// Regimes begun (for the tests).
     pub(crate) regimes: u64,
 }
 
 impl Auto {
-    /// The arm the next transaction runs under.
+    /// The arm the next transaction runs under. Past exploration, the
+    /// other arm is taken when what it saves per transaction, over the
+    /// transactions to the next probe, pays for the switch.
     pub(crate) fn choose(&mut self) -> usize {
         let (cur, other) = (self.current, 1 - self.current);
         let arm = match self.cost {
@@ -75,7 +86,14 @@ impl Auto {
             c if c[cur].is_none() => cur,
             c if c[other].is_none() => other,
             _ if self.since_probe >= PROBE_EVERY => other,
-            [Some(a), Some(b)] => usize::from(b < a),
+            [Some(a), Some(b)] => {
+                let (mine, theirs) = if cur == 0 { (a, b) } else { (b, a) };
+                if (mine - theirs) * f64::from(PROBE_EVERY) > self.switch_ms {
+                    other
+                } else {
+                    cur
+                }
+            }
             _ => cur,
         };
         if arm != cur {
@@ -84,11 +102,20 @@ impl Auto {
         arm
     }
 
-    /// Learns that a transaction under `arm` took `took` from `begin` to
-    /// the end of its commit, writing `pages` blocks.
-    pub(crate) fn observe(&mut self, arm: usize, took: Duration, pages: u64) {
+    /// Learns that a transaction under `arm` took `took` from its armed
+    /// detection to the end of its commit, writing `pages` blocks, after a
+    /// switch of detection that took `switch` (if there was one).
+    pub(crate) fn observe(&mut self, arm: usize, took: Duration, switch: Option<Duration>, pages: u64) {
+        if let Some(s) = switch {
+            let s = s.as_secs_f64() * 1e3;
+            self.switch_ms = if self.switch_ms == 0.0 { s } else { (self.switch_ms + s) / 2.0 };
+        }
         let ms = took.as_secs_f64() * 1e3;
         let pages = pages as f64;
+        // Only the arm in use has a fresh estimate to judge by: the
+        // other's (a probe, or the return from one) may be older.
+        let in_use = arm == self.current;
+        self.current = arm;
         let off = |a: f64, b: f64, f: f64| a > b * f || b > a * f;
         let other_pages = match self.pages {
             None => true,
@@ -98,33 +125,25 @@ impl Auto {
             // Not counted: it may have paid for pages faulted in cold.
             self.cost = [None, None];
             self.pages = Some(pages);
-            self.current = arm;
             self.regimes += 1;
             return;
         }
-        // Only the scheme in use has a fresh estimate to judge by: the
-        // other's (a probe) may date from several shapes ago.
-        if let Some(c) = self.cost[arm].filter(|_| arm == self.current)
+        if let Some(c) = self.cost[arm].filter(|_| in_use)
             && off(ms, c, COST_FACTOR)
             && (ms - c).abs() > COST_SLACK_MS
         {
             // The same pages at another cost: more (or less) work per
-            // page. This scheme's cost is known now; the other runs once.
+            // page. This arm's cost is known now; the other runs once.
             self.cost = [None, None];
             self.cost[arm] = Some(ms);
             self.regimes += 1;
             return;
         }
         self.cost[arm] = Some(match self.cost[arm] {
-            Some(c) if arm == self.current => (c + ms) / 2.0,
+            Some(c) if in_use => (c + ms) / 2.0,
             _ => ms,
         });
         self.since_probe += 1;
-        if let [Some(a), Some(b)] = self.cost {
-            self.current = usize::from(b < a);
-        } else {
-            self.current = arm;
-        }
     }
 }
 
@@ -136,7 +155,8 @@ mod tests {
         (0..n)
             .map(|_| {
                 let arm = auto.choose();
-                auto.observe(arm, Duration::from_secs_f64(cost[arm] / 1e3), pages);
+                let switch = (arm != auto.current).then(|| Duration::from_micros(100));
+                auto.observe(arm, Duration::from_secs_f64(cost[arm] / 1e3), switch, pages);
                 arm
             })
             .collect()
@@ -171,6 +191,21 @@ mod tests {
         let probes: Vec<usize> = (0..arms.len()).filter(|&i| arms[i] == 1).collect();
         assert_eq!(probes.len(), 2, "{arms:?}");
         assert_eq!(arms[probes[0] + 1], 0, "straight back after the probe");
+    }
+
+    #[test]
+    fn a_switch_must_pay_for_itself() {
+        // Exploring ends on the barrier. Page protection would save 1 µs a
+        // transaction; a switch costs 100 µs, more than 64 transactions
+        // save: the barrier stays.
+        let mut a = Auto::default();
+        let arms = run(&mut a, [0.999, 1.0], 50, 40);
+        assert_eq!(&arms[..3], &[0, 0, 1], "both measured");
+        assert!(arms[3..].iter().all(|&x| x == 1), "{arms:?}");
+        // Saving 10 µs a transaction pays: back to page protection.
+        let mut a = Auto::default();
+        let arms = run(&mut a, [0.99, 1.0], 50, 40);
+        assert!(arms[3..].iter().all(|&x| x == 0), "{arms:?}");
     }
 
     #[test]
