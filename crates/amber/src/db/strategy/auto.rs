@@ -11,8 +11,10 @@
 //! pages over and over favours pages. Rather than model those rates (the
 //! barrier's cost hides in the application's running time, which Amber
 //! cannot separate from the application's own work), `auto` measures the
-//! whole transaction — from its armed detection to the end of `commit` —
-//! under each scheme and keeps the cheaper, counting the switch apart:
+//! whole transaction — from its armed detection to the end of `commit`,
+//! less the log's write and sync, which are the same under both (the same
+//! records) and the noisiest part — under each scheme and keeps the
+//! cheaper, counting the switch apart:
 //!
 //! - A *regime* is a run of transactions of one shape. It ends when a
 //!   transaction writes a markedly different number of pages (the one
