@@ -184,11 +184,14 @@ pub(crate) fn on_every_backend(s: Strategy) -> bool {
 }
 
 /// The name of strategy `s` in the rows (`scheme`): page protection with
-/// differencing by its backend (`pages-uffd`, `pages-sigsegv`), any other
-/// by its own name.
+/// differencing by its backend (`pages-uffd`, `pages-sigsegv`), another
+/// strategy under page protection by its name and backend (`wpl-uffd`),
+/// any other by its own name.
 pub(crate) fn scheme_name(s: Strategy, backend: &str) -> String {
     if s == Strategy::DEFAULT {
         format!("pages-{backend}")
+    } else if on_every_backend(s) {
+        format!("{s}-{backend}")
     } else {
         s.to_string()
     }
