@@ -25,7 +25,7 @@
 //! each clean page) is timed apart.
 //!
 //! **Log bytes against the minimum.** The verdict compares each commit's
-//! range records (`log_bytes` minus the 16-byte commit record every commit
+//! range records (`log_bytes` minus the commit record every commit
 //! writes) with the least record bytes that can log what the traversal
 //! changed, which the benchmark computes itself (module `minimal`): from its own
 //! copy of every part's `x` and `y` it knows which bytes each commit changes

@@ -133,8 +133,8 @@ pub(super) const METHOD: &str = "OO1 database (N parts, 3 connections each) buil
 per p in {0, 0.05, 0.2, 1}: OO1's hot update input (root and per-visit decisions of the harness: visit v increments x and y when u(seed, i, v) < p), \
 warm-up traversals untimed, then iters traversals with one commit each, every answer checked against the reference evaluator; \
 medians of CommitStats (detect / diff / write), Tx::commit wall time, log_bytes and minimal_log_bytes; \
-the verdict, log_vs_minimal, compares each commit's records (log_bytes - 16-byte commit record) with minimal_log_bytes, computed by the benchmark without Amber's diff: \
-the bytes of x and y that differ between the benchmark's own copy of each part before and after the traversal's increments, at the fields' addresses, cut into range records (20-byte header + span, one page each, after-images only) in the cheapest way (dynamic programming over the cut points); the worst commit decides; \
+the verdict, log_vs_minimal, compares each commit's records (log_bytes - commit_record_bytes) with minimal_log_bytes, computed by the benchmark without Amber's diff: \
+the bytes of x and y that differ between the benchmark's own copy of each part before and after the traversal's increments, at the fields' addresses, cut into range records (a header of range_header_bytes + span, one page each, after-images only) in the cheapest way (dynamic programming over the cut points); the worst commit decides; \
 engine_minimal_log_bytes is Amber's own count (CommitStats::minimal_log_bytes), reported beside it; \
 first write: M parts on distinct pages, resident and re-protected by a commit, read (untimed), then a field of each incremented twice in two tight loops \
 in one transaction, (loop 1 - loop 2) / M, median over rounds";
