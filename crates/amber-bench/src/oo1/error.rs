@@ -40,7 +40,11 @@ pub enum BenchError {
     },
     /// Engines ran, but some failed or gave answers that differ from the
     /// reference: the report was still printed and written.
-    Failed { problems: Vec<String> },
+    Failed {
+        /// The benchmark: `OO1` or `OO7`.
+        bench: &'static str,
+        problems: Vec<String>,
+    },
 }
 
 impl BenchError {
@@ -91,8 +95,8 @@ impl fmt::Display for BenchError {
                 message,
             } => write!(f, "engine {engine}, {job} (child process): {message}"),
             Self::Json { context, source } => write!(f, "{context}: {source}"),
-            Self::Failed { problems } => {
-                write!(f, "OO1 failed ({} problems):", problems.len())?;
+            Self::Failed { bench, problems } => {
+                write!(f, "{bench} failed ({} problems):", problems.len())?;
                 for p in problems.iter().take(20) {
                     write!(f, "\n  {p}")?;
                 }

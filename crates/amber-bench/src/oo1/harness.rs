@@ -222,7 +222,10 @@ pub fn run_oo1(
     if problems.is_empty() {
         Ok(report)
     } else {
-        Err(BenchError::Failed { problems })
+        Err(BenchError::Failed {
+            bench: "OO1",
+            problems,
+        })
     }
 }
 

@@ -225,6 +225,9 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
     if problems.is_empty() {
         Ok(report)
     } else {
-        Err(BenchError::Failed { problems })
+        Err(BenchError::Failed {
+            bench: "OO7",
+            problems,
+        })
     }
 }
