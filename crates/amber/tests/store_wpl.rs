@@ -169,6 +169,50 @@ fn page_and_range_records_on_one_page_apply_in_lsn_order() {
     same(&s, "installed");
 }
 
+/// A log longer than one chunk of the recovery scan, ranges first: the
+/// first pass replays the chunks before the first page record, the backward
+/// scan builds the table from the end, the redo resumes where the first
+/// pass stopped; the result is the committed state.
+#[test]
+fn a_long_log_resumes_the_redo_at_the_first_page_record() {
+    let vfs: Arc<dyn Vfs> = Arc::new(CrashVfs::new());
+    let p = Path::new("/db");
+    let big = StoreOptions {
+        checkpoint_log_bytes: 64 << 20,
+        ..opts()
+    };
+    let s = Store::create(vfs.clone(), p, big.clone()).unwrap();
+    let mut rng = SplitMix::new(7);
+    let mut model = Model::default();
+    let mut none = None;
+    while model.blocks.len() < 4 {
+        model = wpl_tx(&s, &model, &mut rng, &mut none).unwrap();
+    }
+    s.checkpoint().unwrap();
+    let heads: Vec<PageNo> = model.blocks.keys().copied().collect();
+    // About 1.3 MB of ranges, then pages and ranges mixed.
+    for i in 0..320u64 {
+        let k = heads[i as usize % heads.len()];
+        let data: Vec<u8> = (0..4000).map(|_| rng.next_u64() as u8).collect();
+        let mut tx = s.begin().unwrap();
+        tx.write(k * PS as u64 + HEADER_SIZE as u64, &data).unwrap();
+        tx.commit().unwrap();
+        model.blocks.get_mut(&k).unwrap()[HEADER_SIZE..HEADER_SIZE + 4000].copy_from_slice(&data);
+    }
+    for _ in 0..20 {
+        model = wpl_tx(&s, &model, &mut rng, &mut none).unwrap();
+    }
+    drop(s);
+    let s = Store::open(vfs.clone(), p, big).unwrap();
+    let r = s.recovery_report();
+    assert!(r.backward_records > 320 && r.superseded > 0, "{r:?}");
+    // The first chunk's records were replayed before the backward scan.
+    assert!(r.resumed_at.is_some_and(|at| at > r.from_lsn), "{r:?}");
+    if let Some(d) = model.diff(&s) {
+        panic!("{d}");
+    }
+}
+
 /// Random WPL-heavy transactions against the model, with checkpoints,
 /// reopenings after a crash-free drop (the backward-scan restart) and clean
 /// closes; the store reads back the model after every step.

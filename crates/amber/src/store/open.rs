@@ -418,14 +418,17 @@ pub(crate) fn read_log_header(
     Ok((h, !problems.is_empty()))
 }
 
+/// A log header copy and its format version.
+pub(super) type VersionedHeader = (LogHeader, u32);
+
 /// The newest valid log header copy, if any, with its format version (this
 /// build's, or [`log_header::VERSION_NO_TRAILER`]), and what is wrong with
 /// the copies that are not valid.
 pub(super) fn newest_log_header(
     file: &dyn IoFile,
     path: &Path,
-) -> Result<(Option<(LogHeader, u32)>, Vec<String>)> {
-    let mut best: Option<(LogHeader, u32)> = None;
+) -> Result<(Option<VersionedHeader>, Vec<String>)> {
+    let mut best: Option<VersionedHeader> = None;
     let mut problems = Vec::new();
     for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
         let mut b = [0u8; log_header::SLOT_SIZE];

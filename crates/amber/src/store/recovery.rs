@@ -37,7 +37,7 @@ use crate::fasthash::IntMap;
 use crate::format::page;
 use crate::io::IoFile;
 use crate::wal::header::RECORDS_START;
-use crate::wal::record::{BadRecord, RANGE_AFTER, intent_entries};
+use crate::wal::record::{BadRecord, RANGE_AFTER, intent_entries, is_page_record, record_len};
 use crate::wal::scan::{self, ScanEnd, Tail};
 use crate::wal::{Record, TxId};
 use std::ops::ControlFlow;
@@ -67,6 +67,9 @@ pub struct RecoveryReport {
     /// Entries of the WPL table rebuilt: pages whose latest committed
     /// image stays in the log.
     pub logged_pages: u64,
+    /// Where the first pass stopped replaying (the first run of records
+    /// holding a page record) and the redo resumed after the backward scan.
+    pub resumed_at: Option<u64>,
     /// Blocks found torn by an interrupted checkpoint and rebuilt.
     pub repaired: Vec<u64>,
     /// How the log ended.
@@ -85,6 +88,7 @@ impl Default for RecoveryReport {
             superseded: 0,
             backward_records: 0,
             logged_pages: 0,
+            resumed_at: None,
             repaired: Vec::new(),
             tail: Tail::Clean,
         }
@@ -137,7 +141,6 @@ pub(crate) fn replay(
         r
     });
     let ps = redo.as_ref().map_or(crate::format::DEFAULT_PAGE_SIZE, |r| r.st.page_size);
-    let wpl = redo.as_ref().is_ok_and(|r| r.st.images_in_log);
     let end = match log.file {
         None => ScanEnd {
             records: 0,
@@ -151,37 +154,30 @@ pub(crate) fn replay(
                 // no checksum covers (a damaged one may say `u64::MAX`).
                 .map(|e| RECORDS_START.saturating_add(e.saturating_sub(log.base_lsn)));
             let bounded = crate::io::Prefix::new(f, limit);
-            // A writer's restart: the end and the WPL table first
-            // (`restart.rs`), then the redo up to that end.
-            let mut verified = match wpl {
-                true => Some(restart::rebuild(&bounded, &log, from, ps)?),
-                false => None,
-            };
-            let limit = match &verified {
-                Some((v, _)) if !matches!(v.tail, Tail::Corrupt { .. }) => {
-                    Some(RECORDS_START + (v.end_lsn - log.base_lsn))
-                }
-                _ => limit,
-            };
             if let Ok(r) = &mut redo {
                 r.log = Some((f, log.base_lsn, log.path));
-                if let Some((_, Some(table))) = &mut verified {
-                    r.wpl = std::mem::take(table);
-                }
+                // A writer's restart stops replaying at the first run of
+                // records holding a page record (`restart.rs`).
+                r.stop_at_page_records = r.st.images_in_log;
             }
-            match verified {
-                Some((v, _)) if matches!(v.tail, Tail::Corrupt { .. }) => v,
-                verified => {
-                    let bounded = crate::io::Prefix::new(f, limit);
-                    let redone =
-                        scan::scan(&bounded, log.base_lsn, from, ps, &mut |lsn, run| match &mut redo {
-                            Ok(r) => r.run(lsn, run),
-                            Err(_) => ControlFlow::Break(()),
-                        })
-                        .map_err(|e| Error::io("read log", log.path, e))?;
-                    verified.map_or(redone, |(v, _)| v)
-                }
+            let end = scan::scan(&bounded, log.base_lsn, from, ps, &mut |lsn, run| match &mut redo {
+                Ok(r) => r.run(lsn, run),
+                Err(_) => ControlFlow::Break(()),
+            })
+            .map_err(|e| Error::io("read log", log.path, e))?;
+            let resume = redo.as_ref().ok().and_then(|r| r.stopped_at);
+            if let (Ok(r), Some(resume)) = (&mut redo, resume)
+                && !matches!(end.tail, Tail::Corrupt { .. })
+            {
+                // The backward scan from the end the first pass verified,
+                // then the rest of the redo up to that end.
+                r.wpl = restart::backward(f, &log, from, end.end_lsn, ps)?;
+                r.stop_at_page_records = false;
+                let to_end = crate::io::Prefix::new(f, Some(RECORDS_START + (end.end_lsn - log.base_lsn)));
+                scan::scan(&to_end, log.base_lsn, resume, ps, &mut |lsn, run| r.run(lsn, run))
+                    .map_err(|e| Error::io("read log", log.path, e))?;
             }
+            end
         }
     };
     if let Tail::Corrupt { at, what, evidence } = end.tail {
@@ -208,6 +204,7 @@ pub(crate) fn replay(
         superseded: done.superseded,
         backward_records: done.backward_records,
         logged_pages: st.pending.values().map(|p| p.logged.len() as u64).sum(),
+        resumed_at: done.resumed_at,
         repaired: done.repaired,
         tail: end.tail,
     };
@@ -221,6 +218,7 @@ struct Replayed {
     redone: u64,
     superseded: u64,
     backward_records: u64,
+    resumed_at: Option<u64>,
     max_txid: TxId,
     repaired: Vec<u64>,
 }
@@ -248,6 +246,11 @@ struct Redo<'a> {
     /// entries are read from when an interrupted checkpoint's blocks are
     /// rebuilt.
     log: Option<(&'a dyn IoFile, u64, &'a Path)>,
+    /// Stop replaying at the first run that holds a page record (a writer's
+    /// restart, which builds the WPL table before it replays them).
+    stop_at_page_records: bool,
+    /// The LSN of the run it stopped at.
+    stopped_at: Option<u64>,
 }
 
 /// A record of the chunk being replayed, queued to be written once its
@@ -282,6 +285,7 @@ impl<'a> Redo<'a> {
                 redone: 0,
                 superseded: 0,
                 backward_records: 0,
+                resumed_at: None,
                 max_txid: 0,
                 repaired: Vec::new(),
             },
@@ -290,6 +294,8 @@ impl<'a> Redo<'a> {
             touched: None,
             wpl: WplTable::default(),
             log: None,
+            stop_at_page_records: false,
+            stopped_at: None,
         }
     }
 
@@ -300,6 +306,7 @@ impl<'a> Redo<'a> {
         let mut counts = self.counts;
         counts.uncommitted = self.open.len() as u64;
         counts.backward_records = self.wpl.records;
+        counts.resumed_at = self.stopped_at;
         Ok((self.st, counts, self.open))
     }
 
@@ -324,6 +331,10 @@ impl<'a> Redo<'a> {
 
     /// Takes a run of records starting at `lsn` from the scan.
     fn run(&mut self, lsn: u64, bytes: &[u8]) -> ControlFlow<()> {
+        if self.stop_at_page_records && holds_page_record(bytes, self.st.page_size) {
+            self.stopped_at = Some(lsn);
+            return ControlFlow::Break(());
+        }
         match self.replay(lsn, bytes) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
@@ -520,6 +531,18 @@ impl<'a> Redo<'a> {
             format!("a record the scan accepted does not decode ({e})"),
         )
     }
+}
+
+/// Whether the run of checked records `bytes` holds a page record.
+fn holds_page_record(bytes: &[u8], page_size: usize) -> bool {
+    let mut at = 0;
+    while at < bytes.len() {
+        if is_page_record(&bytes[at..]) {
+            return true;
+        }
+        at += record_len(&bytes[at..], page_size).unwrap_or(bytes.len());
+    }
+    false
 }
 
 /// The LSN and length at the start of a piece set aside, if any.

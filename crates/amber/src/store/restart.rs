@@ -2,10 +2,11 @@
 //! of the log, from its end to the checkpoint (QuickStore, 002 §3.4.3;
 //! docs/design.md §3.2).
 //!
-//! The scan needs a trusted end: the forward verification pass
-//! ([`scan::scan`]) finds it, and tells a torn tail from damage in the
-//! middle of the log as it always has (`synced_delta`). Then, going
-//! backward, a commit record comes before every record of its transaction,
+//! The scan needs a trusted end. The recovery pass (`recovery.rs`) finds
+//! it as it always has — streaming the log forward, checking every record,
+//! and telling a torn tail from damage in the middle by `synced_delta` —
+//! replaying records meanwhile, up to the first run of records that holds
+//! a page record; from there it only verifies. Then, going backward, a commit record comes before every record of its transaction,
 //! so the committed-transaction list (CTL) is complete for each record when
 //! it is met: a page record of a committed transaction is its page's
 //! latest image unless one that applies later was met already. "Later" is
@@ -14,12 +15,13 @@
 //! early, so the table keeps, per page, the page record with the highest
 //! (commit LSN, LSN).
 //!
-//! The forward redo that follows (`recovery.rs`) then applies only what the
-//! table has not superseded: of the page records, only each page's latest
+//! The rest of the forward redo (from where the first pass stopped
+//! replaying) then applies only what the table has not superseded: of the page records, only each page's latest
 //! (as a table entry, or into a block whose whole image is in memory), and
 //! no range record that lies wholly on pages whose latest image comes after
-//! it. Everything else is replayed in LSN order as before, so a page with
-//! both page and range records comes out as the running store had it.
+//! it. Everything else is replayed in commit order as before, so a page
+//! with both page and range records comes out as the running store had it.
+//! A log without page records costs what it did: one pass.
 
 use super::corrupt;
 use super::recovery::LogSource;
@@ -28,7 +30,6 @@ use crate::fasthash::IntMap;
 use crate::format::PageNo;
 use crate::io::IoFile;
 use crate::wal::backward::scan_backward;
-use crate::wal::scan::{self, ScanEnd};
 use crate::wal::{Record, TxId};
 use std::ops::ControlFlow;
 
@@ -43,8 +44,6 @@ pub(crate) struct WplTable {
     pub latest: IntMap<PageNo, Applied>,
     /// Records the backward scan read.
     pub records: u64,
-    /// Transactions in the committed-transaction list.
-    pub committed: u64,
 }
 
 impl WplTable {
@@ -61,35 +60,23 @@ impl WplTable {
     }
 }
 
-/// The restart's first two passes over the log `f` (bounded as `log`
-/// says), from `from`: the forward verification (how the log ends), and,
-/// when the log holds page records, the backward scan building the WPL
-/// table. `None` for the table when there is nothing to build, or when the
-/// log is not one a backward scan can trust (damaged; or transaction
-/// records after an interrupted checkpoint's intent record, which no
-/// writer appends): the redo then applies every record in LSN order, which
-/// is right whatever the log holds, only slower.
-pub(crate) fn rebuild(
+/// The backward scan of the log `f` (read as `log` says) from `end` (a
+/// record boundary the forward pass verified) to `from`: the WPL table.
+/// Empty when the log is not one a backward scan can trust: transaction
+/// records after an interrupted checkpoint's intent record, which no writer
+/// appends (the redo then applies every record, which is right whatever
+/// the log holds, only slower).
+pub(crate) fn backward(
     f: &dyn IoFile,
     log: &LogSource<'_>,
     from: u64,
+    end: u64,
     page_size: usize,
-) -> Result<(ScanEnd, Option<WplTable>)> {
-    let mut pages = 0u64;
-    let end = scan::scan(f, log.base_lsn, from, page_size, &mut |lsn, run| {
-        pages += scan::records(lsn, run, page_size)
-            .filter(|r| matches!(r, Ok((_, Record::Page { .. }))))
-            .count() as u64;
-        ControlFlow::Continue(())
-    })
-    .map_err(|e| Error::io("read log", log.path, e))?;
-    if pages == 0 || matches!(end.tail, scan::Tail::Corrupt { .. }) {
-        return Ok((end, None));
-    }
+) -> Result<WplTable> {
     let mut table = WplTable::default();
     let mut ctl: IntMap<TxId, u64> = IntMap::default();
     let (mut tx_after, mut intent_before_tx) = (false, false);
-    let walked = scan_backward(f, log.base_lsn, from, end.end_lsn, page_size, &mut |lsn, r| {
+    let walked = scan_backward(f, log.base_lsn, from, end, page_size, &mut |lsn, r| {
         match r {
             Record::Commit { txid, .. } => {
                 ctl.insert(txid, lsn);
@@ -122,6 +109,8 @@ pub(crate) fn rebuild(
             ));
         }
     }
-    table.committed = ctl.len() as u64;
-    Ok((end, (!intent_before_tx).then_some(table)))
+    if intent_before_tx {
+        table.latest.clear();
+    }
+    Ok(table)
 }

@@ -338,6 +338,13 @@ pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
     Ok(total)
 }
 
+/// Whether the record at the start of `buf` is a page record (by its kind
+/// byte alone).
+#[inline]
+pub fn is_page_record(buf: &[u8]) -> bool {
+    buf.get(4) == Some(&K_PAGE)
+}
+
 /// The length a record ending at the end of `buf` says it has (its
 /// trailer), if `buf` is long enough to hold a trailer.
 #[inline]
