@@ -205,9 +205,11 @@ fn a_long_log_resumes_the_redo_at_the_first_page_record() {
     drop(s);
     let s = Store::open(vfs.clone(), p, big).unwrap();
     let r = s.recovery_report();
-    assert!(r.backward_records > 320 && r.superseded > 0, "{r:?}");
-    // The first chunk's records were replayed before the backward scan.
+    assert!(r.superseded > 0, "{r:?}");
+    // The first chunk's records were replayed before the backward scan,
+    // which read only the records after them.
     assert!(r.resumed_at.is_some_and(|at| at > r.from_lsn), "{r:?}");
+    assert!(r.backward_records > 20 && r.backward_records < r.records, "{r:?}");
     if let Some(d) = model.diff(&s) {
         panic!("{d}");
     }

@@ -169,9 +169,10 @@ pub(crate) fn replay(
             if let (Ok(r), Some(resume)) = (&mut redo, resume)
                 && !matches!(end.tail, Tail::Corrupt { .. })
             {
-                // The backward scan from the end the first pass verified,
-                // then the rest of the redo up to that end.
-                r.wpl = restart::backward(f, &log, from, end.end_lsn, ps)?;
+                // The backward scan from the end the first pass verified
+                // to where it stopped replaying (no record before that is
+                // a page record), then the rest of the redo up to that end.
+                r.wpl = restart::backward(f, &log, resume, end.end_lsn, ps)?;
                 r.stop_at_page_records = false;
                 let to_end = crate::io::Prefix::new(f, Some(RECORDS_START + (end.end_lsn - log.base_lsn)));
                 scan::scan(&to_end, log.base_lsn, resume, ps, &mut |lsn, run| r.run(lsn, run))

@@ -1,6 +1,7 @@
 //! Whole-page logging's restart: the WPL table rebuilt by one backward scan
-//! of the log, from its end to the checkpoint (QuickStore, 002 §3.4.3;
-//! docs/design.md §3.2).
+//! of the log, from its end towards the checkpoint (QuickStore, 002 §3.4.3;
+//! docs/design.md §3.2) — to the checkpoint, or to the first run of records
+//! holding a page record if that is later: nothing before it is one.
 //!
 //! The scan needs a trusted end. The recovery pass (`recovery.rs`) finds
 //! it as it always has — streaming the log forward, checking every record,
@@ -61,7 +62,8 @@ impl WplTable {
 }
 
 /// The backward scan of the log `f` (read as `log` says) from `end` (a
-/// record boundary the forward pass verified) to `from`: the WPL table.
+/// record boundary the forward pass verified) to `from` (a record boundary
+/// with no page record before it since the checkpoint): the WPL table.
 /// Empty when the log is not one a backward scan can trust: transaction
 /// records after an interrupted checkpoint's intent record, which no writer
 /// appends (the redo then applies every record, which is right whatever
