@@ -209,7 +209,10 @@ fn a_long_log_resumes_the_redo_at_the_first_page_record() {
     // The first chunk's records were replayed before the backward scan,
     // which read only the records after them.
     assert!(r.resumed_at.is_some_and(|at| at > r.from_lsn), "{r:?}");
-    assert!(r.backward_records > 20 && r.backward_records < r.records, "{r:?}");
+    assert!(
+        r.backward_records > 20 && r.backward_records < r.records,
+        "{r:?}"
+    );
     if let Some(d) = model.diff(&s) {
         panic!("{d}");
     }
