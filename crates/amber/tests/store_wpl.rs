@@ -409,6 +409,8 @@ fn an_older_version_log_opens_only_when_empty() {
     tx.commit().unwrap();
     s.close().unwrap();
     as_version_1(&vfs, p);
+    let verified = amber::internals::store::verify::verify(v.clone(), p).unwrap();
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
     let s = Store::open(v.clone(), p, opts()).unwrap();
     let mut tx = s.begin().unwrap();
     tx.write(head * PS as u64 + 100, b"v2").unwrap();

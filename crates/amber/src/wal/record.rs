@@ -576,6 +576,22 @@ mod tests {
     }
 
     #[test]
+    fn seal_makes_any_trailer_and_checksum_valid() {
+        let mut buf = Vec::new();
+        let r = Record::Commit {
+            txid: 5,
+            synced_delta: 7,
+        };
+        r.encode(300, &mut buf);
+        let n = buf.len();
+        buf[n - 1] ^= 0x10;
+        buf[0] ^= 1;
+        assert_eq!(decode(&buf, 300, 4096), Err(BadRecord::Checksum));
+        seal(&mut buf, 300);
+        assert_eq!(decode(&buf, 300, 4096), Ok((r, n)));
+    }
+
+    #[test]
     fn checksum_from_a_copy_is_the_checksum() {
         let bytes: Vec<u8> = (0..410u32).map(|i| (i * 7 + 3) as u8).collect();
         for n in (0..=SHORT + 20).chain([399]) {
