@@ -462,7 +462,7 @@ fn benches_run_and_write_json() {
     ] {
         assert!(v.get(k).is_some(), "{k} missing from {v}");
     }
-    assert_eq!(v["log_bytes_per_commit"], 136.0);
+    assert_eq!(v["log_bytes_per_commit"], 144.0);
 
     let json = dir.path().join("recovery.json");
     let r = amber(&[

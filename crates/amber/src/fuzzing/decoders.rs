@@ -9,13 +9,13 @@
 //! asks for the checksums to be made valid first, so that mutations reach
 //! the decoding behind them.
 
-use crate::format::bytes::{get_u32, put_u32};
+use crate::format::bytes::get_u32;
 use crate::format::meta::{self, FsmImage};
 use crate::format::objects::{self, OBJECT_HEADER};
 use crate::format::page::{self, BlockKind, HEADER_SIZE, PageHeader};
 use crate::format::slot::SLOT_SIZE;
 use crate::format::superblock::Superblock;
-use crate::format::{crc, crc_append, first_data_page};
+use crate::format::{crc, first_data_page};
 use crate::io::crash::CrashVfs;
 use crate::io::{OpenMode, Vfs};
 use crate::schema::desc::StoredType;
@@ -23,6 +23,7 @@ use crate::schema::layout::Layout;
 use crate::schema::registry::Registry;
 use crate::store::alloc::FreeSpace;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
+use crate::wal::backward;
 use crate::wal::header::{LogHeader, RECORDS_START};
 use crate::wal::record::record_len;
 use crate::wal::scan::{self, CHUNK, ScanEnd};
@@ -93,9 +94,7 @@ pub fn reseal_records(records: &mut [u8], base: u64, page_size: usize) {
         .get(at..)
         .and_then(|b| record_len(b, page_size).ok())
     {
-        let lsn = base.wrapping_add(at as u64);
-        let rec = &mut records[at..at + n];
-        put_u32(rec, 0, crc_append(crc(&lsn.to_le_bytes()), &rec[4..]));
+        crate::wal::record::seal(&mut records[at..at + n], base.wrapping_add(at as u64));
         at += n;
     }
 }
@@ -157,6 +156,18 @@ pub fn log_records(data: &[u8]) {
             "the records handed over depend on the chunk size"
         );
         assert_eq!(count(&a) as u64, ea.records);
+        // Read backward from the end the forward scan found, the same
+        // records come back, newest first.
+        let mut back = 0u64;
+        let walked = backward::scan_backward(&*f, base, base, ea.end_lsn, ps, &mut |_, _| {
+            back += 1;
+            ControlFlow::Continue(())
+        });
+        match walked {
+            Ok(Ok(n)) => assert_eq!((n, back), (ea.records, ea.records)),
+            Ok(Err(bad)) => panic!("a record the forward scan accepted is bad backward: {bad:?}"),
+            Err(_) => {}
+        }
     }
 }
 

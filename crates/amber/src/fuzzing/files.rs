@@ -22,7 +22,7 @@
 
 use super::Content;
 use super::seeds;
-use crate::format::bytes::{get_u32, put_u32};
+use crate::format::bytes::get_u32;
 use crate::format::page::{self, PageHeader};
 use crate::format::slot::SLOT_SIZE;
 use crate::format::superblock::SLOT_OFFSETS;
@@ -161,10 +161,7 @@ impl Bundle {
             let mut at = RECORDS_START as usize;
             while let Some(n) = self.log.get(at..).and_then(|b| record_len(b, ps).ok()) {
                 let lsn = base.wrapping_add((at - RECORDS_START as usize) as u64);
-                let rec = &mut self.log[at..at + n];
-                let c =
-                    crate::format::crc_append(crate::format::crc(&lsn.to_le_bytes()), &rec[4..]);
-                put_u32(rec, 0, c);
+                crate::wal::record::seal(&mut self.log[at..at + n], lsn);
                 at += n;
             }
         }

@@ -2,20 +2,22 @@
 //! function both commit and the recovery pass use, so that what recovery
 //! rebuilds is by construction what the running store had.
 
-use super::pending::Patch;
+use super::pending::{Base, LoggedPage, Patch};
 use super::state::State;
+use super::wpl::supersedes;
 use crate::format::meta::RootEntry;
-use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
+use crate::format::page::{self, BlockKind};
 use crate::format::{PAddr, PageNo};
 use crate::wal::Record;
 
 impl State {
-    /// Applies `rec` of a transaction that committed at `commit_lsn`.
-    /// `replay` is set during recovery, when allocations are not already
-    /// reserved in memory.
+    /// Applies `rec`, logged at `lsn`, of a transaction that committed at
+    /// `commit_lsn`. `replay` is set during recovery, when allocations are
+    /// not already reserved in memory.
     pub(crate) fn apply(
         &mut self,
         rec: &Record<'_>,
+        lsn: u64,
         commit_lsn: u64,
         replay: bool,
     ) -> Result<(), String> {
@@ -27,25 +29,17 @@ impl State {
                     .fsm
                     .block_of(page)
                     .ok_or_else(|| format!("page image for page {page}, which is not allocated"))?;
-                let off = ((page - head) as usize * ps) as u32;
-                if page == head {
-                    // Keep the block's identity and physical fields.
-                    self.patch_write(
-                        head,
-                        len,
-                        USED_OFFSET as u32,
-                        &image[USED_OFFSET..USED_OFFSET + 4],
-                        commit_lsn,
-                    );
-                    self.patch_write(
-                        head,
-                        len,
-                        HEADER_SIZE as u32,
-                        &image[HEADER_SIZE..],
-                        commit_lsn,
-                    );
+                let index = (page - head) as u32;
+                let in_memory = !self.images_in_log
+                    || matches!(self.pending.get(&head).map(|p| &p.base), Some(Base::Image(_)));
+                if in_memory {
+                    let at = index as usize * ps;
+                    for (s, e) in supersedes(index, ps).into_iter().filter(|(s, e)| s < e) {
+                        let bytes = &image[s - at..e - at];
+                        self.patch_write(head, len, s as u32, bytes, commit_lsn);
+                    }
                 } else {
-                    self.patch_write(head, len, off, image, commit_lsn);
+                    self.log_page(head, len, LoggedPage { index, lsn, commit_lsn });
                 }
             }
             Record::Alloc {
@@ -162,6 +156,22 @@ impl State {
             .entry(head)
             .or_insert_with(|| Patch::over_file(run_len));
         write_counted(&mut self.pending_bytes, p, off, data, lsn, block_len);
+    }
+}
+
+impl State {
+    /// Makes `page` an entry of the WPL table: the latest committed image
+    /// of page `page.index` of the block at `head` (of `run_len` pages) is
+    /// in the log.
+    fn log_page(&mut self, head: PageNo, run_len: u32, page: LoggedPage) {
+        let ps = self.page_size;
+        let p = self
+            .pending
+            .entry(head)
+            .or_insert_with(|| Patch::over_file(run_len));
+        let before = p.bytes();
+        p.log_page(page, &supersedes(page.index, ps));
+        self.pending_bytes = self.pending_bytes + p.bytes() - before.min(p.bytes());
     }
 }
 

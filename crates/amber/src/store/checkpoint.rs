@@ -11,8 +11,10 @@
 //!    allocated blocks (shadow paging: the old blobs stay untouched).
 //! 1. Installation reads, without the state lock: every block whose changes
 //!    lie over its page-file image is read from the page file (checksum
-//!    verified) and the changes laid over it; blocks whose whole image is in
-//!    memory are copied.
+//!    verified), its pages in the WPL table read from the log (checksum
+//!    verified; the log is recycled only at step 6) and laid over it, and
+//!    the changes laid over that; blocks whose whole image is in memory are
+//!    copied.
 //! 2. The images are sealed (LSN, checksum), still without the lock; then,
 //!    under it for a moment, they replace the changes being installed, so
 //!    that from here on no read of a block about to be written uses the
@@ -45,7 +47,7 @@
 
 use super::pending::{Base, Patch};
 use super::state::{Changes, State};
-use super::{Core, corrupt};
+use super::{Core, corrupt, wpl};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::meta::{self, MetaKind, RootEntry, blob_pages};
@@ -420,6 +422,7 @@ impl Core {
     fn installation_reads(&self, cut: &Cut, heads: &[PageNo]) -> Result<Arc<Changes>> {
         let ps = self.page_size;
         let mut images = Changes::default();
+        let (mut logged_pages, mut logged_bytes) = (0, 0);
         for &head in heads {
             let Some(p) = cut.changes.get(&head) else {
                 continue;
@@ -428,6 +431,10 @@ impl Core {
                 Base::File => {
                     let mut img = vec![0u8; p.run_len as usize * ps].into_boxed_slice();
                     self.read_file_block(head, p.run_len, &mut img)?;
+                    let recs = self.read_logged(head, &p.logged)?;
+                    wpl::lay_records(&mut img, &p.logged, &recs, ps);
+                    logged_pages += recs.len() as u64;
+                    logged_bytes += recs.iter().map(|r| r.len() as u64).sum::<u64>();
                     img
                 }
                 Base::Image(img) => img.clone(),
@@ -443,6 +450,8 @@ impl Core {
             // again (the blocks are about to be written); later ones find
             // the whole images.
             st.installs += 1;
+            st.wpl_installed.0 += logged_pages;
+            st.wpl_installed.1 += logged_bytes;
             st.installing.replace(images.clone())
         };
         drop(replaced);

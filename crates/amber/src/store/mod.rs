@@ -3,7 +3,9 @@
 //! Committed transactions are durable in the log; the page file changes only
 //! at a checkpoint, which installs committed changes and then recycles the
 //! log. Between checkpoints the committed state of a block is its page-file
-//! image with the pending changes of the log laid over it ([`pending`]).
+//! image with the pending changes of the log laid over it ([`pending`]);
+//! pages whose latest image is a whole page in the log are read from there
+//! (the WPL table, `wpl.rs`; its restart, `restart.rs`).
 //! Opening a database runs the recovery pass ([`recovery`]).
 //!
 //! This is the storage-level API the object runtime builds on: write byte
@@ -28,10 +30,12 @@ mod read;
 pub mod readers;
 pub mod recovery;
 mod refresh;
+mod restart;
 pub mod salvage;
 mod state;
 pub mod tx;
 pub mod verify;
+mod wpl;
 
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::meta::RootEntry;
@@ -110,6 +114,13 @@ pub struct StoreStats {
     pub blocks: u64,
     /// Blocks with changes not yet installed.
     pub pending_blocks: u64,
+    /// Entries of the WPL table: pages whose latest committed image is a
+    /// page record in the log, not yet installed.
+    pub logged_pages: u64,
+    /// Pages checkpoints installed from their image in the log, so far.
+    pub wpl_installed_pages: u64,
+    /// Log bytes those installations read (whole page records).
+    pub wpl_installed_log_bytes: u64,
     /// LSN of the last checkpoint.
     pub checkpoint_lsn: u64,
     /// LSN at the end of the log.
@@ -267,6 +278,12 @@ impl Core {
             blocks: st.fsm.blocks().count() as u64,
             pending_blocks: (st.pending.len() + st.installing.as_ref().map_or(0, |c| c.len()))
                 as u64,
+            logged_pages: (st.pending.values())
+                .chain(st.installing.iter().flat_map(|c| c.values()))
+                .map(|p| p.logged.len() as u64)
+                .sum(),
+            wpl_installed_pages: st.wpl_installed.0,
+            wpl_installed_log_bytes: st.wpl_installed.1,
             checkpoint_lsn: st.sb.checkpoint_lsn,
             // A checkpoint that ended meanwhile moved the log's end too.
             end_lsn: end_lsn.max(st.sb.checkpoint_lsn),

@@ -102,6 +102,8 @@ impl Store {
             early: HashSet::new(),
             poisoned: None,
             page_size: ps,
+            images_in_log: true,
+            wpl_installed: (0, 0),
         };
         // Reserve pages below the first data page in the file.
         file.set_len(first * ps as u64)
@@ -212,7 +214,10 @@ impl Store {
             base_lsn: lh.base_lsn,
             end: published,
         };
-        let loaded = load_state(&*file, path, sb, sb_slot);
+        let loaded = load_state(&*file, path, sb, sb_slot).map(|mut st| {
+            st.images_in_log = !opts.read_only;
+            st
+        });
         let (st, report, open_txs) =
             recovery::replay(sb.checkpoint_lsn, loaded, OpenTxs::default(), log_source, &*file, path, None)?;
         let end_lsn = report.end_lsn;
@@ -355,7 +360,7 @@ pub(crate) fn read_log_header(
     sb: &Superblock,
 ) -> Result<(LogHeader, bool)> {
     let (best, problems) = newest_log_header(file, path)?;
-    let h = best.ok_or_else(|| {
+    let (h, version) = best.ok_or_else(|| {
         corrupt(
             path,
             FileKind::Log,
@@ -382,6 +387,23 @@ pub(crate) fn read_log_header(
             ),
         ));
     }
+    // A version-1 log (records without the length trailer) is read only
+    // when a clean close vouched that its epoch is empty: there is nothing
+    // to read in either framing, and the writer writes a version-2 header
+    // before its first record. One with records to recover is refused:
+    // the build that wrote it recovers them.
+    if version != log_header::VERSION && !(h.closed && h.base_lsn == sb.checkpoint_lsn) {
+        return Err(Error::NotADatabase {
+            path: path.to_path_buf(),
+            what: format!(
+                "log format version {version} (records without a length trailer) holding records \
+                 not yet installed; this build reads version {}: open the database with the \
+                 build that wrote it and close it cleanly (its checkpoint installs the records), \
+                 then open it with this one",
+                log_header::VERSION
+            ),
+        });
+    }
     if h.base_lsn > sb.checkpoint_lsn {
         return Err(corrupt(
             path,
@@ -396,20 +418,26 @@ pub(crate) fn read_log_header(
     Ok((h, !problems.is_empty()))
 }
 
-/// The newest valid log header copy, if any, and what is wrong with the
-/// copies that are not valid.
+/// A log header copy and its format version.
+pub(super) type VersionedHeader = (LogHeader, u32);
+
+/// The newest valid log header copy, if any, with its format version (this
+/// build's, or [`log_header::VERSION_NO_TRAILER`]), and what is wrong with
+/// the copies that are not valid.
 pub(super) fn newest_log_header(
     file: &dyn IoFile,
     path: &Path,
-) -> Result<(Option<LogHeader>, Vec<String>)> {
-    let mut best: Option<LogHeader> = None;
+) -> Result<(Option<VersionedHeader>, Vec<String>)> {
+    let mut best: Option<VersionedHeader> = None;
     let mut problems = Vec::new();
     for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
         let mut b = [0u8; log_header::SLOT_SIZE];
         crate::io::read_at_most(file, &mut b, *off)
             .map_err(|e| Error::io("read log header", path, e))?;
-        match LogHeader::decode(&b) {
-            Ok(h) if best.is_none_or(|x| h.generation > x.generation) => best = Some(h),
+        match LogHeader::decode_versioned(&b) {
+            Ok((h, v)) if best.is_none_or(|(x, _)| h.generation > x.generation) => {
+                best = Some((h, v))
+            }
             Ok(_) => {}
             Err(e) => problems.push(format!("copy {i}: {e}")),
         }

@@ -11,6 +11,14 @@
 //! small ranges at random places; keeping a sorted list of extents cost more
 //! than the copies). Reading the page-file image is deferred to when the
 //! block is read or installed (the installation read).
+//!
+//! Whole-page logging adds a third source: a page whose latest committed
+//! image is a page record in the log is an entry of the WPL table
+//! ([`LoggedPage`], kept in its block's patch, `wpl.rs`): the image stays in
+//! the log and is read from there. A block's committed image is then its
+//! base, with its logged pages laid over it, with the changed bytes laid
+//! over that — which is LSN order, because a page record clears the
+//! changed bytes of its page that came before it.
 
 /// Where a patched block's bytes come from before the changes are applied.
 #[derive(Debug, Clone)]
@@ -41,6 +49,21 @@ pub struct Patch {
     unmarked: Vec<(u32, u32)>,
     /// LSN of the commit of the last record applied.
     pub lsn: u64,
+    /// Over a file base: the block's pages whose latest committed image is
+    /// a page record in the log (its WPL table entries), one per page.
+    pub logged: Vec<LoggedPage>,
+}
+
+/// An entry of the WPL table: a page whose latest committed image is a
+/// page record in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoggedPage {
+    /// The page's index in its block.
+    pub index: u32,
+    /// LSN of the page record.
+    pub lsn: u64,
+    /// LSN of its transaction's commit record.
+    pub commit_lsn: u64,
 }
 
 impl Patch {
@@ -54,6 +77,7 @@ impl Patch {
             written: Box::default(),
             unmarked: Vec::new(),
             lsn: 0,
+            logged: Vec::new(),
         }
     }
 
@@ -66,6 +90,7 @@ impl Patch {
             written: Box::default(),
             unmarked: Vec::new(),
             lsn,
+            logged: Vec::new(),
         }
     }
 
@@ -75,7 +100,28 @@ impl Patch {
             Base::File => 0,
             Base::Image(i) => i.len(),
         };
-        base + self.data.len() + self.written.len() * 8 + self.unmarked.capacity() * 8
+        base + self.data.len()
+            + self.written.len() * 8
+            + self.unmarked.capacity() * 8
+            + self.logged.capacity() * size_of::<LoggedPage>()
+    }
+
+    /// Makes `page` the image of page `page.index` (over a file base):
+    /// the bytes `supersedes` of the block that were changed before it no
+    /// longer count.
+    pub fn log_page(&mut self, page: LoggedPage, supersedes: &[(usize, usize)]) {
+        self.lsn = self.lsn.max(page.commit_lsn);
+        match self.logged.iter_mut().find(|l| l.index == page.index) {
+            Some(l) => *l = page,
+            None => self.logged.push(page),
+        }
+        if self.data.is_empty() {
+            return;
+        }
+        self.mark_all();
+        for &(s, e) in supersedes {
+            unmark(&mut self.written, s, e);
+        }
     }
 
     /// Applies new bytes at block offset `off`; `block_len` is the block's
@@ -121,13 +167,16 @@ impl Patch {
         }
     }
 
-    /// Turns the patch into a whole image (after an installation read).
-    pub fn materialize(&mut self, mut file_image: Box<[u8]>) {
-        self.apply(&mut file_image);
+    /// Turns the patch into a whole image: `base_image` is the page-file
+    /// image with the logged pages laid over it (after an installation
+    /// read).
+    pub fn materialize(&mut self, mut base_image: Box<[u8]>) {
+        self.apply(&mut base_image);
+        self.logged = Vec::new();
         self.data = Box::default();
         self.written = Box::default();
         self.unmarked = Vec::new();
-        self.base = Base::Image(file_image);
+        self.base = Base::Image(base_image);
     }
 }
 
@@ -152,6 +201,23 @@ fn mark(bits: &mut [u64], start: usize, end: usize) {
     bits[last] |= tail;
 }
 
+/// Clears bits `[start, end)` of `bits`.
+fn unmark(bits: &mut [u64], start: usize, end: usize) {
+    if start >= end {
+        return;
+    }
+    let (first, last) = (start / 64, (end - 1) / 64);
+    let head = !0u64 << (start % 64);
+    let tail = !0u64 >> (63 - (end - 1) % 64);
+    if first == last {
+        bits[first] &= !(head & tail);
+        return;
+    }
+    bits[first] &= !head;
+    bits[first + 1..last].fill(0);
+    bits[last] &= !tail;
+}
+
 /// The first bit at or after `from` that is `set` (or clear), if any.
 fn next_bit(bits: &[u64], from: usize, set: bool) -> Option<usize> {
     let mut i = from / 64;
@@ -173,7 +239,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn changes_equal_direct_writes(writes in prop::collection::vec((0u32..200, prop::collection::vec(any::<u8>(), 1..40)), 1..30)) {
+        fn changes_equal_direct_writes(writes in prop::collection::vec((0u32..200, prop::collection::vec(any::<u8>(), 1..40)), 1..30), cut in (0usize..256).prop_flat_map(|s| (Just(s), s..=256))) {
             let mut p = Patch::over_file(1);
             let mut direct = vec![7u8; 256];
             let mut via = vec![7u8; 256];
@@ -193,6 +259,14 @@ mod tests {
             for (i, m) in marked.iter().enumerate() {
                 prop_assert_eq!(p.written[i / 64] >> (i % 64) & 1 == 1, *m, "byte {}", i);
             }
+            // A logged page supersedes exactly the bytes it names.
+            let page = LoggedPage { index: 0, lsn: 1, commit_lsn: 99 };
+            p.log_page(page, &[(cut.0, cut.1)]);
+            for (i, m) in marked.iter().enumerate() {
+                let want = *m && !(cut.0..cut.1).contains(&i);
+                prop_assert_eq!(p.written[i / 64] >> (i % 64) & 1 == 1, want, "byte {}", i);
+            }
+            prop_assert_eq!((p.lsn, &p.logged[..]), (99, &[page][..]));
         }
     }
 }

@@ -1,12 +1,13 @@
 //! Reading committed blocks: the page-file image, verified, with the changes
-//! logged since the checkpoint laid over it; one block, or a fetch cluster
+//! logged since the checkpoint laid over it (the pages of the WPL table read
+//! from the log, then the pending changes); one block, or a fetch cluster
 //! of them with one `pread`. Reads never hold the state lock across I/O, so
 //! a page fault never waits for a checkpoint's reads, writes and syncs
 //! (docs/design.md §3.1 says what a read sees at each step of one).
 
-use super::pending::Base;
+use super::pending::{Base, LoggedPage};
 use super::state::State;
-use super::{Core, corrupt};
+use super::{Core, corrupt, wpl};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::page;
@@ -38,25 +39,31 @@ impl Core {
                 })
         };
         loop {
-            let (len, installs) = {
+            let (len, installs, logged) = {
                 let st = self.lock();
                 let (_, len) = block(&st)?;
                 if has_image(&st, head) {
                     let mut buf = vec![0u8; len as usize * self.page_size];
-                    self.committed_in_place(&st, head, len, &mut buf, None)?;
+                    self.committed_in_place(&st, head, len, &mut buf, None, &[])?;
                     return Ok(buf);
                 }
-                (len, st.installs)
+                (len, st.installs, logged_of(&st, head))
             };
             let mut buf = vec![0u8; len as usize * self.page_size];
             read_block_raw(&*self.file, &self.path, head, self.page_size, &mut buf)?;
             let verified = self.verify_file_image(head, len, &buf);
             let verified = self.reread_if_torn(head, len, &mut buf, verified);
+            let recs = self.read_logged(head, &logged);
             let st = self.lock();
-            if st.installs != installs || block(&st)? != (head, len) {
+            // A log read that failed after the table moved on (a checkpoint
+            // installed the page and recycled the log) is read again too.
+            if st.installs != installs
+                || block(&st)? != (head, len)
+                || logged_of(&st, head) != logged
+            {
                 continue;
             }
-            self.committed_in_place(&st, head, len, &mut buf, Some(verified))?;
+            self.committed_in_place(&st, head, len, &mut buf, Some(verified), &recs?)?;
             return Ok(buf);
         }
     }
@@ -82,11 +89,13 @@ impl Core {
     pub fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>) -> Vec<ClusterBlock> {
         let ps = self.page_size;
         loop {
-            let (blocks, in_memory, installs) = {
+            let (blocks, in_memory, logged, installs) = {
                 let st = self.lock();
                 let blocks = heads_in(&st, from, pages);
                 let in_memory: Vec<bool> = blocks.iter().map(|&(h, _)| has_image(&st, h)).collect();
-                (blocks, in_memory, st.installs)
+                let logged: Vec<Vec<LoggedPage>> =
+                    blocks.iter().map(|&(h, _)| logged_of(&st, h)).collect();
+                (blocks, in_memory, logged, st.installs)
             };
             let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
                 return Vec::new();
@@ -101,6 +110,11 @@ impl Core {
             // What the page file holds of each block not held whole in
             // memory: verified, or why not.
             let mut verified: Vec<Option<Result<()>>> = Vec::with_capacity(blocks.len());
+            let recs: Vec<Result<Vec<Vec<u8>>>> = blocks
+                .iter()
+                .zip(&logged)
+                .map(|(&(head, _), l)| self.read_logged(head, l))
+                .collect();
             for (&(head, n), &whole) in blocks.iter().zip(&in_memory) {
                 let img = &mut raw[at(head)..at(head) + n as usize * ps];
                 verified.push((!whole).then(|| match &read {
@@ -112,19 +126,26 @@ impl Core {
                 }));
             }
             let st = self.lock();
-            if st.installs != installs || heads_in(&st, from, pages) != blocks {
+            if st.installs != installs
+                || heads_in(&st, from, pages) != blocks
+                || blocks.iter().zip(&logged).any(|(&(h, _), l)| logged_of(&st, h) != *l)
+            {
                 continue;
             }
             return blocks
                 .into_iter()
                 .zip(verified)
-                .map(|((head, pages), verified)| {
+                .zip(recs)
+                .map(|(((head, pages), verified), recs)| {
                     let img = &mut raw[at(head)..at(head) + pages as usize * ps];
+                    let image = recs.and_then(|recs| {
+                        self.committed_in_place(&st, head, pages, img, verified, &recs)
+                    });
                     ClusterBlock {
                         head,
                         pages,
                         at: at(head),
-                        image: self.committed_in_place(&st, head, pages, img, verified),
+                        image,
                     }
                 })
                 .collect();
@@ -134,7 +155,8 @@ impl Core {
     /// Turns the page-file image of block `head` in `img` into its committed
     /// image, with the changes logged since the checkpoint; `verified` says
     /// whether the page-file image passed its checksum (`None`: not checked
-    /// yet). A whole pending image replaces `img` altogether.
+    /// yet), `logged` holds the page records of its WPL table entries, read
+    /// from the log. A whole pending image replaces `img` altogether.
     fn committed_in_place(
         &self,
         st: &State,
@@ -142,6 +164,7 @@ impl Core {
         len: u32,
         img: &mut [u8],
         verified: Option<Result<()>>,
+        logged: &[Vec<u8>],
     ) -> Result<()> {
         match st.patch(head).map(|p| &p.base) {
             Some(Base::Image(pending)) if pending.len() == img.len() => {
@@ -152,7 +175,12 @@ impl Core {
                     "block {head}: its pending image is not {len} pages"
                 )));
             }
-            _ => verified.unwrap_or_else(|| self.verify_file_image(head, len, img))?,
+            Some(Base::File) | None => {
+                verified.unwrap_or_else(|| self.verify_file_image(head, len, img))?;
+                if let Some(p) = st.patch(head) {
+                    wpl::lay_records(img, &p.logged, logged, self.page_size);
+                }
+            }
         }
         if let Some(p) = st.patch(head) {
             p.apply(img);
@@ -200,6 +228,11 @@ impl Core {
 /// pending image), so that reading it needs nothing from the page file.
 fn has_image(st: &State, head: PageNo) -> bool {
     matches!(st.patch(head).map(|p| &p.base), Some(Base::Image(_)))
+}
+
+/// Block `head`'s entries of the WPL table.
+fn logged_of(st: &State, head: PageNo) -> Vec<LoggedPage> {
+    st.patch(head).map(|p| p.logged.clone()).unwrap_or_default()
 }
 
 /// The allocated blocks that start in pages `from..from + pages`.

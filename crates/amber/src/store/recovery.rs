@@ -29,13 +29,15 @@
 use super::corrupt;
 use super::pending::Base;
 use super::read::read_block_raw;
+use super::restart::{self, WplTable};
+use super::wpl;
 use super::state::State;
 use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::page;
 use crate::io::IoFile;
 use crate::wal::header::RECORDS_START;
-use crate::wal::record::{BadRecord, RANGE_HEADER, intent_entries};
+use crate::wal::record::{BadRecord, RANGE_AFTER, intent_entries, is_page_record, record_len};
 use crate::wal::scan::{self, ScanEnd, Tail};
 use crate::wal::{Record, TxId};
 use std::ops::ControlFlow;
@@ -56,6 +58,18 @@ pub struct RecoveryReport {
     pub uncommitted: u64,
     /// Records replayed.
     pub redone: u64,
+    /// Committed records not replayed because later page images of all
+    /// the pages they change supersede them (whole-page logging).
+    pub superseded: u64,
+    /// Records the backward scan of a writer's restart read (0: it did not
+    /// run, the log holding no page records).
+    pub backward_records: u64,
+    /// Entries of the WPL table rebuilt: pages whose latest committed
+    /// image stays in the log.
+    pub logged_pages: u64,
+    /// Where the first pass stopped replaying (the first run of records
+    /// holding a page record) and the redo resumed after the backward scan.
+    pub resumed_at: Option<u64>,
     /// Blocks found torn by an interrupted checkpoint and rebuilt.
     pub repaired: Vec<u64>,
     /// How the log ended.
@@ -71,6 +85,10 @@ impl Default for RecoveryReport {
             committed: 0,
             uncommitted: 0,
             redone: 0,
+            superseded: 0,
+            backward_records: 0,
+            logged_pages: 0,
+            resumed_at: None,
             repaired: Vec::new(),
             tail: Tail::Clean,
         }
@@ -136,11 +154,31 @@ pub(crate) fn replay(
                 // no checksum covers (a damaged one may say `u64::MAX`).
                 .map(|e| RECORDS_START.saturating_add(e.saturating_sub(log.base_lsn)));
             let bounded = crate::io::Prefix::new(f, limit);
-            scan::scan(&bounded, log.base_lsn, from, ps, &mut |lsn, run| match &mut redo {
+            if let Ok(r) = &mut redo {
+                r.log = Some((f, log.base_lsn, log.path));
+                // A writer's restart stops replaying at the first run of
+                // records holding a page record (`restart.rs`).
+                r.stop_at_page_records = r.st.images_in_log;
+            }
+            let end = scan::scan(&bounded, log.base_lsn, from, ps, &mut |lsn, run| match &mut redo {
                 Ok(r) => r.run(lsn, run),
                 Err(_) => ControlFlow::Break(()),
             })
-            .map_err(|e| Error::io("read log", log.path, e))?
+            .map_err(|e| Error::io("read log", log.path, e))?;
+            let resume = redo.as_ref().ok().and_then(|r| r.stopped_at);
+            if let (Ok(r), Some(resume)) = (&mut redo, resume)
+                && !matches!(end.tail, Tail::Corrupt { .. })
+            {
+                // The backward scan from the end the first pass verified
+                // to where it stopped replaying (no record before that is
+                // a page record), then the rest of the redo up to that end.
+                r.wpl = restart::backward(f, &log, resume, end.end_lsn, ps)?;
+                r.stop_at_page_records = false;
+                let to_end = crate::io::Prefix::new(f, Some(RECORDS_START + (end.end_lsn - log.base_lsn)));
+                scan::scan(&to_end, log.base_lsn, resume, ps, &mut |lsn, run| r.run(lsn, run))
+                    .map_err(|e| Error::io("read log", log.path, e))?;
+            }
+            end
         }
     };
     if let Tail::Corrupt { at, what, evidence } = end.tail {
@@ -164,6 +202,10 @@ pub(crate) fn replay(
         committed: done.committed,
         uncommitted: done.uncommitted,
         redone: done.redone,
+        superseded: done.superseded,
+        backward_records: done.backward_records,
+        logged_pages: st.pending.values().map(|p| p.logged.len() as u64).sum(),
+        resumed_at: done.resumed_at,
         repaired: done.repaired,
         tail: end.tail,
     };
@@ -175,6 +217,9 @@ struct Replayed {
     committed: u64,
     uncommitted: u64,
     redone: u64,
+    superseded: u64,
+    backward_records: u64,
+    resumed_at: Option<u64>,
     max_txid: TxId,
     repaired: Vec<u64>,
 }
@@ -195,6 +240,18 @@ struct Redo<'a> {
     failed: Option<Error>,
     /// Where to note the pages the replay changes (a reader's refresh).
     touched: Option<&'a mut Vec<u64>>,
+    /// A writer's restart: the WPL table of the backward scan, which says
+    /// which records later page images supersede (empty: none).
+    wpl: WplTable,
+    /// The log (file, base LSN, path), where the images of the WPL table's
+    /// entries are read from when an interrupted checkpoint's blocks are
+    /// rebuilt.
+    log: Option<(&'a dyn IoFile, u64, &'a Path)>,
+    /// Stop replaying at the first run that holds a page record (a writer's
+    /// restart, which builds the WPL table before it replays them).
+    stop_at_page_records: bool,
+    /// The LSN of the run it stopped at.
+    stopped_at: Option<u64>,
 }
 
 /// A record of the chunk being replayed, queued to be written once its
@@ -227,12 +284,19 @@ impl<'a> Redo<'a> {
                 committed: 0,
                 uncommitted: 0,
                 redone: 0,
+                superseded: 0,
+                backward_records: 0,
+                resumed_at: None,
                 max_txid: 0,
                 repaired: Vec::new(),
             },
             queue: Vec::new(),
             failed: None,
             touched: None,
+            wpl: WplTable::default(),
+            log: None,
+            stop_at_page_records: false,
+            stopped_at: None,
         }
     }
 
@@ -242,6 +306,8 @@ impl<'a> Redo<'a> {
         }
         let mut counts = self.counts;
         counts.uncommitted = self.open.len() as u64;
+        counts.backward_records = self.wpl.records;
+        counts.resumed_at = self.stopped_at;
         Ok((self.st, counts, self.open))
     }
 
@@ -266,6 +332,10 @@ impl<'a> Redo<'a> {
 
     /// Takes a run of records starting at `lsn` from the scan.
     fn run(&mut self, lsn: u64, bytes: &[u8]) -> ControlFlow<()> {
+        if self.stop_at_page_records && holds_page_record(bytes, self.st.page_size) {
+            self.stopped_at = Some(lsn);
+            return ControlFlow::Break(());
+        }
         match self.replay(lsn, bytes) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
@@ -301,8 +371,8 @@ impl<'a> Redo<'a> {
                     check_intent(
                         &mut self.st,
                         entries,
-                        self.file,
-                        self.path,
+                        (self.file, self.path),
+                        self.log,
                         lsn,
                         &mut self.counts.repaired,
                     )?;
@@ -342,7 +412,7 @@ impl<'a> Redo<'a> {
                     self.counts.committed += 1;
                 }
                 Record::Range { addr, after, .. } => self.queue.push(Queued {
-                    at: at + RANGE_HEADER,
+                    at: at + RANGE_AFTER,
                     len: after.len(),
                     addr,
                     lsn: 0,
@@ -368,6 +438,13 @@ impl<'a> Redo<'a> {
         for i in 0..self.queue.len() {
             let Queued { at, len, addr, lsn } = self.queue[i];
             if addr != NOT_RANGE {
+                let rec_lsn = lsn0 + (at - RANGE_AFTER) as u64;
+                let ps64 = ps as u64;
+                let (first, last) = (addr / ps64, (addr + len.max(1) as u64 - 1) / ps64);
+                if !self.wpl.latest.is_empty() && self.wpl.supersedes(first, last, (lsn, rec_lsn)) {
+                    self.counts.superseded += 1;
+                    continue;
+                }
                 if let Some(t) = self.touched.as_deref_mut() {
                     let ps = self.st.page_size as u64;
                     t.extend(addr / ps..=(addr + len.max(1) as u64 - 1) / ps);
@@ -376,7 +453,7 @@ impl<'a> Redo<'a> {
                 self.st
                     .write_range(addr, &bytes[at..at + len], lsn)
                     .map_err(|what| {
-                        let at = lsn0 + (at - RANGE_HEADER) as u64;
+                        let at = lsn0 + (at - RANGE_AFTER) as u64;
                         corrupt(self.path, FileKind::Log, Location::Lsn(at), what)
                     })?;
             } else {
@@ -384,8 +461,12 @@ impl<'a> Redo<'a> {
                 let Some(Ok((rec_lsn, r))) = rec else {
                     return Err(self.undecodable(lsn0 + at as u64, BadRecord::Truncated));
                 };
+                if self.superseded(&r, rec_lsn, lsn) {
+                    self.counts.superseded += 1;
+                    continue;
+                }
                 self.touch(&r);
-                self.st.apply(&r, lsn, true).map_err(|what| {
+                self.st.apply(&r, rec_lsn, lsn, true).map_err(|what| {
                     corrupt(self.path, FileKind::Log, Location::Lsn(rec_lsn), what)
                 })?;
             }
@@ -410,13 +491,36 @@ impl<'a> Redo<'a> {
     fn apply(&mut self, lsn: u64, bytes: &[u8], commit_lsn: u64) -> Result<()> {
         for rec in scan::records(lsn, bytes, self.st.page_size) {
             let (lsn, r) = rec.map_err(|e| self.undecodable(lsn, e))?;
+            if self.superseded(&r, lsn, commit_lsn) {
+                self.counts.superseded += 1;
+                continue;
+            }
             self.touch(&r);
             self.st
-                .apply(&r, commit_lsn, true)
+                .apply(&r, lsn, commit_lsn, true)
                 .map_err(|what| corrupt(self.path, FileKind::Log, Location::Lsn(lsn), what))?;
             self.counts.redone += 1;
         }
         Ok(())
+    }
+
+    /// Whether later page images supersede record `r`, logged at `lsn` by a
+    /// transaction that committed at `commit_lsn` (`restart.rs`): a page
+    /// record that is not its page's latest, or a range record wholly on
+    /// pages whose latest image took effect after it.
+    fn superseded(&self, r: &Record<'_>, lsn: u64, commit_lsn: u64) -> bool {
+        if self.wpl.latest.is_empty() {
+            return false;
+        }
+        let ps = self.st.page_size as u64;
+        match *r {
+            Record::Page { page, .. } => !self.wpl.is_latest(page, (commit_lsn, lsn)),
+            Record::Range { addr, after, .. } => {
+                let last = (addr + after.len().max(1) as u64 - 1) / ps;
+                self.wpl.supersedes(addr / ps, last, (commit_lsn, lsn))
+            }
+            _ => false,
+        }
     }
 
     /// Checked records that do not decode: a bug, reported as such.
@@ -430,6 +534,18 @@ impl<'a> Redo<'a> {
     }
 }
 
+/// Whether the run of checked records `bytes` holds a page record.
+fn holds_page_record(bytes: &[u8], page_size: usize) -> bool {
+    let mut at = 0;
+    while at < bytes.len() {
+        if is_page_record(&bytes[at..]) {
+            return true;
+        }
+        at += record_len(&bytes[at..], page_size).unwrap_or(bytes.len());
+    }
+    false
+}
+
 /// The LSN and length at the start of a piece set aside, if any.
 fn piece_header(b: &[u8]) -> Option<(u64, usize)> {
     let lsn = u64::from_le_bytes(b.get(..8)?.try_into().ok()?);
@@ -438,13 +554,14 @@ fn piece_header(b: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// At an interrupted checkpoint's intent record: rebuild each listed block
-/// from its page-file image and the replayed changes, and check it against
-/// the checksum the checkpoint was about to write.
+/// from its page-file image (`file`), its logged pages (read from `log`)
+/// and the replayed changes, and check it against the checksum the
+/// checkpoint was about to write.
 fn check_intent(
     st: &mut State,
     entries: &[u8],
-    file: &dyn IoFile,
-    path: &Path,
+    (file, path): (&dyn IoFile, &Path),
+    log: Option<(&dyn IoFile, u64, &Path)>,
     lsn: u64,
     repaired: &mut Vec<u64>,
 ) -> Result<()> {
@@ -459,6 +576,12 @@ fn check_intent(
             let mut img = vec![0u8; patch.run_len as usize * ps].into_boxed_slice();
             read_block_raw(file, path, head, ps, &mut img)?;
             let torn = page::verify(&img, head, patch.run_len).is_err();
+            for l in &patch.logged {
+                let (log, base_lsn, log_path) = log.ok_or_else(|| {
+                    Error::Internal(format!("block {head} has logged pages but no log to read"))
+                })?;
+                wpl::lay_from_file(log, log_path, base_lsn, head, l, &mut img, ps)?;
+            }
             patch.materialize(img);
             if torn {
                 repaired.push(head);

@@ -45,6 +45,13 @@ pub(crate) struct State {
     pub(crate) early: HashSet<u32>,
     pub(crate) poisoned: Option<String>,
     pub(crate) page_size: usize,
+    /// Committed page records leave their images in the log, as entries of
+    /// the WPL table (`wpl.rs`): set for a writer; a read-only store keeps
+    /// them in memory.
+    pub(crate) images_in_log: bool,
+    /// Pages that checkpoints installed from their image in the log, and
+    /// the log bytes they read for it.
+    pub(crate) wpl_installed: (u64, u64),
 }
 
 /// Pending changes, per block.
@@ -69,6 +76,8 @@ impl State {
             early: HashSet::new(),
             poisoned: None,
             page_size,
+            images_in_log: false,
+            wpl_installed: (0, 0),
         }
     }
 
@@ -247,5 +256,7 @@ pub(super) fn load_state(
         early: HashSet::new(),
         poisoned: None,
         page_size: ps,
+        images_in_log: false,
+        wpl_installed: (0, 0),
     })
 }

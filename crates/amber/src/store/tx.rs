@@ -118,6 +118,9 @@ pub struct StoreTx<'s> {
     ops: Vec<Op>,
     /// Ops already in the log (logged early).
     logged: usize,
+    /// The LSN of each op logged early (a page record's is its place in
+    /// the WPL table).
+    early_lsns: Vec<u64>,
     log_bytes: u64,
     done: bool,
 }
@@ -129,6 +132,7 @@ impl<'s> StoreTx<'s> {
             txid,
             ops: Vec::new(),
             logged: 0,
+            early_lsns: Vec::new(),
             log_bytes: 0,
             done: false,
         }
@@ -395,7 +399,8 @@ impl<'s> StoreTx<'s> {
             .map(|o| o.record(self.txid))
             .collect();
         self.log_bytes += recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>();
-        log.append(&recs)?;
+        let first = log.append(&recs)?;
+        self.early_lsns.extend(record_lsns(first, &recs));
         drop(recs);
         self.logged = self.ops.len();
         log.write_out()
@@ -422,9 +427,18 @@ impl<'s> StoreTx<'s> {
                 .iter()
                 .map(|o| o.record(self.txid))
                 .collect();
-            let bytes: u64 =
-                recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>() + COMMIT_SIZE as u64;
-            let appended = match log.append_commit(&recs, self.txid) {
+            let records_len: u64 = recs.iter().map(|r| r.encoded_len() as u64).sum();
+            let bytes = records_len + COMMIT_SIZE as u64;
+            let appended = log.append_commit(&recs, self.txid);
+            // Each op's LSN: the records end where the commit record starts.
+            let lsns: Vec<u64> = match &appended {
+                Ok(a) => (self.early_lsns.iter().copied())
+                    .chain(record_lsns(a.commit_lsn - records_len, &recs))
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            drop(recs);
+            let appended = match appended {
                 Ok(a) => a,
                 Err(e) => {
                     self.release();
@@ -446,8 +460,9 @@ impl<'s> StoreTx<'s> {
             turn.wait();
             let mut st = store.lock();
             st.early.remove(&self.txid);
-            for op in &self.ops {
-                if let Err(what) = st.apply(&op.record(self.txid), appended.commit_lsn, false) {
+            for (op, &lsn) in self.ops.iter().zip(&lsns) {
+                let rec = op.record(self.txid);
+                if let Err(what) = st.apply(&rec, lsn, appended.commit_lsn, false) {
                     // The log holds the commit; the in-memory state could not
                     // follow. Reopening rebuilds it from the log.
                     st.poisoned = Some(format!("applying a committed change failed: {what}"));
@@ -498,6 +513,15 @@ impl<'s> StoreTx<'s> {
         st.early.remove(&self.txid);
         self.ops.clear();
     }
+}
+
+/// The LSNs of `recs`, appended one after the other from `first`.
+fn record_lsns<'r>(first: u64, recs: &'r [Record<'_>]) -> impl Iterator<Item = u64> + 'r {
+    recs.iter().scan(first, |at, r| {
+        let lsn = *at;
+        *at += r.encoded_len() as u64;
+        Some(lsn)
+    })
 }
 
 impl Drop for StoreTx<'_> {

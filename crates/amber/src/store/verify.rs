@@ -66,7 +66,9 @@ pub fn verify(vfs: Arc<dyn Vfs>, path: &Path) -> Result<VerifyReport> {
             let mut b = [0u8; SLOT_SIZE];
             crate::io::read_at_most(&*lf, &mut b, *off)
                 .map_err(|e| Error::io("read log header", &wal, e))?;
-            if let Err(e) = LogHeader::decode(&b) {
+            // A version-1 copy is not damage: the open below says whether
+            // this build reads the log (docs/design.md §1.2).
+            if let Err(e) = LogHeader::decode_versioned(&b) {
                 report.problems.push(corrupt(
                     &wal,
                     FileKind::Log,

@@ -8,7 +8,9 @@
 //!
 //! ```text
 //!   0  8  magic        "AMBERLOG"
-//!   8  4  version      1
+//!   8  4  version      2 (1: records without the length trailer; see
+//!                      `record.rs`, and `store/open.rs` for what opening a
+//!                      version-1 log does)
 //!  12  4  page_size
 //!  16  8  generation
 //!  24  8  base_lsn     LSN of the record at file offset 8192
@@ -25,8 +27,12 @@ use crate::format::slot::{self, SlotError};
 
 /// Log header magic.
 pub const MAGIC: &[u8; 8] = b"AMBERLOG";
-/// Format version.
-pub const VERSION: u32 = 1;
+/// Format version: 2 since records end with their length (`record.rs`).
+pub const VERSION: u32 = 2;
+/// The version before, whose records have no trailer: its header has the
+/// same fields, so it is decoded (by [`LogHeader::decode_versioned`]) for
+/// the open to say what to do with it.
+pub const VERSION_NO_TRAILER: u32 = 1;
 /// Byte offsets of the two copies.
 pub const SLOT_OFFSETS: [u64; 2] = [0, 4096];
 /// File offset of the first record.
@@ -67,12 +73,25 @@ impl LogHeader {
         b
     }
 
-    /// Decodes a copy, or says what is wrong with it. A base LSN above
-    /// [`MAX_LSN`] is refused as damage: LSNs are log bytes written, and
-    /// the scan adds file offsets to them.
+    /// Decodes a copy of this version, or says what is wrong with it. A
+    /// base LSN above [`MAX_LSN`] is refused as damage: LSNs are log bytes
+    /// written, and the scan adds file offsets to them.
     pub fn decode(b: &[u8]) -> Result<LogHeader, String> {
+        match Self::decode_versioned(b)? {
+            (h, VERSION) => Ok(h),
+            (_, v) => Err(SlotError::Version(v).to_string()),
+        }
+    }
+
+    /// Decodes a copy of this version or of [`VERSION_NO_TRAILER`];
+    /// returns it with its version.
+    pub fn decode_versioned(b: &[u8]) -> Result<(LogHeader, u32), String> {
+        let version = match b.get(8..12) {
+            Some(v) if v == VERSION_NO_TRAILER.to_le_bytes() => VERSION_NO_TRAILER,
+            _ => VERSION,
+        };
         let read = || -> Result<LogHeader, SlotError> {
-            let mut c = slot::open(b, MAGIC, VERSION)?;
+            let mut c = slot::open(b, MAGIC, version)?;
             let h = LogHeader {
                 page_size: c.u32()?,
                 generation: c.u64()?,
@@ -91,7 +110,7 @@ impl LogHeader {
             }
             Ok(h)
         };
-        read().map_err(|e| e.to_string())
+        read().map(|h| (h, version)).map_err(|e| e.to_string())
     }
 }
 
@@ -123,5 +142,11 @@ mod tests {
             ..h
         };
         assert!(LogHeader::decode(&far.encode()).unwrap_err().contains("beyond"));
+        // A version-1 copy decodes with its version, and only so.
+        let mut old = h.encode();
+        old[8..12].copy_from_slice(&VERSION_NO_TRAILER.to_le_bytes());
+        crate::format::slot::seal(&mut old);
+        assert_eq!(LogHeader::decode_versioned(&old), Ok((h, 1)));
+        assert!(LogHeader::decode(&old).unwrap_err().contains("version 1"));
     }
 }

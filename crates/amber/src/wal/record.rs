@@ -1,20 +1,27 @@
-//! Log records, byte by byte.
+//! Log records, byte by byte (log format version 2).
 //!
-//! Every record starts with the same 8 bytes:
+//! Every record starts with the same 8 bytes and ends with a 4-byte trailer:
 //!
 //! ```text
-//! 0  4  crc     crc32c of (the record's LSN as 8 LE bytes) ++ bytes [4, record end)
-//! 4  1  kind
-//! 5  1  flags
-//! 6  2  len     payload length (meaning per kind)
+//!     0  4  crc     crc32c of (the record's LSN as 8 LE bytes) ++ bytes [4, record end)
+//!     4  1  kind
+//!     5  1  flags
+//!     6  2  len     payload length (meaning per kind)
+//!     …             the rest of the header and the payload, per kind (below)
+//! end-4  4  total   the record's length in bytes, this trailer included
 //! ```
+//!
+//! The trailer makes the log readable backward (`backward.rs`): from the end
+//! of a record, its length says where it starts, and its checksum (which
+//! covers the trailer) says whether it is a record at that LSN. Version 1
+//! had no trailer; `store/open.rs` says what becomes of a version-1 log.
 //!
 //! Seeding the checksum with the record's own LSN binds a record to its
 //! position: a stale record left in the file by an earlier use of the same
 //! bytes (before the log was recycled) never verifies, so the first record
 //! that fails is the end of the log (or damage; see `scan.rs`).
 //!
-//! | kind | name   | rest of header                                   | payload |
+//! | kind | name   | rest of header (bytes from 0, trailer excluded)  | payload |
 //! |------|--------|--------------------------------------------------|---------|
 //! | 1    | range  | txid u32, addr u64 (20 bytes in all = H)         | `len` after-image bytes, then `len` before-image bytes if flag BEFORE |
 //! | 2    | page   | txid u32, page u64 (20)                          | one page image (page-size bytes) |
@@ -33,11 +40,19 @@
 use crate::format::bytes::Cursor;
 use crate::format::{PAddr, PageNo, crc, crc_append};
 
-/// The header size H of a range record, the per-record cost in the
-/// coalescing rule.
-pub const RANGE_HEADER: usize = 20;
+/// What a range record costs beyond its images: its 20-byte header and its
+/// 4-byte trailer; the per-record cost H in the coalescing rule.
+pub const RANGE_HEADER: usize = RANGE_AFTER + TRAILER;
+/// Offset of a range record's after-image in the record.
+pub const RANGE_AFTER: usize = 20;
+/// Bytes of the trailer that ends every record: its length.
+pub const TRAILER: usize = 4;
+/// Offset of a page record's image in the record.
+pub const PAGE_IMAGE: usize = 20;
 /// Bytes of a commit record.
-pub const COMMIT_SIZE: usize = 16;
+pub const COMMIT_SIZE: usize = 16 + TRAILER;
+/// The shortest record (a commit record).
+pub const MIN_RECORD: usize = COMMIT_SIZE;
 /// Largest after-image one range record carries.
 pub const MAX_RANGE: usize = u16::MAX as usize;
 /// Most entries in one intent record.
@@ -152,19 +167,20 @@ impl Record<'_> {
         }
     }
 
-    /// Encoded size in bytes.
+    /// Encoded size in bytes, trailer included.
     pub fn encoded_len(&self) -> usize {
-        match self {
-            Record::Range { after, before, .. } => {
-                RANGE_HEADER + after.len() + before.map_or(0, <[u8]>::len)
+        TRAILER
+            + match self {
+                Record::Range { after, before, .. } => {
+                    RANGE_AFTER + after.len() + before.map_or(0, <[u8]>::len)
+                }
+                Record::Page { image, .. } => PAGE_IMAGE + image.len(),
+                Record::Alloc { .. } | Record::Free { .. } => 24,
+                Record::Commit { .. } => 16,
+                Record::Root { name, .. } => 24 + name.len(),
+                Record::Type { desc, .. } => 16 + desc.len(),
+                Record::Intent { entries } => 12 + entries.len(),
             }
-            Record::Page { image, .. } => 20 + image.len(),
-            Record::Alloc { .. } | Record::Free { .. } => 24,
-            Record::Commit { .. } => COMMIT_SIZE,
-            Record::Root { name, .. } => 24 + name.len(),
-            Record::Type { desc, .. } => 16 + desc.len(),
-            Record::Intent { entries } => 12 + entries.len(),
-        }
     }
 
     /// Appends the encoding of this record, placed at `lsn`, to `out`.
@@ -244,6 +260,8 @@ impl Record<'_> {
                 out.extend_from_slice(entries);
             }
         }
+        let total = (out.len() - start + TRAILER) as u32;
+        out.extend_from_slice(&total.to_le_bytes());
         let c = record_crc(lsn, &out[start + 4..]);
         out[start..start + 4].copy_from_slice(&c.to_le_bytes());
     }
@@ -276,10 +294,11 @@ impl std::fmt::Display for BadRecord {
 /// The longest record a log of `page_size`-byte pages can hold: a range
 /// record of the longest after-image with its before-image, or a page image.
 pub fn max_record_len(page_size: usize) -> usize {
-    (RANGE_HEADER + 2 * MAX_RANGE)
-        .max(20 + page_size)
-        .max(24 + u16::MAX as usize)
-        .max(12 + 12 * MAX_INTENT)
+    TRAILER
+        + (RANGE_AFTER + 2 * MAX_RANGE)
+            .max(PAGE_IMAGE + page_size)
+            .max(24 + u16::MAX as usize)
+            .max(12 + 12 * MAX_INTENT)
 }
 
 /// The length of the record at the start of `buf` as its header says,
@@ -294,11 +313,11 @@ pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
             if len == 0 {
                 return Err(BadRecord::Length);
             }
-            RANGE_HEADER + len * if flags & FLAG_BEFORE != 0 { 2 } else { 1 }
+            RANGE_AFTER + len * if flags & FLAG_BEFORE != 0 { 2 } else { 1 }
         }
-        K_PAGE => 20 + page_size,
+        K_PAGE => PAGE_IMAGE + page_size,
         K_ALLOC | K_FREE => 24,
-        K_COMMIT => COMMIT_SIZE,
+        K_COMMIT => 16,
         K_ROOT => 24 + len,
         K_TYPE => 16 + len,
         K_INTENT => {
@@ -312,16 +331,46 @@ pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
             12 + n * 12
         }
         k => return Err(BadRecord::Kind(k)),
-    };
+    } + TRAILER;
     if total > buf.len() {
         return Err(BadRecord::Truncated);
     }
     Ok(total)
 }
 
+/// Whether the record at the start of `buf` is a page record (by its kind
+/// byte alone).
+#[inline]
+pub fn is_page_record(buf: &[u8]) -> bool {
+    buf.get(4) == Some(&K_PAGE)
+}
+
+/// The length a record ending at the end of `buf` says it has (its
+/// trailer), if `buf` is long enough to hold a trailer.
+#[inline]
+pub fn trailer_len(buf: &[u8]) -> Option<usize> {
+    let t = buf.get(buf.len().checked_sub(TRAILER)?..)?;
+    Some(u32::from_le_bytes([t[0], t[1], t[2], t[3]]) as usize)
+}
+
+/// Makes `rec` (one whole record's bytes, as its header says) a valid
+/// record at `lsn` whatever its trailer and checksum held: the fuzz
+/// targets' resealing, which lets mutations reach the decoders behind the
+/// checksums.
+pub fn seal(rec: &mut [u8], lsn: u64) {
+    let n = rec.len();
+    rec[n - TRAILER..].copy_from_slice(&(n as u32).to_le_bytes());
+    let c = record_crc(lsn, &rec[4..]);
+    rec[..4].copy_from_slice(&c.to_le_bytes());
+}
+
 /// Whether the `len`-byte record at the start of `buf`, placed at `lsn`,
-/// carries the right checksum.
+/// carries the right checksum (which covers its trailer: a length the
+/// header and the trailer disagree on never verifies).
 pub fn checksum_ok(buf: &[u8], len: usize, lsn: u64) -> bool {
+    if trailer_len(&buf[..len]) != Some(len) {
+        return false;
+    }
     let stored = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]);
     record_crc(lsn, &buf[4..len]) == stored
 }
@@ -370,7 +419,7 @@ pub fn decode_verified(buf: &[u8], total: usize) -> Result<(Record<'_>, usize), 
     let kind = c.u8().map_err(t)?;
     let flags = c.u8().map_err(t)?;
     let len = c.u16().map_err(t)? as usize;
-    let page_size = total.saturating_sub(20);
+    let page_size = total.saturating_sub(PAGE_IMAGE + TRAILER);
     let rec = match kind {
         K_RANGE => {
             let txid = c.u32().map_err(t)?;
@@ -515,13 +564,31 @@ mod tests {
             // Bound to its position.
             assert_eq!(decode(&buf, lsn + 1, 4096), Err(BadRecord::Checksum));
             // Any flipped byte is caught.
-            for i in 0..buf.len().min(64) {
+            for i in (0..buf.len().min(64)).chain(buf.len() - TRAILER..buf.len()) {
                 let mut b = buf.clone();
                 b[i] ^= 0x40;
                 assert!(decode(&b, lsn, 4096).is_err(), "flip at {i} of {r:?}");
             }
+            // The trailer says the length, and where the record starts.
+            assert_eq!(trailer_len(&buf), Some(buf.len()));
             lsn += n as u64;
         }
+    }
+
+    #[test]
+    fn seal_makes_any_trailer_and_checksum_valid() {
+        let mut buf = Vec::new();
+        let r = Record::Commit {
+            txid: 5,
+            synced_delta: 7,
+        };
+        r.encode(300, &mut buf);
+        let n = buf.len();
+        buf[n - 1] ^= 0x10;
+        buf[0] ^= 1;
+        assert_eq!(decode(&buf, 300, 4096), Err(BadRecord::Checksum));
+        seal(&mut buf, 300);
+        assert_eq!(decode(&buf, 300, 4096), Ok((r, n)));
     }
 
     #[test]

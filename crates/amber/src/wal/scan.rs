@@ -20,7 +20,9 @@
 use super::header::RECORDS_START;
 use super::readahead::{self, Source};
 use super::record::{
-    BadRecord, Record, checksum_ok, decode, decode_verified, max_record_len, record_len, K_COMMIT};
+    BadRecord, COMMIT_SIZE, K_COMMIT, Record, checksum_ok, decode, decode_verified,
+    max_record_len, record_len,
+};
 use crate::io::IoFile;
 use std::io;
 use std::ops::ControlFlow;
@@ -232,9 +234,9 @@ impl Checker<'_> {
         };
         let bad_lsn = self.lsn(bad);
         let from = (bad + 1).saturating_sub(pos) as usize;
-        // A commit record is 16 bytes: positions closer to the end than that
-        // are looked at with the next chunk.
-        let last = buf.len().saturating_sub(15);
+        // A commit record is COMMIT_SIZE bytes: positions closer to the end
+        // than that are looked at with the next chunk.
+        let last = buf.len().saturating_sub(COMMIT_SIZE - 1);
         let found = (from..last).filter(|&o| buf[o + 4] == K_COMMIT).find_map(|o| {
             let lsn = self.lsn(pos + o as u64);
             match decode(&buf[o..], lsn, self.page_size) {
@@ -393,7 +395,7 @@ mod tests {
                 end.tail,
                 Tail::Torn {
                     what: BadRecord::Truncated,
-                    bytes: 11,
+                    bytes: 15,
                     ..
                 }
             ),
@@ -411,7 +413,7 @@ mod tests {
                 end.tail,
                 Tail::Corrupt {
                     at: 100,
-                    evidence: 176,
+                    evidence: 188,
                     ..
                 }
             ),
@@ -422,7 +424,7 @@ mod tests {
         // Damage in the last batch only: indistinguishable from a torn tail.
         let mut last = file.clone();
         let n = last.len();
-        last[n - 20] ^= 1;
+        last[n - 24] ^= 1;
         let (recs, end) = scan_all_chunks(&last);
         assert!(matches!(end.tail, Tail::Torn { .. }));
         assert_eq!(recs.len(), 4);
@@ -433,7 +435,7 @@ mod tests {
         let (a, b) = (tx(1), tx(2));
         let file = log_of(&[&a, &b], 100);
         // From the second transaction on.
-        let second = 100 + 46;
+        let second = 100 + 54;
         let vfs = CrashVfs::new();
         let f = vfs
             .open(Path::new("/log"), OpenMode::CreateNew)

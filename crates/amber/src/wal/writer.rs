@@ -154,6 +154,27 @@ impl LogWriter {
         held(AmberLock::LogWriter, self.state.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// Reads `buf.len()` bytes of the log from `lsn`: a durable record of
+    /// the current epoch (a page image that the whole-page-logging table
+    /// points at). Bytes outside them are refused: an entry older than the
+    /// epoch points at recycled space.
+    pub fn read_at(&self, lsn: u64, buf: &mut [u8]) -> Result<()> {
+        let (base, durable) = {
+            let s = self.lock();
+            (s.base_lsn, s.durable_lsn)
+        };
+        let end = lsn.saturating_add(buf.len() as u64);
+        if lsn < base || end > durable {
+            return Err(Error::Internal(format!(
+                "log bytes [{lsn}, {end}) are not durable records of the current epoch \
+                 [{base}, {durable})"
+            )));
+        }
+        self.file
+            .read_exact_at(buf, RECORDS_START + (lsn - base))
+            .map_err(|e| Error::io("read log", &self.path, e))
+    }
+
     /// The next LSN to be assigned.
     pub fn end_lsn(&self) -> u64 {
         self.lock().end_lsn
