@@ -430,6 +430,28 @@ mod tests {
         assert_eq!(recs.len(), 4);
     }
 
+    /// After a bad record, a commit record (valid) claiming the log was
+    /// durable before LSN 0 is no evidence of damage, and no overflow
+    /// (the fuzz input `open_and_read-commit-durable-before-lsn-0.bin`,
+    /// kept as a test of the scan itself since log format 2 re-framed it).
+    #[test]
+    fn a_durable_end_before_lsn_0_is_no_evidence() {
+        let a = tx(1);
+        let mut file = log_of(&[&a], 100);
+        let lsn = 100 + (file.len() as u64 - RECORDS_START);
+        let mut body = Vec::new();
+        Record::Commit {
+            txid: 2,
+            synced_delta: (lsn + 1000) as u32,
+        }
+        .encode(lsn, &mut body);
+        file.extend_from_slice(&body);
+        file[RECORDS_START as usize + 25] ^= 1;
+        let (recs, end) = scan_all_chunks(&file);
+        assert_eq!(recs.len(), 0);
+        assert!(matches!(end.tail, Tail::Torn { .. }), "{:?}", end.tail);
+    }
+
     #[test]
     fn starts_at_the_checkpoint_and_past_the_end() {
         let (a, b) = (tx(1), tx(2));
