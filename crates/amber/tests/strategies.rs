@@ -280,6 +280,32 @@ fn auto_chooses_per_transaction() {
     }
 }
 
+/// After a switch between page protection and a barrier, either way, a
+/// transaction that writes one field finds one page written: nothing of
+/// the other scheme's records or frame states carries over.
+#[test]
+fn a_switch_leaves_no_extra_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = Db::create(dir.path().join("db"), opts(Detect::Pages)).unwrap();
+    let first = build(&mut db, 300);
+    let ps = parts(&db, first);
+    for round in 0..6usize {
+        for strategy in [Strategy::DEFAULT, Strategy::detect(Detect::Remsets)] {
+            // A transaction that writes many pages, then one that writes one.
+            let mut tx = db.begin_with(strategy).unwrap();
+            for &p in &ps {
+                *tx.field_mut(p, |o| &o.y) += 1;
+            }
+            tx.commit().unwrap();
+            let mut tx = db.begin_with(strategy).unwrap();
+            *tx.field_mut(ps[round * 7], |o| &o.y) += 1;
+            let s = tx.commit().unwrap();
+            assert_eq!(s.blocks, 1, "round {round}, {strategy}: {s:?}");
+            assert_eq!(s.changed_bytes, 1, "round {round}, {strategy}");
+        }
+    }
+}
+
 /// Alternating schemes from one transaction to the next (and aborting
 /// under each) keeps exactly the committed updates.
 #[test]

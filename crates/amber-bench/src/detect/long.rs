@@ -12,11 +12,12 @@
 //! at the same (p, k).
 
 use serde::Serialize;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use amber::{BackendChoice, Strategy};
 
+use crate::oo1::amber_engine::UpdateCost;
 use crate::oo1::reference::Reference;
 use crate::oo1::{Engine, GeneratedDb, PartId};
 use crate::rng::Rng;
@@ -61,80 +62,105 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The long-transaction rows of one scheme on the database in `dir`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn run_scheme(
+/// One scheme of the long-transaction experiment.
+pub(super) struct LongScheme {
+    /// Its name in the rows.
+    pub(super) scheme: String,
+    pub(super) choice: BackendChoice,
+    pub(super) strategy: Strategy,
+    /// Its own copy of the database.
+    pub(super) dir: PathBuf,
+}
+
+/// The long-transaction rows of every scheme. Each (p, k) is run by every
+/// scheme in turn, so that the rows a comparison takes (`auto` against
+/// the best fixed scheme) are measured seconds apart rather than minutes:
+/// this machine's speed drifts by more than the 10 % being judged over
+/// the minutes a scheme's whole sweep takes.
+pub(super) fn run(
     generated: &GeneratedDb,
-    dir: &Path,
-    choice: BackendChoice,
-    strategy: Strategy,
-    scheme: &str,
+    schemes: &[LongScheme],
     ps: &[f64],
     ks: &[usize],
     iters: usize,
     seed: u64,
 ) -> Result<Vec<LongRow>, BenchError> {
-    let mut eng = open_engine(dir, choice, strategy)?;
-    let mut reference = Reference::new(generated);
+    let mut open = Vec::new();
+    for s in schemes {
+        open.push((
+            open_engine(&s.dir, s.choice, s.strategy)?,
+            Reference::new(generated),
+        ));
+    }
     let parts = generated.params.parts;
     let mut rows = Vec::new();
     for (pi, &p) in ps.iter().enumerate() {
         let (_, plan) = hot_input(generated.params, p)?;
         for &k in ks {
-            let mut samples = Vec::new();
-            // One untimed transaction first: the roots' pages resident.
-            for i in 0..=iters {
-                let mut rng = Rng::stream(seed, &[pi as u64, k as u64, i as u64]);
-                let roots: Vec<PartId> = (0..k)
-                    .map(|_| 1 + rng.below(u64::from(parts)) as PartId)
-                    .collect();
-                let (answers, cost) = eng.update_many_timed(&roots, &plan).map_err(|e| {
-                    BenchError::new(format!("{scheme}: long update p={p} k={k}: {e}"))
-                })?;
-                for (r, a) in roots.iter().zip(&answers) {
-                    let want = reference
-                        .update(*r, &plan)
-                        .map_err(|e| BenchError::new(format!("reference update: {e}")))?;
-                    if *a != want {
-                        return Err(BenchError::new(format!(
-                            "{scheme}: long update p={p} k={k}: traversal from {r} answered {a:?}, the reference {want:?}"
-                        )));
+            for (s, (eng, reference)) in schemes.iter().zip(&mut open) {
+                let scheme = &s.scheme;
+                let mut samples = Vec::new();
+                // One untimed transaction first: the roots' pages resident.
+                for i in 0..=iters {
+                    let mut rng = Rng::stream(seed, &[pi as u64, k as u64, i as u64]);
+                    let roots: Vec<PartId> = (0..k)
+                        .map(|_| 1 + rng.below(u64::from(parts)) as PartId)
+                        .collect();
+                    let (answers, cost) = eng.update_many_timed(&roots, &plan).map_err(|e| {
+                        BenchError::new(format!("{scheme}: long update p={p} k={k}: {e}"))
+                    })?;
+                    for (r, a) in roots.iter().zip(&answers) {
+                        let want = reference
+                            .update(*r, &plan)
+                            .map_err(|e| BenchError::new(format!("reference update: {e}")))?;
+                        if *a != want {
+                            return Err(BenchError::new(format!(
+                                "{scheme}: long update p={p} k={k}: traversal from {r} answered {a:?}, the reference {want:?}"
+                            )));
+                        }
+                    }
+                    if i > 0 {
+                        samples.push(cost);
                     }
                 }
-                if i > 0 {
-                    samples.push(cost);
-                }
+                rows.push(row(scheme, s.strategy, p, k, &samples));
             }
-            let med = |f: &dyn Fn(&crate::oo1::amber_engine::UpdateCost) -> f64| {
-                summarize(&samples.iter().map(f).collect::<Vec<_>>()).median
-            };
-            let s = |c: &crate::oo1::amber_engine::UpdateCost| c.stats;
-            rows.push(LongRow {
-                scheme: scheme.to_string(),
-                op: "update",
-                phase: "long",
-                p,
-                k,
-                ms: med(&|c| ms(c.traverse + c.commit)),
-                running_ms: med(&|c| ms(c.traverse)),
-                old_ms: med(&|c| ms(s(c).detect + s(c).diff)),
-                new_ms: 0.0,
-                write_ms: med(&|c| ms(s(c).write)),
-                other_ms: med(&|c| {
-                    ms(c.commit
-                        .saturating_sub(s(c).detect + s(c).diff + s(c).write))
-                }),
-                log_bytes: med(&|c| s(c).log_bytes as f64) as u64,
-                minimal_log_bytes: med(&|c| s(c).minimal_log_bytes as f64) as u64,
-                ran_under: crate::update::ran_under(samples.iter().map(|c| c.stats.strategy)),
-                log: crate::update::log_name(strategy),
-            });
         }
     }
-    Box::new(eng)
-        .close()
-        .map_err(|e| BenchError::new(format!("{scheme}: closing: {e}")))?;
+    for (s, (eng, _)) in schemes.iter().zip(open) {
+        Box::new(eng)
+            .close()
+            .map_err(|e| BenchError::new(format!("{}: closing: {e}", s.scheme)))?;
+    }
     Ok(rows)
+}
+
+/// The row of one (scheme, p, k): medians over the timed transactions.
+fn row(scheme: &str, strategy: Strategy, p: f64, k: usize, samples: &[UpdateCost]) -> LongRow {
+    let med = |f: &dyn Fn(&UpdateCost) -> f64| {
+        summarize(&samples.iter().map(f).collect::<Vec<_>>()).median
+    };
+    let s = |c: &UpdateCost| c.stats;
+    LongRow {
+        scheme: scheme.to_string(),
+        op: "update",
+        phase: "long",
+        p,
+        k,
+        ms: med(&|c| ms(c.traverse + c.commit)),
+        running_ms: med(&|c| ms(c.traverse)),
+        old_ms: med(&|c| ms(s(c).detect + s(c).diff)),
+        new_ms: 0.0,
+        write_ms: med(&|c| ms(s(c).write)),
+        other_ms: med(&|c| {
+            ms(c.commit
+                .saturating_sub(s(c).detect + s(c).diff + s(c).write))
+        }),
+        log_bytes: med(&|c| s(c).log_bytes as f64) as u64,
+        minimal_log_bytes: med(&|c| s(c).minimal_log_bytes as f64) as u64,
+        ran_under: crate::update::ran_under(samples.iter().map(|c| c.stats.strategy)),
+        log: crate::update::log_name(strategy),
+    }
 }
 
 /// Least-squares fit of `ms` against `k` for every (scheme, p) in `rows`.

@@ -243,7 +243,8 @@ fn per_scheme(cfg: &DetectConfig) -> Result<(Vec<ReadRow>, Vec<LongRow>), BenchE
         seed: cfg.seed,
     };
     let (generated, work, base) = build_base(params, cfg.dir.as_deref())?;
-    let (mut reads, mut rows) = (Vec::new(), Vec::new());
+    let mut reads = Vec::new();
+    let mut long_schemes = Vec::new();
     for &strategy in &cfg.schemes {
         let choices: &[BackendChoice] = if on_every_backend(strategy) {
             &[BackendChoice::Uffd, BackendChoice::Sigsegv]
@@ -269,20 +270,29 @@ fn per_scheme(cfg: &DetectConfig) -> Result<(Vec<ReadRow>, Vec<LongRow>), BenchE
             }
             let dir = work.path().join(format!("long-{scheme}"));
             copy_dir(&base, &dir)?;
-            rows.extend(long::run_scheme(
-                &generated,
-                &dir,
+            long_schemes.push(long::LongScheme {
+                scheme,
                 choice,
                 strategy,
-                &scheme,
-                &cfg.long_ps,
-                &cfg.long_ks,
-                cfg.long_iters.max(1),
-                cfg.seed,
-            )?);
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+                dir,
+            });
         }
+    }
+    let rows = if long_schemes.is_empty() {
+        Vec::new()
+    } else {
+        long::run(
+            &generated,
+            &long_schemes,
+            &cfg.long_ps,
+            &cfg.long_ks,
+            cfg.long_iters.max(1),
+            cfg.seed,
+        )?
+    };
+    for s in &long_schemes {
+        std::fs::remove_dir_all(&s.dir)
+            .map_err(|e| BenchError::new(format!("removing {}: {e}", s.dir.display())))?;
     }
     Ok((reads, rows))
 }
