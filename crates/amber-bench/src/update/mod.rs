@@ -73,7 +73,7 @@ use crate::oo1::ops::{Input, Job, Op, Protocol, inputs};
 use crate::oo1::{EngineOptions, GenParams, PartId, generate};
 use crate::storage::{BenchError, Workdir, environment};
 use report::METHOD;
-use run::run_backend;
+use run::SchemeRun;
 
 /// The update probabilities measured (Hosking et al.'s Figs. 7–10).
 pub const PROBABILITIES: [f64; 4] = [0.0, 0.05, 0.2, 1.0];
@@ -264,6 +264,7 @@ pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
     let mut rows = Vec::new();
     let mut first_writes = Vec::new();
     let choices = cfg.backends.choices();
+    let mut runs = Vec::new();
     for &strategy in &cfg.schemes {
         let on = if on_every_backend(strategy) {
             &choices[..]
@@ -273,12 +274,21 @@ pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
         for &choice in on {
             let dir = work.path().join(format!("run-{choice:?}-{strategy}"));
             copy_dir(&base, &dir)?;
-            let run = run_backend(cfg, &generated, &dir, choice, strategy)?;
-            rows.extend(run.rows);
-            first_writes.push(run.first_write);
-            fs::remove_dir_all(&dir)
-                .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
+            runs.push((SchemeRun::open(&generated, &dir, choice, strategy)?, dir));
         }
+    }
+    // Each p on every scheme in turn (`SchemeRun`).
+    for &p in &cfg.probabilities {
+        for (run, _) in &mut runs {
+            run.measure(cfg, &generated, p)?;
+        }
+    }
+    for (run, dir) in runs {
+        let run = run.finish(cfg)?;
+        rows.extend(run.rows);
+        first_writes.push(run.first_write);
+        fs::remove_dir_all(&dir)
+            .map_err(|e| BenchError::new(format!("removing {}: {e}", dir.display())))?;
     }
     let mut roots = BTreeMap::new();
     for &p in &cfg.probabilities {

@@ -1,7 +1,7 @@
-//! One backend's run: for each update probability, the timed update
-//! traversals with one commit each, every answer checked against the
-//! reference, and the minimal log computed independently from the parts the
-//! traversal changed.
+//! One scheme's run (a strategy on a backend): for each update
+//! probability, the timed update traversals with one commit each, every
+//! answer checked against the reference, and the minimal log computed
+//! independently from the parts the traversal changed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -73,22 +73,63 @@ pub(super) struct BackendRun {
     pub(super) first_write: FirstWrite,
 }
 
-pub(super) fn run_backend(
-    cfg: &UpdateConfig,
-    generated: &GeneratedDb,
-    dir: &Path,
-    choice: BackendChoice,
+/// One scheme's database open for the hot update rows: `update` measures
+/// each p on every scheme in turn (`measure`), so that the rows of one p
+/// are taken seconds apart rather than minutes (this machine's speed drifts
+/// by more over a scheme's whole sweep than the schemes differ by).
+pub(super) struct SchemeRun {
+    eng: crate::oo1::amber_engine::AmberOo1,
+    backend: String,
+    scheme: String,
     strategy: Strategy,
-) -> Result<BackendRun, BenchError> {
-    let mut eng = open_engine(dir, choice, strategy)?;
-    check_backend(choice, eng.db())?;
-    let backend = eng.db().backend().to_string();
-    // The scheme names of `amber bench detect`: page protection by backend.
-    let scheme = super::scheme_name(strategy, &backend);
-    let mut reference = Reference::new(generated);
-    let mut shadow = Shadow::new(generated, &eng)?;
-    let mut rows = Vec::new();
-    for &p in &cfg.probabilities {
+    reference: Reference,
+    shadow: Shadow,
+    rows: Vec<UpdateRow>,
+}
+
+impl SchemeRun {
+    /// Opens the database in `dir` on backend `choice` under `strategy`.
+    pub(super) fn open(
+        generated: &GeneratedDb,
+        dir: &Path,
+        choice: BackendChoice,
+        strategy: Strategy,
+    ) -> Result<SchemeRun, BenchError> {
+        let eng = open_engine(dir, choice, strategy)?;
+        check_backend(choice, eng.db())?;
+        let backend = eng.db().backend().to_string();
+        // The scheme names of `amber bench detect`: page protection by backend.
+        let scheme = super::scheme_name(strategy, &backend);
+        let reference = Reference::new(generated);
+        let shadow = Shadow::new(generated, &eng)?;
+        Ok(SchemeRun {
+            eng,
+            backend,
+            scheme,
+            strategy,
+            reference,
+            shadow,
+            rows: Vec::new(),
+        })
+    }
+
+    /// The row of update probability `p`: the warm-up and timed updates.
+    pub(super) fn measure(
+        &mut self,
+        cfg: &UpdateConfig,
+        generated: &GeneratedDb,
+        p: f64,
+    ) -> Result<(), BenchError> {
+        let SchemeRun {
+            eng,
+            backend,
+            scheme,
+            strategy,
+            reference,
+            shadow,
+            rows,
+        } = self;
+        let strategy = *strategy;
         let (root, plan) = hot_input(generated.params, p)?;
         let order = visit_order(generated, root);
         let decisions: Vec<bool> = (0..order.len()).map(|v| plan.increment_at(v)).collect();
@@ -172,13 +213,21 @@ pub(super) fn run_backend(
             commit_ms_summary: commit,
             traverse_ms_summary: traverse,
         });
+        Ok(())
     }
-    let first_write = first_write(cfg, &mut eng, &backend)?;
-    for r in &mut rows {
-        r.first_write_us = first_write.first_write_us;
+
+    /// The first write's cost, and the database closed.
+    pub(super) fn finish(mut self, cfg: &UpdateConfig) -> Result<BackendRun, BenchError> {
+        let first_write = first_write(cfg, &mut self.eng, &self.backend)?;
+        for r in &mut self.rows {
+            r.first_write_us = first_write.first_write_us;
+        }
+        Box::new(self.eng)
+            .close()
+            .map_err(|e| BenchError::new(format!("{}: closing: {e}", self.backend)))?;
+        Ok(BackendRun {
+            rows: self.rows,
+            first_write,
+        })
     }
-    Box::new(eng)
-        .close()
-        .map_err(|e| BenchError::new(format!("{backend}: closing: {e}")))?;
-    Ok(BackendRun { rows, first_write })
 }
