@@ -186,36 +186,36 @@ const UNMARKED: usize = 64;
 
 /// Sets bits `[start, end)` of `bits`.
 fn mark(bits: &mut [u64], start: usize, end: usize) {
-    if start >= end {
-        return;
-    }
-    let (first, last) = (start / 64, (end - 1) / 64);
-    let head = !0u64 << (start % 64);
-    let tail = !0u64 >> (63 - (end - 1) % 64);
-    if first == last {
-        bits[first] |= head & tail;
-        return;
-    }
-    bits[first] |= head;
-    bits[first + 1..last].fill(!0);
-    bits[last] |= tail;
+    set_bits(bits, start, end, true);
 }
 
 /// Clears bits `[start, end)` of `bits`.
 fn unmark(bits: &mut [u64], start: usize, end: usize) {
+    set_bits(bits, start, end, false);
+}
+
+/// Sets (`on`) or clears bits `[start, end)` of `bits`, a word at a time.
+fn set_bits(bits: &mut [u64], start: usize, end: usize, on: bool) {
     if start >= end {
         return;
     }
     let (first, last) = (start / 64, (end - 1) / 64);
     let head = !0u64 << (start % 64);
     let tail = !0u64 >> (63 - (end - 1) % 64);
+    let apply = |w: &mut u64, m: u64| {
+        if on {
+            *w |= m;
+        } else {
+            *w &= !m;
+        }
+    };
     if first == last {
-        bits[first] &= !(head & tail);
+        apply(&mut bits[first], head & tail);
         return;
     }
-    bits[first] &= !head;
-    bits[first + 1..last].fill(0);
-    bits[last] &= !tail;
+    apply(&mut bits[first], head);
+    bits[first + 1..last].fill(if on { !0 } else { 0 });
+    apply(&mut bits[last], tail);
 }
 
 /// The first bit at or after `from` that is `set` (or clear), if any.
