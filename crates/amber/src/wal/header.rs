@@ -74,7 +74,7 @@ impl LogHeader {
     }
 
     /// Decodes a copy of this version, or says what is wrong with it. A
-    /// base LSN above [`MAX_LSN`] is refused as damage: LSNs are log bytes
+    /// base LSN above `MAX_LSN` is refused as damage: LSNs are log bytes
     /// written, and the scan adds file offsets to them.
     pub fn decode(b: &[u8]) -> Result<LogHeader, String> {
         match Self::decode_versioned(b)? {
@@ -83,7 +83,7 @@ impl LogHeader {
         }
     }
 
-    /// Decodes a copy of this version or of [`VERSION_NO_TRAILER`];
+    /// Decodes a copy of this version or of `VERSION_NO_TRAILER`;
     /// returns it with its version.
     pub fn decode_versioned(b: &[u8]) -> Result<(LogHeader, u32), String> {
         let version = match b.get(8..12) {
