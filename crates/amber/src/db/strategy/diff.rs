@@ -75,11 +75,10 @@ impl Tx<'_> {
             if within[k].0 >= s.end {
                 continue;
             }
-            let dirty = page.object(i)?;
             let mut clean = page.read(s.header, s.end - s.header);
             clean_of(s.header, &mut clean);
             self.persistent_object(head, &mut clean)?;
-            diff_into(&clean, &dirty, s.header, &mut body_regions);
+            diff_into(&clean, page.object(i)?, s.header, &mut body_regions);
         }
         let mut out = Vec::new();
         for (regions, group) in [(used_regions, 0), (body_regions, 1)] {
@@ -182,15 +181,14 @@ impl<'t, 'db> PersistentPage<'t, 'db> {
     }
 
     /// Object `i` (header and slot) in persistent form.
-    fn object(&mut self, i: usize) -> Result<Vec<u8>> {
-        if let Some(b) = &self.converted[i] {
-            return Ok(b.clone());
+    fn object(&mut self, i: usize) -> Result<&[u8]> {
+        if self.converted[i].is_none() {
+            let s = self.spans[i];
+            let mut b = self.read(s.header, s.end - s.header);
+            self.tx.persistent_object(self.head, &mut b)?;
+            self.converted[i] = Some(b);
         }
-        let s = self.spans[i];
-        let mut b = self.read(s.header, s.end - s.header);
-        self.tx.persistent_object(self.head, &mut b)?;
-        self.converted[i] = Some(b.clone());
-        Ok(b)
+        Ok(self.converted[i].as_deref().unwrap_or_default())
     }
 
     /// The bytes `[start, end)` of the object area in persistent form:
