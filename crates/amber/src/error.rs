@@ -140,6 +140,16 @@ pub enum Error {
         /// What differs (naming the field).
         what: String,
     },
+    /// A storage server refused the connection or a request (a wrong token,
+    /// another wire version, no such database, a request it would not
+    /// serve), or answered with something that is not the protocol. A
+    /// broken connection is [`Error::Io`].
+    Remote {
+        /// The database's URL (`amber://host:port/name`).
+        url: String,
+        /// What the server said, or what was wrong with its answer.
+        what: String,
+    },
 }
 
 impl Error {
@@ -218,6 +228,7 @@ impl fmt::Display for Error {
             Error::SchemaMismatch { type_name, what } => {
                 write!(f, "schema mismatch for type `{type_name}`: {what}")
             }
+            Error::Remote { url, what } => write!(f, "{url}: {what}"),
         }
     }
 }
@@ -278,6 +289,10 @@ mod tests {
                 source: None,
             },
             Error::internal("a broken invariant"),
+            Error::Remote {
+                url: "amber://127.0.0.1:7878/parts".into(),
+                what: "the server refused the token".into(),
+            },
         ];
         for e in all {
             let s = e.to_string();

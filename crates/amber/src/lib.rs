@@ -165,12 +165,10 @@ internal_modules! {
     format;
     io;
     schema;
+    source;
     store;
     translate;
     wal;
-    // Used by the storage server (`amber-server`, through `internals`)
-    // until the client in this crate reads through it too.
-    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     wire;
     #[allow(unsafe_code)]
     vm;
@@ -193,6 +191,7 @@ pub use db::{CommitStats, Db, DbStats, Detect, Log, Options, Strategy, Tx, View}
 pub use error::{Error, FileKind, Location, Result};
 pub use gc::{CollectStats, MigrateStats, Migration, Plain};
 pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+pub use source::remote::RemoteOptions;
 pub use store::{StoreOptions, StoreStats};
 pub use vm::{Backend, BackendChoice, Field, Persistent};
 
@@ -219,7 +218,9 @@ pub mod __private {
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::{db, fasthash, format, fuzzing, io, schema, store, translate, vm, wal, wire};
+    pub use crate::{
+        db, fasthash, format, fuzzing, io, schema, source, store, translate, vm, wal, wire,
+    };
 }
 
 /// The README, whose Rust examples rustdoc compiles and runs as doctests, so

@@ -432,7 +432,7 @@ impl Tx<'_> {
             stx.abandon();
         }
         let parts = super::session::Parts {
-            store: self.store(),
+            source: self.store(),
             fs: self.fs,
             pager: self.pager,
             registry: self.registry,

@@ -200,8 +200,9 @@ impl Pager {
             return;
         }
         let lo = page - page % window;
-        let blocks = self.store.blocks_starting_in(lo, window);
-        let _ = fs.assign_span(lo, &blocks);
+        if let Ok(blocks) = self.source.blocks_starting_in(lo, window) {
+            let _ = fs.assign_span(lo, &blocks);
+        }
     }
 
     /// Pages a fault at `page` fetches: the window of the readahead policy,
@@ -356,7 +357,7 @@ impl Pager {
         let img = self
             .spills()
             .get(&head)
-            .map(|s| s.image(&self.store, head, run, self.page_size));
+            .map(|s| s.image(&*self.source, head, run, self.page_size));
         let mut img = match img {
             Some(r) => r.map_err(|e| FaultError::new(head, fault_kind(&e), e.to_string()))?,
             None => {
@@ -439,7 +440,10 @@ impl FaultService for Pager {
             Some(g) => g,
             None => &mut spare,
         };
-        let blocks = self.store.read_cluster(lo, window, &mut scratch.buf);
+        let blocks = self
+            .source
+            .read_cluster(lo, window, &mut scratch.buf)
+            .map_err(|e| FaultError::new(head, fault_kind(&e), e.to_string()))?;
         if !blocks.iter().any(|b| b.head == head) {
             return Err(FaultError::new(
                 head,

@@ -47,6 +47,7 @@ use crate::io::real::RealVfs;
 use crate::ptr::{PBytes, PRef, PVec, Smart};
 use crate::schema::check::Program;
 use crate::schema::registry::{Binding, Registry};
+use crate::source::Source;
 use crate::store::{Store, StoreStats};
 use crate::vm::{
     Access, Backend, FaultError, FaultKind, FaultService, Field, FrameNo, FrameSpace, Installer,
@@ -94,7 +95,11 @@ pub struct DbStats {
 /// An open database.
 #[derive(Debug)]
 pub struct Db {
-    pub(crate) store: Arc<Store>,
+    /// Where committed pages, roots and types come from.
+    pub(crate) source: Arc<dyn Source>,
+    /// The same store when the database is in this process: what writes
+    /// need (`None` for a server's database).
+    pub(crate) store: Option<Arc<Store>>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) pager: Arc<Pager>,
     pub(crate) fs: Arc<FrameSpace>,
@@ -153,23 +158,28 @@ impl Db {
     fn create_on(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
         let mut so = opts.store_options();
         so.page_size = opts.page_size;
-        let store = Store::create(vfs, path, so)?;
-        Self::start(store, &opts)
+        let store = Arc::new(Store::create(vfs, path, so)?);
+        Self::start(store.clone(), Some(store), &opts)
     }
 
     pub(crate) fn open_on(vfs: Arc<dyn Vfs>, path: &Path, opts: Options) -> Result<Db> {
-        let store = Store::open(vfs, path, opts.store_options())?;
-        Self::start(store, &opts)
+        let store = Arc::new(Store::open(vfs, path, opts.store_options())?);
+        Self::start(store.clone(), Some(store), &opts)
     }
 
-    fn start(store: Store, opts: &Options) -> Result<Db> {
-        let ps = store.page_size();
-        let registry = Arc::new(Registry::load(ps, &store.types())?);
-        let store = Arc::new(store);
+    /// Sets up the object layer over `source` (`store`: the same, when it
+    /// is in this process).
+    pub(crate) fn start(
+        source: Arc<dyn Source>,
+        store: Option<Arc<Store>>,
+        opts: &Options,
+    ) -> Result<Db> {
+        let ps = source.page_size();
+        let registry = Arc::new(Registry::load(ps, &source.types())?);
         let pager = Arc::new(Pager::new(
-            store.clone(),
+            source.clone(),
             registry.clone(),
-            readahead::Readahead::new(opts.fetch_cluster, opts.fetch_adaptive, store.page_count()),
+            readahead::Readahead::new(opts.fetch_cluster, opts.fetch_adaptive, source.page_count()),
             opts.cache_bytes,
         ));
         let cfg = VmConfig {
@@ -177,19 +187,19 @@ impl Db {
             frame_size: ps,
             reserve_bytes: opts.reserve_bytes,
             track_writes: true,
-            direct_pages: store.page_count(),
+            direct_pages: source.page_count(),
             writers: false,
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, pager.clone())
-            .map_err(|e| e.into_error(store.path(), "setting up the frame space"))?;
+            .map_err(|e| e.into_error(source.name(), "setting up the frame space"))?;
         let access =
             Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
         // The choice depends on the kernel and the environment, and a
         // benchmark or a bug report means little without it.
         log::info!(
             "{}: fault backend {} ({})",
-            store.path().display(),
+            source.name().display(),
             fs.backend(),
             fs.backend_reason()
         );
@@ -200,6 +210,7 @@ impl Db {
             ));
         }
         Ok(Db {
+            source,
             store,
             registry,
             pager,
@@ -240,21 +251,36 @@ impl Db {
 
     /// Page size in bytes.
     pub fn page_size(&self) -> usize {
-        self.store.page_size()
+        self.source.page_size()
     }
 
     /// The storage layer underneath (Amber's own benchmarks and tests).
+    /// Panics for a served database, which has none here.
     #[cfg(feature = "internals")]
     #[doc(hidden)]
     pub fn store(&self) -> &Store {
-        &self.store
+        match &self.store {
+            Some(s) => s,
+            None => panic!("{}: a served database has no store here", self.source.name().display()),
+        }
+    }
+
+    /// The store in this process, for `what` (which only a database in
+    /// this process does).
+    pub(crate) fn local(&self, what: &str) -> Result<&Arc<Store>> {
+        self.store.as_ref().ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: {what} is not available through a server (it runs on the server's machine)",
+                self.source.name().display()
+            ))
+        })
     }
 
     /// Numbers about faults, residency and the store.
     pub fn stats(&self) -> DbStats {
         let s = &self.pager.stats;
         DbStats {
-            store: self.store.stats(),
+            store: self.source.stats(),
             faults: s.faults.load(Ordering::Relaxed),
             fetched: s.fetched.load(Ordering::Relaxed),
             evicted: s.evicted.load(Ordering::Relaxed),
@@ -390,7 +416,7 @@ impl Db {
         if barrier_was != software {
             self.fs
                 .set_barrier_mode(software)
-                .map_err(|e| e.into_error(self.store.path(), "switching update detection"))?;
+                .map_err(|e| e.into_error(self.source.name(), "switching update detection"))?;
             self.pager.stats.detection_switches.fetch_add(1, Ordering::Relaxed);
         }
         let current = self
@@ -417,10 +443,12 @@ impl Db {
         }
         log::warn!(
             "{}: a transaction was forgotten without commit or abort; rolling it back",
-            self.store.path().display()
+            self.source.name().display()
         );
+        // Only a local database has transactions.
+        let Some(store) = &self.store else { return };
         let parts = Parts {
-            store: &self.store,
+            source: &**store,
             fs: &self.fs,
             pager: &self.pager,
             registry: &self.registry,
@@ -428,7 +456,7 @@ impl Db {
         let Session {
             current, broken, tx, ..
         } = &mut self.session;
-        self.store.forget_tx(tx.txid);
+        store.forget_tx(tx.txid);
         if let Some(why) = session::rollback(&parts, tx, current) {
             *broken = Some(format!("rolling back a forgotten transaction: {why}"));
         }
@@ -438,14 +466,15 @@ impl Db {
     /// forgotten with `mem::forget` is not in the store: only the next
     /// `begin` or `close` can roll its writes back out of memory.)
     pub fn checkpoint(&self) -> Result<()> {
-        self.store.checkpoint().map(|_| ())
+        self.local("a checkpoint")?.checkpoint().map(|_| ())
     }
 
     /// Closes the database, checkpointing first.
     pub fn close(self) -> Result<()> {
         match self.end_session() {
-            Ok(s) => s.close(),
-            Err(s) => s.checkpoint().map(|_| ()),
+            Some(Ok(s)) => s.close(),
+            Some(Err(s)) => s.checkpoint().map(|_| ()),
+            None => Ok(()),
         }
     }
 
@@ -453,25 +482,37 @@ impl Db {
     /// checkpoints it and keeps its lock); an error if something else
     /// still holds it (then it has been checkpointed, as a close does).
     pub(crate) fn into_store(self) -> Result<Store> {
-        self.end_session().or_else(|s| {
-            s.checkpoint()?;
-            Err(Error::internal(
-                "the store is still held elsewhere after the session ended",
-            ))
-        })
+        let name = self.source.name().to_path_buf();
+        match self.end_session() {
+            Some(Ok(s)) => Ok(s),
+            Some(Err(s)) => {
+                s.checkpoint()?;
+                Err(Error::internal(
+                    "the store is still held elsewhere after the session ended",
+                ))
+            }
+            None => Err(Error::invalid(format!(
+                "{}: a served database has no store in this process",
+                name.display()
+            ))),
+        }
     }
 
     /// Ends the session: no pointer of it can be followed any more. Returns
-    /// the store, or its handle if something else still holds it.
-    fn end_session(mut self) -> std::result::Result<Store, Arc<Store>> {
+    /// the local store, or its handle if something else still holds it
+    /// (`None`: a served database, which has none here).
+    fn end_session(mut self) -> Option<std::result::Result<Store, Arc<Store>>> {
         self.end_forgotten();
         // The session ends: no pointer into its dead space can be followed
         // any more, so the blocks of transactions that did not commit go
         // back to the free space before the last checkpoint writes it.
-        for (head, _) in self.pager.dead.blocks() {
-            self.store.unreserve(head);
+        if let Some(store) = &self.store {
+            for (head, _) in self.pager.dead.blocks() {
+                store.unreserve(head);
+            }
         }
         let Db {
+            source,
             store,
             fs,
             access,
@@ -481,7 +522,8 @@ impl Db {
         drop(access);
         drop(fs);
         drop(pager);
-        Arc::try_unwrap(store)
+        drop(source);
+        store.map(Arc::try_unwrap)
     }
 }
 

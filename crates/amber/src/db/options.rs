@@ -1,5 +1,6 @@
 //! Options for opening a database.
 
+use crate::source::remote::RemoteOptions;
 use crate::store::StoreOptions;
 use super::strategy::Strategy;
 use crate::vm::BackendChoice;
@@ -68,6 +69,9 @@ pub struct Options {
     pub strategy: Strategy,
     /// Storage options (checkpoint thresholds).
     pub store: StoreOptions,
+    /// How [`Db::connect`](crate::Db::connect) reaches a server: the
+    /// token, the timeout, the largest answer accepted.
+    pub remote: RemoteOptions,
 }
 
 impl Options {
@@ -100,6 +104,7 @@ impl Default for Options {
             recovery_buffer_pages: 1024,
             strategy: Strategy::default(),
             store: StoreOptions::default(),
+            remote: RemoteOptions::default(),
         }
     }
 }

@@ -30,7 +30,7 @@ use super::recovery_buffer::RecoveryBuffer;
 use crate::format::PageNo;
 use crate::format::page::BlockKind;
 use crate::schema::registry::Registry;
-use crate::store::Store;
+use crate::source::Source;
 use crate::vm::{AmberLock, FrameNo, FrameSpace, Held, held};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,7 +56,7 @@ pub struct PagerStats {
 /// The fault service of one open database.
 #[derive(Debug)]
 pub(crate) struct Pager {
-    pub(crate) store: Arc<Store>,
+    pub(crate) source: Arc<dyn Source>,
     pub(crate) registry: Arc<Registry>,
     pub(super) page_size: usize,
     /// The fetch window: a fault fetches the blocks that start in the
@@ -117,7 +117,7 @@ impl Spill {
     /// empty) with the spilled changes laid over.
     pub(crate) fn image(
         &self,
-        store: &Store,
+        source: &dyn Source,
         head: PageNo,
         run: u32,
         page_size: usize,
@@ -127,7 +127,7 @@ impl Spill {
             crate::format::page::format(&mut v, BlockKind::Data, head, run);
             v
         } else {
-            store.read_block(head)?
+            source.read_block(head)?
         };
         for (off, data) in &self.changes {
             if let Some(dst) = img.get_mut(*off..off + data.len()) {
@@ -140,15 +140,15 @@ impl Spill {
 
 impl Pager {
     pub(crate) fn new(
-        store: Arc<Store>,
+        source: Arc<dyn Source>,
         registry: Arc<Registry>,
         readahead: Readahead,
         budget_bytes: Option<u64>,
     ) -> Pager {
-        let page_size = store.page_size();
+        let page_size = source.page_size();
         let budget = budget_bytes.map(|b| (b / page_size as u64).max(4));
         Pager {
-            store,
+            source,
             registry,
             page_size,
             readahead,

@@ -25,6 +25,7 @@ use std::ops::RangeBounds;
 use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
+use crate::source::Source;
 use crate::store::{Store, StoreTx};
 use crate::translate::swizzle::AddrMap;
 use crate::vm::{Access, Field, FrameSpace, NotLive, Persistent};
@@ -37,7 +38,9 @@ use std::num::NonZeroU64;
 pub struct Reading<'a> {
     access: &'a Access,
     fs: &'a FrameSpace,
-    store: &'a Store,
+    source: &'a dyn Source,
+    /// The same store, when it is in this process.
+    store: Option<&'a Store>,
     registry: &'a Registry,
     /// In a transaction: its store transaction (its own roots) and its
     /// bookkeeping (its own allocations and frees).
@@ -50,7 +53,7 @@ impl<'a> Reading<'a> {
         Nodes {
             access: self.access,
             fs: self.fs,
-            path: self.store.path(),
+            path: self.source.name(),
         }
     }
 }
@@ -114,7 +117,7 @@ pub trait View {
     /// stale pointer, [`Error::Corrupt`] for a damaged page.
     fn try_get<T: Persistent>(&self, p: PRef<T>) -> Result<&T> {
         let r = self.reading();
-        checked(r.fs, r.access, r.store.path(), p.addr())
+        checked(r.fs, r.access, r.source.name(), p.addr())
     }
 
     /// The elements of a persistent vector (iterate with `.iter()`).
@@ -167,9 +170,9 @@ pub trait View {
     /// [`Error::Corrupt`].
     fn smart<T: Persistent>(&self, s: Smart<T>) -> Result<&T> {
         let r = self.reading();
-        let pages = pages_for(u64::from(T::DESC.size), r.store.page_size());
+        let pages = pages_for(u64::from(T::DESC.size), r.source.page_size());
         let va = translate(r.fs, s.paddr(), pages)?;
-        checked(r.fs, r.access, r.store.path(), va)
+        checked(r.fs, r.access, r.source.name(), va)
     }
 
     /// A named root, if it exists (in a transaction, as it set it). Its
@@ -190,7 +193,7 @@ pub trait View {
         if !root.addr.is_multiple_of(OBJECT_ALIGN as u64) {
             return Err(Error::Corrupt {
                 file: FileKind::PageFile,
-                path: r.store.path().to_path_buf(),
+                path: r.source.name().to_path_buf(),
                 at: Location::Meta("root directory"),
                 what: format!(
                     "root `{name}` holds {:#x}, not an object's address",
@@ -198,7 +201,7 @@ pub trait View {
                 ),
             });
         }
-        let pages = pages_for(u64::from(T::DESC.size), r.store.page_size());
+        let pages = pages_for(u64::from(T::DESC.size), r.source.page_size());
         let va = translate(r.fs, root.addr, pages)?;
         Ok(NonZeroU64::new(va).map(PRef::from_addr))
     }
@@ -210,7 +213,7 @@ pub trait View {
         let r = self.reading();
         let roots = match r.tx {
             Some((stx, _)) => stx.roots(),
-            None => r.store.roots(),
+            None => r.source.roots(),
         };
         roots
             .into_iter()
@@ -335,7 +338,7 @@ impl<'a> Reading<'a> {
             .ok_or_else(|| not_live(buf, self.access.try_elements::<T>(buf, count).err()))?;
         self.fs
             .ensure_resident(f)
-            .map_err(|e| fault_error(self.store.path(), e))?;
+            .map_err(|e| fault_error(self.source.name(), e))?;
         self.access
             .try_elements(buf, count)
             .map_err(|why| not_live(buf, Some(why)))
@@ -346,10 +349,10 @@ impl<'a> Reading<'a> {
         let paddr = super::fetch::FrameMap::new(self.fs)
             .to_paddr(buf)
             .unwrap_or(0);
-        let ps = self.store.page_size() as u64;
+        let ps = self.source.page_size() as u64;
         Error::Corrupt {
             file: FileKind::PageFile,
-            path: self.store.path().to_path_buf(),
+            path: self.source.name().to_path_buf(),
             at: Location::Page(paddr / ps),
             what: format!(
                 "the string buffer at {}:{} is not UTF-8: {e}",
@@ -383,14 +386,20 @@ impl<'a> Reading<'a> {
     fn root_entry(&self, name: &str) -> Option<RootEntry> {
         match self.tx {
             Some((stx, _)) => stx.root(name),
-            None => self.store.root(name),
+            None => self.source.root(name),
         }
     }
 
     /// Live objects by type id: the committed census, with a
     /// transaction's own allocations and frees.
     fn counts(&self) -> Result<std::collections::HashMap<u32, u64>> {
-        let mut counts = crate::inspect::census(self.store)?;
+        let store = self.store.ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: counting objects through a server is not built yet",
+                self.source.name().display()
+            ))
+        })?;
+        let mut counts = crate::inspect::census(store)?;
         if let Some((_, st)) = self.tx {
             for (&id, &delta) in &st.counts {
                 let n = counts.entry(id).or_default();
@@ -418,7 +427,8 @@ impl View for Db {
         Reading {
             access: &self.access,
             fs: &self.fs,
-            store: &self.store,
+            source: &*self.source,
+            store: self.store.as_deref(),
             registry: &self.registry,
             tx: None,
         }
@@ -430,7 +440,8 @@ impl View for Tx<'_> {
         Reading {
             access: self.access,
             fs: self.fs,
-            store: self.store(),
+            source: self.store(),
+            store: Some(self.store()),
             registry: self.registry,
             tx: self.stx.as_ref().map(|stx| (stx, &self.session.tx)),
         }

@@ -16,6 +16,7 @@ use super::Db;
 use super::session::Parts;
 use crate::error::{Error, Result};
 use crate::io::real::RealVfs;
+use crate::source::remote::Remote;
 use crate::store::{Refreshed, Store};
 use std::path::Path;
 use std::sync::Arc;
@@ -33,8 +34,26 @@ impl Db {
     /// database's lock, and no writer can open it meanwhile.
     pub fn open_read_only(path: impl AsRef<Path>, mut opts: crate::Options) -> Result<Db> {
         opts.store.read_only = true;
-        let store = Store::open(Arc::new(RealVfs), path.as_ref(), opts.store_options())?;
-        Self::start(store, &opts)
+        let store = Arc::new(Store::open(Arc::new(RealVfs), path.as_ref(), opts.store_options())?);
+        Self::start(store.clone(), Some(store), &opts)
+    }
+
+    /// Opens a database served by `amber serve`, read-only, at
+    /// `url` = `amber://host:port/name`, authenticating with
+    /// `opts.remote.token`. Pointers, `get`, indexes and
+    /// [`refresh`](Self::refresh) work as on a database opened with
+    /// [`open_read_only`](Self::open_read_only): pages are fetched from the
+    /// server on first touch (a fetch cluster per fault, as from a file) and
+    /// kept across refreshes unless they changed, at a snapshot that moves
+    /// only on `refresh`. Writing through a server is not built yet:
+    /// `begin` is refused.
+    ///
+    /// A lost connection makes every later fetch fail: a page first touched
+    /// through a plain pointer load then aborts the process with the reason
+    /// (as a damaged page does), and [`try_get`](Self::try_get) returns it.
+    pub fn connect(url: &str, opts: crate::Options) -> Result<Db> {
+        let remote = Remote::connect(url, &opts.remote)?;
+        Self::start(Arc::new(remote), None, &opts)
     }
 
     /// Moves a read-only database's snapshot to the writer's last commit;
@@ -44,15 +63,15 @@ impl Db {
     /// writable database, [`Error::Invalid`]: it always sees its own
     /// commits.
     pub fn refresh(&mut self) -> Result<bool> {
-        if !self.store.options().read_only {
+        if !self.source.read_only() {
             return Err(Error::invalid(
                 "refresh: the database is open for writing, and sees its own commits",
             ));
         }
-        let refreshed = self.store.refresh()?;
-        self.registry.extend(&self.store.types())?;
+        let refreshed = self.source.refresh()?;
+        self.registry.extend(&self.source.types())?;
         let parts = Parts {
-            store: &self.store,
+            source: &*self.source,
             fs: &self.fs,
             pager: &self.pager,
             registry: &self.registry,
@@ -68,7 +87,7 @@ impl Db {
             }
             Refreshed::Everything { .. } => parts.drop_all(),
         };
-        dropped.map_err(|e| e.into_error(self.store.path(), "dropping blocks a refresh changed"))?;
+        dropped.map_err(|e| e.into_error(self.source.name(), "dropping blocks a refresh changed"))?;
         Ok(true)
     }
 }

@@ -22,7 +22,7 @@ use super::pager::Pager;
 use crate::error::{Error, Result};
 use crate::format::PageNo;
 use crate::schema::registry::Registry;
-use crate::store::Store;
+use crate::source::Source;
 use crate::translate::swizzle::{Direction, convert_block};
 use crate::vm::{FrameNo, FrameSpace, VmError};
 use std::collections::{BTreeMap, HashMap};
@@ -79,7 +79,7 @@ impl TxState {
 
 /// What rolling back needs of an open database.
 pub(crate) struct Parts<'a> {
-    pub(crate) store: &'a Store,
+    pub(crate) source: &'a dyn Source,
     pub(crate) fs: &'a FrameSpace,
     pub(crate) pager: &'a Pager,
     pub(crate) registry: &'a Registry,
@@ -100,7 +100,7 @@ impl Parts<'_> {
     /// Gives block `head` (resident at `frame`, `run` pages) its committed
     /// image back, swizzled and write-protected.
     fn restore_block(&self, head: PageNo, frame: FrameNo, run: u32) -> Result<()> {
-        let mut img = self.store.read_block(head)?;
+        let mut img = self.source.read_block(head)?;
         let map = FrameMap::new(self.fs);
         convert_block(
             &mut img,
@@ -113,7 +113,7 @@ impl Parts<'_> {
         self.fs
             .copy_in(frame, 0, &img)
             .and_then(|()| self.fs.write_protect(frame, run))
-            .map_err(|e| e.into_error(self.store.path(), &format!("restoring page {head}")))
+            .map_err(|e| e.into_error(self.source.name(), &format!("restoring page {head}")))
     }
 
     /// Drops block `head` from memory: its next touch fetches it.

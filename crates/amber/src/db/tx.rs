@@ -67,6 +67,8 @@ struct ArrayOf<T>(PhantomData<T>);
 #[derive(Debug)]
 pub struct Tx<'db> {
     pub(crate) stx: Option<StoreTx<'db>>,
+    /// The local store (only a database in this process has transactions).
+    pub(crate) store: &'db crate::store::Store,
     pub(crate) access: &'db mut Access,
     pub(crate) fs: &'db Arc<FrameSpace>,
     pub(crate) pager: &'db Pager,
@@ -100,8 +102,16 @@ pub(crate) struct AutoTx {
 
 impl<'db> Tx<'db> {
     pub(crate) fn new(db: &'db mut Db, strategy: Strategy) -> Result<Tx<'db>> {
+        let store: &'db crate::store::Store = match &db.store {
+            Some(s) => s,
+            None => {
+                return Err(Error::invalid(format!(
+                    "{}: writing through a server is not built yet: a served database is read-only",
+                    db.source.name().display()
+                )));
+            }
+        };
         let Db {
-            store,
             registry,
             pager,
             fs,
@@ -117,6 +127,7 @@ impl<'db> Tx<'db> {
         fs.set_writers(true);
         Ok(Tx {
             stx: Some(stx),
+            store,
             access,
             fs,
             pager,
@@ -133,7 +144,7 @@ impl<'db> Tx<'db> {
     /// What rolling back needs.
     pub(crate) fn parts(&self) -> Parts<'_> {
         Parts {
-            store: self.store(),
+            source: self.store(),
             fs: self.fs,
             pager: self.pager,
             registry: self.registry,
@@ -142,7 +153,7 @@ impl<'db> Tx<'db> {
 
     /// The store.
     pub(crate) fn store(&self) -> &'db crate::store::Store {
-        &self.pager.store
+        self.store
     }
 
     pub(crate) fn stx_ref(&self) -> Result<&StoreTx<'db>> {

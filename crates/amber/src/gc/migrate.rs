@@ -358,12 +358,13 @@ impl Db {
     /// closed, if a field cannot be converted (it names the type and the
     /// field) or if read-only handles have the database open.
     pub fn migrate(self, m: &Migration) -> Result<(Db, MigrateStats)> {
-        if !m.changes_anything(&stored_types(&self.store)?)? {
+        if !m.changes_anything(&stored_types(self.local("migration")?)?)? {
             return Ok((self, MigrateStats::default()));
         }
         self.writable("migrate")?;
-        let vfs = self.store.vfs().clone();
-        let path = self.store.path().to_path_buf();
+        let store = self.local("migration")?;
+        let vfs = store.vfs().clone();
+        let path = store.path().to_path_buf();
         let opts = self.opts.clone();
         let stats = m.rewrite(self.into_store()?, vfs.clone(), &path)?;
         let db = Db::open_on(vfs, &path, opts)?;
@@ -373,7 +374,7 @@ impl Db {
     /// What [`migrate`](Self::migrate) would change, one line per field,
     /// without changing anything; refused as `migrate` would refuse.
     pub fn migration_plan(&self, m: &Migration) -> Result<Vec<String>> {
-        let plan = Plan::new(&stored_types(&self.store)?, &m.wanted)?;
+        let plan = Plan::new(&stored_types(self.local("a migration plan")?)?, &m.wanted)?;
         Ok(plan.changes)
     }
 }

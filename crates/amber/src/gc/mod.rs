@@ -110,8 +110,9 @@ impl Db {
     /// holds 16 bytes per object plus a role and a new address per object.
     pub fn collect(self) -> Result<(Db, CollectStats)> {
         self.writable("collect")?;
-        let vfs = self.store.vfs().clone();
-        let path = self.store.path().to_path_buf();
+        let store = self.local("collection")?;
+        let vfs = store.vfs().clone();
+        let path = store.path().to_path_buf();
         let opts = self.opts.clone();
         let store = self.into_store()?;
         let stats = collect_store(store)?;
@@ -121,7 +122,7 @@ impl Db {
 
     /// Refuses `op` (which rewrites the file) on a read-only handle.
     pub(crate) fn writable(&self, op: &str) -> Result<()> {
-        self.store.log().map(drop).map_err(|_| {
+        self.local(op)?.log().map(drop).map_err(|_| {
             Error::invalid(format!(
                 "{op} rewrites the database, and this handle is read-only \
                  (Db::open_read_only): open the database writable to {op} it"

@@ -26,14 +26,14 @@ impl Tx<'_> {
         Nodes {
             access: self.access,
             fs: self.fs,
-            path: self.pager.store.path(),
+            path: self.pager.source.name(),
         }
     }
 
     /// The node at `paddr`, mutably; its address is checked, its header is
     /// the caller's to check (a node `descend` read, or one just made).
     fn node_mut(&mut self, paddr: u64) -> Result<&mut [u8]> {
-        let va = node_va(self.fs, self.pager.store.path(), paddr)?;
+        let va = node_va(self.fs, self.pager.source.name(), paddr)?;
         Ok(self.access.slice_mut::<u8>(va, NODE_BYTES))
     }
 
@@ -47,7 +47,7 @@ impl Tx<'_> {
     }
 
     fn free_node(&mut self, paddr: u64) -> Result<()> {
-        let va = node_va(self.fs, self.pager.store.path(), paddr)?;
+        let va = node_va(self.fs, self.pager.source.name(), paddr)?;
         self.free_raw(va)
     }
 

@@ -203,7 +203,7 @@ impl Db {
     /// Reads every block twice; holds 16 bytes per object (see
     /// `docs/design.md`, "Deep verification").
     pub fn verify_deep(&self) -> Result<DeepReport> {
-        check(&self.store)
+        check(self.local("deep verification")?)
     }
 }
 

@@ -1,0 +1,505 @@
+//! The remote source: a database served by `amber serve`, read through one
+//! connection (the wire protocol is `wire/`, docs/design.md §10).
+//!
+//! The connection has a *snapshot*: the server answers every read with the
+//! committed state as of the connection's start or its last refresh (it
+//! keeps that state for the connection as a local read-only handle keeps
+//! its own), so that pages fetched at different times agree, and a
+//! program's references never see bytes change under them. The catalog
+//! and roots are fetched with the snapshot and kept here, so that reading
+//! a root never waits on the network; the block map is fetched a region
+//! at a time, when the fault path first asks for it.
+//!
+//! Requests are made one at a time (the connection is behind a lock: the
+//! fault service thread and the program's thread may both ask). A request
+//! that fails on the connection itself (a timeout, a reset) leaves the
+//! connection unusable, as the stream may be cut in the middle of a frame:
+//! every later request fails with the first failure, and the program opens
+//! the database again. A page met through a plain pointer load then aborts
+//! the process with that message, as a damaged page does; `try_get` returns
+//! it.
+
+use super::Source;
+use crate::error::{Error, FileKind, Location, Result};
+use crate::format::PageNo;
+use crate::format::meta::RootEntry;
+use crate::store::{ClusterBlock, Refreshed, StoreStats};
+use crate::wire::{self, Change, ErrorCode, Request, Response, WireError};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
+use std::time::Duration;
+
+/// Pages of one region of the block map, fetched whole.
+const REGION: u64 = 4096;
+
+/// How a program connects to a server ([`Options::remote`](crate::Options)).
+#[derive(Debug, Clone)]
+pub struct RemoteOptions {
+    /// The server's shared token (`amber serve --token-file`), sent before
+    /// anything else; `None` for a server started with
+    /// `--insecure-no-auth`.
+    pub token: Option<Vec<u8>>,
+    /// How long one request may wait for its answer before the connection
+    /// is given up.
+    pub timeout: Duration,
+    /// The largest answer accepted, in bytes (a bound on what a broken or
+    /// hostile server can make the program allocate).
+    pub max_frame: u32,
+}
+
+impl Default for RemoteOptions {
+    fn default() -> Self {
+        RemoteOptions {
+            token: None,
+            timeout: Duration::from_secs(30),
+            max_frame: wire::DEFAULT_MAX_FRAME,
+        }
+    }
+}
+
+impl RemoteOptions {
+    /// Reads the token from `path`, as `amber serve --token-file` does:
+    /// the file's bytes without a trailing newline.
+    pub fn with_token_file(mut self, path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let mut token = std::fs::read(path).map_err(|e| Error::io("read token file", path, e))?;
+        while token.last().is_some_and(|b| matches!(b, b'\n' | b'\r')) {
+            token.pop();
+        }
+        if token.is_empty() {
+            return Err(Error::invalid(format!("{}: the token file is empty", path.display())));
+        }
+        self.token = Some(token);
+        Ok(self)
+    }
+}
+
+/// A byte stream to a server: a TCP connection, or what a test puts in its
+/// place (a stream that fails or cuts frames on cue).
+pub trait Stream: Read + Write + Send + std::fmt::Debug {}
+
+impl<T: Read + Write + Send + std::fmt::Debug> Stream for T {}
+
+/// A database read through a server.
+#[derive(Debug)]
+pub struct Remote {
+    /// The URL, as errors name it.
+    url: PathBuf,
+    page_size: usize,
+    conn: Mutex<Conn>,
+    snap: RwLock<Snapshot>,
+    max_frame: u32,
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: Box<dyn Stream>,
+    /// Why the connection can no longer be used.
+    broken: Option<String>,
+}
+
+/// What the client keeps of the connection's snapshot.
+#[derive(Debug, Default)]
+struct Snapshot {
+    lsn: u64,
+    page_count: u64,
+    types: Vec<(u32, Vec<u8>)>,
+    roots: Vec<RootEntry>,
+    /// Block map regions fetched so far: region number → blocks starting
+    /// in it.
+    regions: HashMap<u64, Vec<(PageNo, u32)>>,
+}
+
+/// A parsed `amber://host:port/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Url {
+    pub(crate) host: String,
+    pub(crate) name: String,
+}
+
+impl Url {
+    pub(crate) fn parse(url: &str) -> Result<Url> {
+        let bad = |why: &str| Error::invalid(format!("{url:?} is not an Amber URL: {why}"));
+        let rest = url
+            .strip_prefix("amber://")
+            .ok_or_else(|| bad("it must start with amber://"))?;
+        let (host, name) = rest
+            .split_once('/')
+            .ok_or_else(|| bad("it must name a database: amber://host:port/name"))?;
+        if host.is_empty() || !host.contains(':') {
+            return Err(bad("the server must be host:port"));
+        }
+        if name.is_empty() || name.contains('/') {
+            return Err(bad("the database name must be one path segment"));
+        }
+        Ok(Url {
+            host: host.to_string(),
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Remote {
+    /// Connects to the server of `url` over TCP and opens its database.
+    pub fn connect(url: &str, opts: &RemoteOptions) -> Result<Remote> {
+        let parsed = Url::parse(url)?;
+        let io_err = |op, e| Error::io(op, url, e);
+        let addrs: Vec<_> = parsed
+            .host
+            .to_socket_addrs()
+            .map_err(|e| io_err("resolve the server's address", e))?
+            .collect();
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "the host has no address");
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, opts.timeout) {
+                Ok(s) => {
+                    s.set_read_timeout(Some(opts.timeout))
+                        .and_then(|_| s.set_write_timeout(Some(opts.timeout)))
+                        .and_then(|_| s.set_nodelay(true))
+                        .map_err(|e| io_err("set up the connection", e))?;
+                    return Remote::over(Box::new(s), url, &parsed.name, opts);
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(io_err("connect to the server", last))
+    }
+
+    /// Opens database `name` over `stream`: the greeting, then the catalog.
+    pub fn over(
+        stream: Box<dyn Stream>,
+        url: &str,
+        name: &str,
+        opts: &RemoteOptions,
+    ) -> Result<Remote> {
+        let mut conn = Conn {
+            stream,
+            broken: None,
+        };
+        let hello = Request::Hello {
+            version: wire::VERSION,
+            database: name.to_string(),
+            token: opts.token.clone().unwrap_or_default(),
+        };
+        let url_path = PathBuf::from(url);
+        let welcome = conn.call(&url_path, opts.max_frame, &hello)?;
+        let Response::Welcome {
+            version,
+            page_size,
+            page_count,
+            snapshot_lsn,
+            ..
+        } = welcome
+        else {
+            return Err(unexpected(&url_path, "Hello", &welcome));
+        };
+        if version != wire::VERSION {
+            return Err(remote(
+                &url_path,
+                format!(
+                    "the server speaks wire version {version}, this program {}",
+                    wire::VERSION
+                ),
+            ));
+        }
+        let page_size = usize::try_from(page_size)
+            .ok()
+            .filter(|p| p.is_power_of_two() && *p >= 512)
+            .ok_or_else(|| remote(&url_path, format!("page size {page_size} is not one Amber uses")))?;
+        let r = Remote {
+            url: url_path,
+            page_size,
+            conn: Mutex::new(conn),
+            snap: RwLock::new(Snapshot {
+                lsn: snapshot_lsn,
+                page_count,
+                ..Snapshot::default()
+            }),
+            max_frame: opts.max_frame,
+        };
+        r.load_catalog()?;
+        Ok(r)
+    }
+
+    /// One request and its answer; an `Error` answer becomes the error it
+    /// names.
+    fn call(&self, req: &Request) -> Result<Response> {
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        conn.call(&self.url, self.max_frame, req)
+    }
+
+    /// Fetches the catalog and roots of the snapshot.
+    fn load_catalog(&self) -> Result<()> {
+        match self.call(&Request::Catalog)? {
+            Response::Catalog { types, roots } => {
+                let mut snap = self.snap();
+                snap.types = types;
+                snap.roots = roots
+                    .into_iter()
+                    .map(|(name, addr, type_id)| RootEntry {
+                        name,
+                        addr,
+                        type_id,
+                    })
+                    .collect();
+                Ok(())
+            }
+            other => Err(unexpected(&self.url, "Catalog", &other)),
+        }
+    }
+
+    fn snap(&self) -> std::sync::RwLockWriteGuard<'_, Snapshot> {
+        self.snap.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn snap_read(&self) -> std::sync::RwLockReadGuard<'_, Snapshot> {
+        self.snap.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Region `region` of the block map, fetched if it is not here yet.
+    fn region(&self, region: u64) -> Result<Vec<(PageNo, u32)>> {
+        if let Some(r) = self.snap_read().regions.get(&region) {
+            return Ok(r.clone());
+        }
+        let from = region * REGION;
+        let blocks = match self.call(&Request::Blocks {
+            from,
+            pages: REGION,
+        })? {
+            Response::Blocks(b) => b,
+            other => return Err(unexpected(&self.url, "Blocks", &other)),
+        };
+        let in_region = |&(h, n): &(u64, u32)| h >= from && h < from + REGION && n > 0;
+        if !blocks.iter().all(in_region) || !blocks.windows(2).all(|w| w[0].0 < w[1].0) {
+            return Err(remote(&self.url, "the block map it sent is out of order or out of range"));
+        }
+        self.snap().regions.insert(region, blocks.clone());
+        Ok(blocks)
+    }
+}
+
+impl Conn {
+    fn call(&mut self, url: &Path, max_frame: u32, req: &Request) -> Result<Response> {
+        if let Some(why) = &self.broken {
+            return Err(Error::io(
+                "use the server connection",
+                url,
+                io::Error::new(io::ErrorKind::NotConnected, why.clone()),
+            ));
+        }
+        let answer = self
+            .stream
+            .write_all(&req.encode())
+            .and_then(|_| self.stream.flush())
+            .map_err(WireError::Io)
+            .and_then(|_| wire::read_frame(&mut self.stream, max_frame))
+            .and_then(|body| Response::decode(&body));
+        match answer {
+            Ok(Response::Error { code, message }) => Err(server_error(url, code, message)),
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.broken = Some(format!("an earlier request failed: {e}"));
+                Err(match e {
+                    WireError::Io(e) => Error::io("talk to the server", url, e),
+                    other => remote(url, format!("its answer is not the protocol: {other}")),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        let conn = self.conn.get_mut().unwrap_or_else(|e| e.into_inner());
+        if conn.broken.is_none() {
+            // Best effort: the server notices a closed connection anyway.
+            let _ = conn.stream.write_all(&Request::Bye.encode());
+        }
+    }
+}
+
+fn remote(url: &Path, what: impl Into<String>) -> Error {
+    Error::Remote {
+        url: url.display().to_string(),
+        what: what.into(),
+    }
+}
+
+fn unexpected(url: &Path, asked: &str, got: &Response) -> Error {
+    let kind = format!("{got:?}");
+    let kind = kind.split([' ', '(', '{']).next().unwrap_or("?");
+    remote(url, format!("it answered {asked} with {kind}"))
+}
+
+/// The error a server's `Error` answer stands for.
+fn server_error(url: &Path, code: ErrorCode, message: String) -> Error {
+    match code {
+        ErrorCode::Corrupt => Error::Corrupt {
+            file: FileKind::PageFile,
+            path: url.to_path_buf(),
+            at: Location::File,
+            what: format!("on the server: {message}"),
+        },
+        ErrorCode::Io => Error::io("serve a read", url, io::Error::other(message)),
+        ErrorCode::Invalid => Error::invalid(format!("{}: {message}", url.display())),
+        code => remote(url, format!("the server refused: {code}: {message}")),
+    }
+}
+
+impl Source for Remote {
+    fn name(&self) -> &Path {
+        &self.url
+    }
+
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    fn page_count(&self) -> PageNo {
+        self.snap_read().page_count
+    }
+
+    fn blocks_starting_in(&self, from: PageNo, pages: u64) -> Result<Vec<(PageNo, u32)>> {
+        let end = from.saturating_add(pages);
+        let mut out = Vec::new();
+        let mut region = from / REGION;
+        while region * REGION < end {
+            out.extend(
+                self.region(region)?
+                    .into_iter()
+                    .filter(|&(h, _)| h >= from && h < end),
+            );
+            region += 1;
+        }
+        Ok(out)
+    }
+
+    fn read_block(&self, head: PageNo) -> Result<Vec<u8>> {
+        match self.call(&Request::ReadBlock { head })? {
+            Response::Block(img) if !img.is_empty() && img.len() % self.page_size == 0 => Ok(img),
+            Response::Block(img) => Err(remote(
+                &self.url,
+                format!("block {head}: an image of {} bytes is not whole pages", img.len()),
+            )),
+            other => Err(unexpected(&self.url, "ReadBlock", &other)),
+        }
+    }
+
+    fn read_cluster(
+        &self,
+        from: PageNo,
+        pages: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Vec<ClusterBlock>> {
+        let (blocks, data) = match self.call(&Request::ReadCluster { from, pages })? {
+            Response::Cluster { blocks, data } => (blocks, data),
+            other => return Err(unexpected(&self.url, "ReadCluster", &other)),
+        };
+        let ps = self.page_size as u64;
+        let mut out = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            let fits = b
+                .at
+                .checked_add(u64::from(b.pages) * ps)
+                .is_some_and(|end| end <= data.len() as u64);
+            if b.pages == 0 || !fits || b.head < from || b.head >= from.saturating_add(pages) {
+                return Err(remote(
+                    &self.url,
+                    format!("its cluster lists block {} outside what it sent", b.head),
+                ));
+            }
+            out.push(ClusterBlock {
+                head: b.head,
+                pages: b.pages,
+                at: b.at as usize,
+                image: match b.error {
+                    None => Ok(()),
+                    Some((code, message)) => Err(server_error(&self.url, code, message)),
+                },
+            });
+        }
+        *buf = data;
+        Ok(out)
+    }
+
+    fn types(&self) -> Vec<(u32, Vec<u8>)> {
+        self.snap_read().types.clone()
+    }
+
+    fn roots(&self) -> Vec<RootEntry> {
+        self.snap_read().roots.clone()
+    }
+
+    fn root(&self, name: &str) -> Option<RootEntry> {
+        self.snap_read().roots.iter().find(|r| r.name == name).cloned()
+    }
+
+    fn refresh(&self) -> Result<Refreshed> {
+        let (page_count, change) = match self.call(&Request::Refresh)? {
+            Response::Refreshed { page_count, change } => (page_count, change),
+            other => return Err(unexpected(&self.url, "Refresh", &other)),
+        };
+        let refreshed = match change {
+            Change::Unchanged => return Ok(Refreshed::Unchanged),
+            Change::Pages { lsn, pages } => Refreshed::Pages { lsn, pages },
+            Change::Everything { lsn } => Refreshed::Everything { lsn },
+        };
+        {
+            let mut snap = self.snap();
+            snap.page_count = page_count;
+            snap.regions.clear();
+            snap.lsn = match &refreshed {
+                Refreshed::Pages { lsn, .. } | Refreshed::Everything { lsn } => *lsn,
+                Refreshed::Unchanged => snap.lsn,
+            };
+        }
+        self.load_catalog()?;
+        Ok(refreshed)
+    }
+
+    fn stats(&self) -> StoreStats {
+        let snap = self.snap_read();
+        StoreStats {
+            page_size: self.page_size,
+            page_count: snap.page_count,
+            free_pages: 0,
+            blocks: 0,
+            pending_blocks: 0,
+            logged_pages: 0,
+            wpl_installed_pages: 0,
+            wpl_installed_log_bytes: 0,
+            checkpoint_lsn: 0,
+            end_lsn: snap.lsn,
+            log_syncs: 0,
+            generation: 0,
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_or_say_what_is_wrong() {
+        let u = Url::parse("amber://127.0.0.1:7878/parts").unwrap();
+        assert_eq!((u.host.as_str(), u.name.as_str()), ("127.0.0.1:7878", "parts"));
+        for bad in [
+            "http://x:1/a",
+            "amber://x:1",
+            "amber://x/a",
+            "amber://x:1/",
+            "amber://x:1/a/b",
+        ] {
+            let e = Url::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("not an Amber URL"), "{bad}: {e}");
+        }
+    }
+}
