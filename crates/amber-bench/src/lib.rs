@@ -32,6 +32,7 @@ pub mod oo7;
 pub mod procfs;
 pub mod readers;
 pub mod rng;
+pub mod server;
 pub mod storage;
 pub mod sys;
 pub mod update;

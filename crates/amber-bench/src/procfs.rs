@@ -77,7 +77,13 @@ fn field(text: &str, key: &str) -> Option<u64> {
 
 /// This process's peak resident set size (`VmHWM`), in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
-    let text = fs::read_to_string("/proc/self/status").ok()?;
+    peak_rss_kib_of("self")
+}
+
+/// The peak resident set size of process `pid` (a number, or `self`), in
+/// KiB.
+pub fn peak_rss_kib_of(pid: &str) -> Option<u64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     field(&text, "VmHWM:")
 }
 
@@ -85,7 +91,12 @@ pub fn peak_rss_kib() -> Option<u64> {
 /// (exited ones included), in seconds, at clock-tick resolution
 /// (`/proc/self/stat`).
 pub fn cpu_time_s() -> Option<f64> {
-    let text = fs::read_to_string("/proc/self/stat").ok()?;
+    cpu_time_s_of("self")
+}
+
+/// [`cpu_time_s`] of process `pid` (a number, or `self`).
+pub fn cpu_time_s_of(pid: &str) -> Option<f64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may hold
     // spaces: state is field 3, utime 14, stime 15.
     let rest = &text[text.rfind(')')? + 1..];

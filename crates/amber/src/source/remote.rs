@@ -29,8 +29,9 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// Pages of one region of the block map, fetched whole.
 const REGION: u64 = 4096;
@@ -48,6 +49,11 @@ pub struct RemoteOptions {
     /// The largest answer accepted, in bytes (a bound on what a broken or
     /// hostile server can make the program allocate).
     pub max_frame: u32,
+    /// A connection that has made no request for this long sends one that
+    /// reads nothing, so that the server's idle timeout (`amber serve
+    /// --idle-timeout`) does not close it under a program that works on
+    /// resident pages for a while; `None`: never.
+    pub keepalive: Option<Duration>,
 }
 
 impl Default for RemoteOptions {
@@ -56,6 +62,7 @@ impl Default for RemoteOptions {
             token: None,
             timeout: Duration::from_secs(30),
             max_frame: wire::DEFAULT_MAX_FRAME,
+            keepalive: Some(Duration::from_secs(60)),
         }
     }
 }
@@ -89,9 +96,11 @@ pub struct Remote {
     /// The URL, as errors name it.
     url: PathBuf,
     page_size: usize,
-    conn: Mutex<Conn>,
+    conn: Arc<Mutex<Conn>>,
     snap: RwLock<Snapshot>,
     max_frame: u32,
+    /// The thread that keeps an idle connection open, and what stops it.
+    keepalive: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
 }
 
 #[derive(Debug)]
@@ -99,6 +108,8 @@ struct Conn {
     stream: Box<dyn Stream>,
     /// Why the connection can no longer be used.
     broken: Option<String>,
+    /// When the last request was made.
+    last: Instant,
 }
 
 /// What the client keeps of the connection's snapshot.
@@ -178,6 +189,7 @@ impl Remote {
         let mut conn = Conn {
             stream,
             broken: None,
+            last: Instant::now(),
         };
         let hello = Request::Hello {
             version: wire::VERSION,
@@ -209,16 +221,22 @@ impl Remote {
             .ok()
             .filter(|p| p.is_power_of_two() && *p >= 512)
             .ok_or_else(|| remote(&url_path, format!("page size {page_size} is not one Amber uses")))?;
+        let conn = Arc::new(Mutex::new(conn));
+        let keepalive = match opts.keepalive {
+            Some(every) => Some(keep_alive(&conn, url_path.clone(), opts.max_frame, every)?),
+            None => None,
+        };
         let r = Remote {
             url: url_path,
             page_size,
-            conn: Mutex::new(conn),
+            conn,
             snap: RwLock::new(Snapshot {
                 lsn: snapshot_lsn,
                 page_count,
                 ..Snapshot::default()
             }),
             max_frame: opts.max_frame,
+            keepalive,
         };
         r.load_catalog()?;
         Ok(r)
@@ -281,8 +299,38 @@ impl Remote {
     }
 }
 
+/// Starts the thread that sends `Stats` on a connection idle for `every`.
+fn keep_alive(
+    conn: &Arc<Mutex<Conn>>,
+    url: PathBuf,
+    max_frame: u32,
+    every: Duration,
+) -> Result<(mpsc::Sender<()>, JoinHandle<()>)> {
+    let (stop, stopped) = mpsc::channel::<()>();
+    let conn = Arc::clone(conn);
+    let name = url.clone();
+    let thread = std::thread::Builder::new()
+        .name("amber-keepalive".into())
+        .spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+                if c.broken.is_some() {
+                    return;
+                }
+                if c.last.elapsed() >= every {
+                    // A failure marks the connection broken: the next
+                    // request reports it.
+                    let _ = c.call(&url, max_frame, &Request::Stats);
+                }
+            }
+        })
+        .map_err(|e| Error::io("start the keepalive thread", name, e))?;
+    Ok((stop, thread))
+}
+
 impl Conn {
     fn call(&mut self, url: &Path, max_frame: u32, req: &Request) -> Result<Response> {
+        self.last = Instant::now();
         if let Some(why) = &self.broken {
             return Err(Error::io(
                 "use the server connection",
@@ -313,7 +361,11 @@ impl Conn {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        let conn = self.conn.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some((stop, thread)) = self.keepalive.take() {
+            drop(stop);
+            let _ = thread.join();
+        }
+        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if conn.broken.is_none() {
             // Best effort: the server notices a closed connection anyway.
             let _ = conn.stream.write_all(&Request::Bye.encode());

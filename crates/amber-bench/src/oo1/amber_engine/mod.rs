@@ -102,18 +102,12 @@ impl AmberFactory {
         let path = file(dir);
         let db = Db::open(&path, self.options(options.cache_mib))
             .ctx(&format!("opening {}", path.display()))?;
-        db.check_type::<Part>().ctx("checking the part type")?;
-        let root = db
-            .root::<Root>(ROOT)
-            .ctx("reading the root")?
-            .ok_or_else(|| {
-                EngineError::corrupt(format!("{} has no root {ROOT:?}", path.display()))
-            })?;
-        Ok(AmberOo1 {
-            db,
-            root,
-            last_log_bytes: None,
-        })
+        AmberOo1::over(db)
+    }
+
+    /// The file of the database this factory builds in `dir`.
+    pub fn file(dir: &Path) -> PathBuf {
+        file(dir)
     }
 
     fn options(&self, cache_mib: Option<u64>) -> Options {
@@ -212,6 +206,21 @@ pub struct UpdateCost {
 }
 
 impl AmberOo1 {
+    /// The OO1 database `db` however it was opened (read-only, or through
+    /// a server, for benchmarks that compare the ways).
+    pub fn over(db: Db) -> Result<AmberOo1, EngineError> {
+        db.check_type::<Part>().ctx("checking the part type")?;
+        let root = db
+            .root::<Root>(ROOT)
+            .ctx("reading the root")?
+            .ok_or_else(|| EngineError::corrupt(format!("the database has no root {ROOT:?}")))?;
+        Ok(AmberOo1 {
+            db,
+            root,
+            last_log_bytes: None,
+        })
+    }
+
     /// The open database.
     pub fn db(&self) -> &Db {
         &self.db

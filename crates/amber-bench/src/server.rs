@@ -1,0 +1,435 @@
+//! `amber bench server`: OO1 read through `amber serve` against the same
+//! database opened locally, in one run.
+//!
+//! The OO1 database (20,000 parts by default) is built once with Amber's
+//! OO1 engine. A server is started as a child process (the `amber` binary
+//! itself: `amber serve PATH --listen 127.0.0.1:PORT --token-file F`), so
+//! that its CPU time and memory are its own. Then, for each round, with a
+//! traversal root drawn for the round:
+//!
+//! - **local**: the database opened read-only in this process (the
+//!   default fault backend: userfaultfd where the kernel offers it), one
+//!   *cold* traversal (the first after the open: every page it reaches is
+//!   faulted in, copied out of the OS page cache, checked and swizzled),
+//!   then `hot` traversals of the same root (every page resident);
+//! - **remote**: the same through `Db::connect` (a fresh connection and
+//!   client: every page the traversal reaches is fetched from the server,
+//!   a fetch cluster per fault, then checked and swizzled by the client as
+//!   from a file).
+//!
+//! The two orders alternate between rounds. Both answer each traversal
+//! with the same visit checksum, or the run fails. The ratios are
+//! medians: `hot_traversal_vs_local` (target ≤ 1.05) and
+//! `cold_traversal_vs_local` (target ≤ 2). Also measured: a round trip on
+//! the authenticated connection (a `refresh` that finds nothing new), the
+//! server's CPU time per block it served, and the peak memory of the
+//! server and of this process (the client).
+//!
+//! Commits through the server (`commit_vs_local_plus_rtt`,
+//! `group_commit_16_vs_1`) are not measured: writing through a server is
+//! not built yet, and the report says so under `not_measured`.
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use amber::{Db, Options, RemoteOptions};
+use serde::Serialize;
+
+use crate::oo1::amber_engine::{AmberFactory, AmberOo1};
+use crate::oo1::database::{GenParams, PartId, generate};
+use crate::oo1::engine::{Answer, Engine, EngineFactory, EngineOptions};
+use crate::procfs;
+use crate::rng::Rng;
+use crate::storage::{BenchError, Environment, Summary, Workdir, environment, summarize};
+
+/// Target: a hot traversal through the server against a local one.
+pub const TARGET_HOT: f64 = 1.05;
+/// Target: a cold traversal through the server against a local one.
+pub const TARGET_COLD: f64 = 2.0;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// OO1 parts.
+    pub parts: u32,
+    /// Rounds (each a cold traversal and `hot` hot ones, local and remote).
+    pub rounds: usize,
+    /// Hot traversals per round.
+    pub hot: usize,
+    /// Round trips timed.
+    pub round_trips: usize,
+    /// Seed of the database and the traversal roots.
+    pub seed: u64,
+    /// Where to make the database.
+    pub dir: Option<PathBuf>,
+    /// The command that starts a server: the `amber` binary and `serve`.
+    pub serve_cmd: Vec<String>,
+}
+
+/// A figure of the issue this run does not measure, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotMeasured {
+    /// The JSON key it would have.
+    pub key: &'static str,
+    /// Why it is missing.
+    pub why: &'static str,
+}
+
+/// What was measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    /// `"server"`.
+    pub benchmark: &'static str,
+    /// OO1 parts.
+    pub parts: u32,
+    /// Rounds.
+    pub rounds: usize,
+    /// Hot traversals per round.
+    pub hot: usize,
+    /// The client's (and the local handle's) fault backend.
+    pub backend: String,
+    /// Median remote hot traversal / median local hot traversal.
+    pub hot_traversal_vs_local: f64,
+    /// Median remote cold traversal / median local cold traversal.
+    pub cold_traversal_vs_local: f64,
+    /// Local cold traversals, ms.
+    pub local_cold_ms: Summary,
+    /// Remote cold traversals, ms.
+    pub remote_cold_ms: Summary,
+    /// Local hot traversals, ms.
+    pub local_hot_ms: Summary,
+    /// Remote hot traversals, ms.
+    pub remote_hot_ms: Summary,
+    /// Opening: `Db::open_read_only` against `Db::connect`, ms.
+    pub local_open_ms: Summary,
+    /// `Db::connect` (TCP, the greeting with the token, the catalog), ms.
+    pub remote_open_ms: Summary,
+    /// One round trip on the authenticated connection (a refresh that finds
+    /// nothing), µs.
+    pub round_trip_us: Summary,
+    /// Parts a traversal visited (median).
+    pub visited: u64,
+    /// Blocks the client fetched over the cold traversals, per traversal
+    /// (median).
+    pub blocks_per_cold_traversal: f64,
+    /// Faults the client took per cold traversal (median).
+    pub faults_per_cold_traversal: f64,
+    /// The server's CPU time (user + system) over the remote phases,
+    /// divided by the blocks it served, µs.
+    pub server_cpu_us_per_block: f64,
+    /// The server's peak resident memory, KiB.
+    pub server_peak_rss_kib: Option<u64>,
+    /// This process's peak resident memory (the client and the local
+    /// handle, one at a time), KiB.
+    pub client_peak_rss_kib: Option<u64>,
+    /// Figures of the issue not measured here.
+    pub not_measured: Vec<NotMeasured>,
+    /// The machine.
+    pub environment: Environment,
+}
+
+/// The server child, stopped when dropped.
+struct Server {
+    child: Child,
+}
+
+impl Server {
+    fn start(cmd: &[String], db: &Path, token: &Path) -> Result<(Server, String), BenchError> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| BenchError::new(format!("bench server: a free port: {e}")))?
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let (exe, args) = cmd
+            .split_first()
+            .ok_or_else(|| BenchError::new("bench server: no command starts the server"))?;
+        let child = Command::new(exe)
+            .args(args)
+            .arg(db)
+            .args(["--listen", &addr, "--token-file"])
+            .arg(token)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| BenchError::new(format!("bench server: starting {exe}: {e}")))?;
+        Ok((Server { child }, addr))
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    fn cpu_s(&self) -> f64 {
+        procfs::cpu_time_s_of(&self.pid()).unwrap_or(f64::NAN)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGTERM, so that it shuts down as an operator would stop it.
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One traversal, timed.
+fn traverse(e: &mut AmberOo1, root: PartId) -> Result<(f64, Answer), BenchError> {
+    let t = Instant::now();
+    let a = e
+        .traverse(root)
+        .map_err(|err| BenchError::new(format!("traversal from part {root}: {err}")))?;
+    Ok((t.elapsed().as_secs_f64() * 1e3, a))
+}
+
+/// What one side measured in one round.
+struct Side {
+    open_ms: f64,
+    cold_ms: f64,
+    hot_ms: Vec<f64>,
+    answer: Answer,
+    fetched: u64,
+    faults: u64,
+}
+
+fn run_side(
+    open: impl FnOnce() -> amber::Result<Db>,
+    root: PartId,
+    hot: usize,
+) -> Result<Side, BenchError> {
+    let t = Instant::now();
+    let db = open()?;
+    let open_ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut e = AmberOo1::over(db).map_err(|err| BenchError::new(err.to_string()))?;
+    let (cold_ms, answer) = traverse(&mut e, root)?;
+    let stats = e.db().stats();
+    let mut hot_ms = Vec::with_capacity(hot);
+    for _ in 0..hot {
+        let (ms, a) = traverse(&mut e, root)?;
+        if a != answer {
+            return Err(BenchError::new(format!(
+                "traversal from part {root}: a hot traversal answered differently from the cold one"
+            )));
+        }
+        hot_ms.push(ms);
+    }
+    Ok(Side {
+        open_ms,
+        cold_ms,
+        hot_ms,
+        answer,
+        fetched: stats.fetched,
+        faults: stats.faults,
+    })
+}
+
+/// Connects, retrying while the server starts (at most 10 s).
+fn connect_when_up(url: &str, opts: &Options) -> Result<Db, BenchError> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match Db::connect(url, opts.clone()) {
+            Ok(db) => return Ok(db),
+            Err(amber::Error::Io { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => {
+                return Err(BenchError::new(format!(
+                    "bench server: connecting to {url}: {e}"
+                )));
+            }
+        }
+    }
+}
+
+/// Runs the benchmark.
+pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
+    if cfg.rounds == 0 || cfg.hot == 0 {
+        return Err(BenchError::new(
+            "bench server: --rounds and --hot must be at least 1",
+        ));
+    }
+    let work = Workdir::new(cfg.dir.as_deref())?;
+    let dir = work.path().to_path_buf();
+    let generated = generate(GenParams {
+        parts: cfg.parts,
+        seed: cfg.seed,
+    })
+    .map_err(BenchError::new)?;
+    AmberFactory::DEFAULT
+        .build(&dir, &generated, &EngineOptions::default())
+        .map_err(|e| BenchError::new(format!("bench server: building OO1: {e}")))?;
+    let path = AmberFactory::file(&dir);
+    let token_path = dir.join("token");
+    let token = format!(
+        "bench-{:016x}",
+        Rng::seed_from_u64(cfg.seed ^ 0x5eed).next_u64()
+    );
+    std::fs::File::create(&token_path)
+        .and_then(|mut f| f.write_all(token.as_bytes()))
+        .map_err(|e| BenchError::new(format!("bench server: writing the token: {e}")))?;
+    let (server, addr) = Server::start(&cfg.serve_cmd, &path, &token_path)?;
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("oo1");
+    let url = format!("amber://{addr}/{name}");
+    let remote_opts = Options {
+        remote: RemoteOptions {
+            token: Some(token.into_bytes()),
+            ..RemoteOptions::default()
+        },
+        ..Options::default()
+    };
+
+    // Round trips, on one connection (the first also waits for the server).
+    let mut db = connect_when_up(&url, &remote_opts)?;
+    let backend = db.backend().to_string();
+    let mut rtt = Vec::with_capacity(cfg.round_trips);
+    for _ in 0..cfg.round_trips {
+        let t = Instant::now();
+        db.refresh()?;
+        rtt.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(db);
+
+    let mut rng = Rng::seed_from_u64(cfg.seed);
+    let (mut local, mut remote) = (Vec::new(), Vec::new());
+    let mut server_cpu = 0.0;
+    for round in 0..cfg.rounds {
+        let root = 1 + rng.below(u64::from(cfg.parts)) as PartId;
+        let local_side = || {
+            run_side(
+                || Db::open_read_only(&path, Options::default()),
+                root,
+                cfg.hot,
+            )
+        };
+        let remote_side = |cpu: &mut f64| {
+            let before = server.cpu_s();
+            let side = run_side(|| Db::connect(&url, remote_opts.clone()), root, cfg.hot);
+            *cpu += server.cpu_s() - before;
+            side
+        };
+        let (l, r) = if round % 2 == 0 {
+            let l = local_side()?;
+            (l, remote_side(&mut server_cpu)?)
+        } else {
+            let r = remote_side(&mut server_cpu)?;
+            (local_side()?, r)
+        };
+        if l.answer != r.answer {
+            return Err(BenchError::new(format!(
+                "traversal from part {root}: the server's answer differs from the local one"
+            )));
+        }
+        local.push(l);
+        remote.push(r);
+    }
+    let server_peak_rss_kib = procfs::peak_rss_kib_of(&server.pid());
+    drop(server);
+
+    let cold = |v: &[Side]| summarize(&v.iter().map(|s| s.cold_ms).collect::<Vec<_>>());
+    let hot = |v: &[Side]| {
+        summarize(
+            &v.iter()
+                .flat_map(|s| s.hot_ms.iter().copied())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let open = |v: &[Side]| summarize(&v.iter().map(|s| s.open_ms).collect::<Vec<_>>());
+    let (lc, rc, lh, rh) = (cold(&local), cold(&remote), hot(&local), hot(&remote));
+    let served: u64 = remote.iter().map(|s| s.fetched).sum();
+    let median = |v: Vec<f64>| summarize(&v).median;
+    Ok(ServerReport {
+        benchmark: "server",
+        parts: cfg.parts,
+        rounds: cfg.rounds,
+        hot: cfg.hot,
+        backend,
+        hot_traversal_vs_local: rh.median / lh.median,
+        cold_traversal_vs_local: rc.median / lc.median,
+        local_open_ms: open(&local),
+        remote_open_ms: open(&remote),
+        local_cold_ms: lc,
+        remote_cold_ms: rc,
+        local_hot_ms: lh,
+        remote_hot_ms: rh,
+        round_trip_us: summarize(&rtt),
+        visited: remote[0].answer.count,
+        blocks_per_cold_traversal: median(remote.iter().map(|s| s.fetched as f64).collect()),
+        faults_per_cold_traversal: median(remote.iter().map(|s| s.faults as f64).collect()),
+        server_cpu_us_per_block: server_cpu * 1e6 / served.max(1) as f64,
+        server_peak_rss_kib,
+        client_peak_rss_kib: procfs::peak_rss_kib(),
+        not_measured: vec![
+            NotMeasured {
+                key: "commit_vs_local_plus_rtt",
+                why: "writing through a server is not built yet (issue 18, next step)",
+            },
+            NotMeasured {
+                key: "group_commit_16_vs_1",
+                why: "writing through a server is not built yet (issue 18, next step)",
+            },
+        ],
+        environment: environment(&dir),
+    })
+}
+
+/// The report as a table.
+pub fn render(r: &ServerReport) -> String {
+    let verdict = |x: f64, t: f64| if x <= t { "met" } else { "MISSED" };
+    let row = |name: &str, s: &Summary| {
+        format!(
+            "  {name:<26} median {:>9.3}  p10 {:>9.3}  p90 {:>9.3}\n",
+            s.median, s.p10, s.p90
+        )
+    };
+    let mut out = format!(
+        "OO1 through `amber serve` against the same database opened locally: {} parts, {} rounds, {} hot traversals each, backend {}\n",
+        r.parts, r.rounds, r.hot, r.backend
+    );
+    out += &row("local open ms", &r.local_open_ms);
+    out += &row("remote connect ms", &r.remote_open_ms);
+    out += &row("local cold traversal ms", &r.local_cold_ms);
+    out += &row("remote cold traversal ms", &r.remote_cold_ms);
+    out += &row("local hot traversal ms", &r.local_hot_ms);
+    out += &row("remote hot traversal ms", &r.remote_hot_ms);
+    out += &row("round trip µs", &r.round_trip_us);
+    out += &format!(
+        "  hot_traversal_vs_local  {:.3} (target ≤ {TARGET_HOT}: {})\n",
+        r.hot_traversal_vs_local,
+        verdict(r.hot_traversal_vs_local, TARGET_HOT)
+    );
+    out += &format!(
+        "  cold_traversal_vs_local {:.3} (target ≤ {TARGET_COLD}: {})\n",
+        r.cold_traversal_vs_local,
+        verdict(r.cold_traversal_vs_local, TARGET_COLD)
+    );
+    out += &format!(
+        "  a traversal visits {} parts; a cold one fetched {:.0} blocks in {:.0} faults; server CPU {:.1} µs per block served\n",
+        r.visited,
+        r.blocks_per_cold_traversal,
+        r.faults_per_cold_traversal,
+        r.server_cpu_us_per_block
+    );
+    let kib =
+        |k: Option<u64>| k.map_or("?".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+    out += &format!(
+        "  peak memory: server {}, client {}\n",
+        kib(r.server_peak_rss_kib),
+        kib(r.client_peak_rss_kib)
+    );
+    for n in &r.not_measured {
+        out += &format!("  not measured: {} ({})\n", n.key, n.why);
+    }
+    out
+}
