@@ -33,7 +33,7 @@ pub fn entry(name: &str) -> Target {
 fn flag_at(name: &str) -> Option<usize> {
     match name {
         "superblock" | "log_header" => Some(512),
-        "catalog_entry" | "catalog_blob" | "root_directory" => None,
+        "catalog_entry" | "catalog_blob" | "root_directory" | "wire_decode" => None,
         "open_and_read" | "verify_deep" | "recovery" | "migrate_collect" | "reader_table"
         | "schema_file" => Some(0),
         _ => Some(1),

@@ -168,6 +168,10 @@ internal_modules! {
     store;
     translate;
     wal;
+    // Used by the storage server (`amber-server`, through `internals`)
+    // until the client in this crate reads through it too.
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
+    wire;
     #[allow(unsafe_code)]
     vm;
 }
@@ -215,7 +219,7 @@ pub mod __private {
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::{db, fasthash, format, fuzzing, io, schema, store, translate, vm, wal};
+    pub use crate::{db, fasthash, format, fuzzing, io, schema, store, translate, vm, wal, wire};
 }
 
 /// The README, whose Rust examples rustdoc compiles and runs as doctests, so

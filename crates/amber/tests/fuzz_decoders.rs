@@ -74,6 +74,13 @@ fn swizzle() {
     target("swizzle", 5_000);
 }
 
+/// The wire protocol's decoder (a server's and a client's), on one
+/// message of every kind, mutated.
+#[test]
+fn wire_decode() {
+    target("wire_decode", 20_000);
+}
+
 #[test]
 fn reader_table() {
     beside("reader_table", 300);

@@ -1,6 +1,7 @@
 //! Fuzz targets: an entry point per decoder of bytes Amber reads back from
-//! its files, four over whole files (`files.rs`, `rewrite.rs`) and two
-//! over the files beside a database (the reader table, a schema file),
+//! its files or from a peer over the wire (`wire.rs`), four over whole
+//! files (`files.rs`, `rewrite.rs`) and two over the files beside a
+//! database (the reader table, a schema file),
 //! each a `fn(&[u8])` that decodes whatever it is given and checks the
 //! contract (docs/design.md §9):
 //!
@@ -25,6 +26,7 @@ mod readers;
 mod rewrite;
 mod schema;
 pub mod seeds;
+mod wire;
 
 pub use decoders::{
     catalog_blob, catalog_entry, free_space_map, log_header, log_records, page, root_directory,
@@ -34,6 +36,7 @@ pub use files::{Bundle, FRESH_MAX, open_and_read, recovery, verify_deep};
 pub use readers::reader_table;
 pub use rewrite::migrate_collect;
 pub use schema::{reseal_schema, schema_file};
+pub use wire::wire_decode;
 
 use crate::{Db, Migration, Result};
 
@@ -79,6 +82,7 @@ pub const DECODER_TARGETS: &[(&str, Target)] = &[
     ("free_space_map", free_space_map),
     ("root_directory", root_directory),
     ("swizzle", swizzle),
+    ("wire_decode", wire_decode),
 ];
 
 /// The whole-file targets by name, reading content `C`.
@@ -132,5 +136,6 @@ pub fn seed_corpus<C: Content>() -> Result<Vec<(&'static str, Vec<u8>)>> {
             .into_iter()
             .map(|s| ("schema_file", s)),
     );
+    out.extend(wire::wire_seeds().into_iter().map(|s| ("wire_decode", s)));
     Ok(out)
 }

@@ -1,0 +1,107 @@
+//! The wire protocol's decoder (`crate::wire`): a body from a peer, decoded
+//! as a request and as a response. Neither may panic nor allocate more
+//! than the body implies, and what decodes must encode back to the same
+//! bytes (every accepted body has exactly one meaning, so that the server
+//! and the client cannot read one frame two ways).
+
+use crate::wire::{
+    Change, DEFAULT_MAX_FRAME, ErrorCode, Request, Response, VERSION, WireBlock, body_len,
+    hello_version,
+};
+
+/// The target: `data` is a frame body (and its first four bytes, a length
+/// prefix).
+pub fn wire_decode(data: &[u8]) {
+    if let Ok(r) = Request::decode(data) {
+        assert_eq!(&r.encode()[4..], data, "{r:?} re-encodes otherwise");
+        if let Request::Hello { version, .. } = r {
+            assert_eq!(hello_version(data), Some(version));
+        }
+    }
+    if let Ok(r) = Response::decode(data) {
+        assert_eq!(&r.encode()[4..], data, "{r:?} re-encodes otherwise");
+    }
+    if let Some(&prefix) = data.first_chunk::<4>()
+        && let Ok(n) = body_len(prefix, DEFAULT_MAX_FRAME)
+    {
+        assert!((1..=DEFAULT_MAX_FRAME as usize).contains(&n));
+    }
+}
+
+/// The seeds: the body of one message of every kind.
+pub fn wire_seeds() -> Vec<Vec<u8>> {
+    let requests = [
+        Request::Hello {
+            version: VERSION,
+            database: "db".into(),
+            token: b"secret".to_vec(),
+        },
+        Request::Blocks { from: 3, pages: 9 },
+        Request::ReadBlock { head: 3 },
+        Request::ReadCluster { from: 3, pages: 9 },
+        Request::Catalog,
+        Request::Refresh,
+        Request::Stats,
+        Request::Bye,
+    ];
+    let responses = [
+        Response::Welcome {
+            version: VERSION,
+            page_size: 4096,
+            first_data_page: 3,
+            page_count: 40,
+            snapshot_lsn: 512,
+        },
+        Response::Error {
+            code: ErrorCode::Invalid,
+            message: "page 5 does not start an allocated block".into(),
+        },
+        Response::Blocks(vec![(3, 1), (4, 2)]),
+        Response::Block(vec![1, 2, 3]),
+        Response::Cluster {
+            blocks: vec![
+                WireBlock {
+                    head: 3,
+                    pages: 1,
+                    at: 0,
+                    error: None,
+                },
+                WireBlock {
+                    head: 4,
+                    pages: 1,
+                    at: 4,
+                    error: Some((ErrorCode::Corrupt, "bad checksum".into())),
+                },
+            ],
+            data: vec![9; 8],
+        },
+        Response::Catalog {
+            types: vec![(1, vec![5, 6])],
+            roots: vec![("top".into(), 4096, 1)],
+        },
+        Response::Refreshed {
+            page_count: 40,
+            change: Change::Pages {
+                lsn: 600,
+                pages: vec![3, 5],
+            },
+        },
+        Response::Refreshed {
+            page_count: 40,
+            change: Change::Everything { lsn: 700 },
+        },
+        Response::Stats {
+            snapshot_lsn: 1,
+            end_lsn: 2,
+            checkpoint_lsn: 0,
+            page_count: 40,
+            free_pages: 2,
+            blocks: 9,
+            logged_pages: 1,
+        },
+    ];
+    (requests.iter().map(Request::encode))
+        .chain(responses.iter().map(Response::encode))
+        .map(|f| f[4..].to_vec())
+        .collect()
+}

@@ -1,0 +1,547 @@
+//! Encoding and decoding of the messages (the layout is docs/design.md
+//! §10's). Encoding writes the whole frame — length prefix, then body — so
+//! that a sender makes one write per message. Decoding reads a body through
+//! [`Fields`], which names the message and the field that is short or
+//! wrong in every error.
+
+use super::{Change, ErrorCode, MAGIC, MAX_TOKEN, Request, Response, WireBlock, WireError};
+use crate::format::bytes::Cursor;
+
+pub(super) const HELLO: u8 = 0x01;
+const BLOCKS: u8 = 0x02;
+const READ_BLOCK: u8 = 0x03;
+const READ_CLUSTER: u8 = 0x04;
+const CATALOG: u8 = 0x05;
+const REFRESH: u8 = 0x06;
+const STATS: u8 = 0x07;
+const BYE: u8 = 0x08;
+
+const WELCOME: u8 = 0x81;
+const BLOCKS_OF: u8 = 0x82;
+const BLOCK: u8 = 0x83;
+const CLUSTER: u8 = 0x84;
+const CATALOG_OF: u8 = 0x85;
+const REFRESHED: u8 = 0x86;
+const STATS_OF: u8 = 0x87;
+/// The error frame's kind: the same in every version.
+const ERROR: u8 = 0xFF;
+
+/// `Change`'s tags.
+const UNCHANGED: u8 = 0;
+const PAGES: u8 = 1;
+const EVERYTHING: u8 = 2;
+
+/// The fewest bytes one element of each vector takes: what a count is
+/// checked against before anything is reserved for it.
+const BLOCK_ENTRY: usize = 8 + 4;
+const CLUSTER_ENTRY: usize = 8 + 4 + 8 + 1;
+const TYPE_ENTRY: usize = 4 + 4;
+const ROOT_ENTRY: usize = 2 + 8 + 4;
+const PAGE_ENTRY: usize = 8;
+
+impl Request {
+    /// The whole frame of this request: length prefix, then body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Frame::new();
+        match self {
+            Request::Hello {
+                version,
+                database,
+                token,
+            } => {
+                w.u8(HELLO);
+                w.raw(&MAGIC);
+                w.u16(*version);
+                w.str(database);
+                w.bytes(token);
+            }
+            Request::Blocks { from, pages } => {
+                w.u8(BLOCKS);
+                w.u64(*from);
+                w.u64(*pages);
+            }
+            Request::ReadBlock { head } => {
+                w.u8(READ_BLOCK);
+                w.u64(*head);
+            }
+            Request::ReadCluster { from, pages } => {
+                w.u8(READ_CLUSTER);
+                w.u64(*from);
+                w.u64(*pages);
+            }
+            Request::Catalog => w.u8(CATALOG),
+            Request::Refresh => w.u8(REFRESH),
+            Request::Stats => w.u8(STATS),
+            Request::Bye => w.u8(BYE),
+        }
+        w.finish()
+    }
+
+    /// Decodes a request body (without its length prefix).
+    pub fn decode(body: &[u8]) -> Result<Request, WireError> {
+        let (kind, rest) = body
+            .split_first()
+            .ok_or_else(|| WireError::Malformed("empty message: no kind byte".into()))?;
+        let fixed = |name, n| Fields::fixed(name, rest, n);
+        let req = match *kind {
+            HELLO => {
+                let mut f = Fields::new("Hello", rest);
+                let magic = f.array::<4>("magic")?;
+                if magic != MAGIC {
+                    return Err(WireError::Malformed(format!(
+                        "Hello's magic is {magic:02x?}, not {MAGIC:02x?} (\"AMBR\"): \
+                         the peer is not an Amber client"
+                    )));
+                }
+                let version = f.u16("version")?;
+                let database = f.str("database")?;
+                let token = f.bytes("token", MAX_TOKEN)?;
+                f.end(Request::Hello {
+                    version,
+                    database,
+                    token,
+                })?
+            }
+            BLOCKS => {
+                let mut f = fixed("Blocks", 16)?;
+                let v = Request::Blocks {
+                    from: f.u64("from")?,
+                    pages: f.u64("pages")?,
+                };
+                f.end(v)?
+            }
+            READ_BLOCK => {
+                let mut f = fixed("ReadBlock", 8)?;
+                let v = Request::ReadBlock {
+                    head: f.u64("head")?,
+                };
+                f.end(v)?
+            }
+            READ_CLUSTER => {
+                let mut f = fixed("ReadCluster", 16)?;
+                let v = Request::ReadCluster {
+                    from: f.u64("from")?,
+                    pages: f.u64("pages")?,
+                };
+                f.end(v)?
+            }
+            CATALOG => fixed("Catalog", 0)?.end(Request::Catalog)?,
+            REFRESH => fixed("Refresh", 0)?.end(Request::Refresh)?,
+            STATS => fixed("Stats", 0)?.end(Request::Stats)?,
+            BYE => fixed("Bye", 0)?.end(Request::Bye)?,
+            k => return Err(unknown_kind("request", k)),
+        };
+        Ok(req)
+    }
+}
+
+impl Response {
+    /// The whole frame of this response: length prefix, then body.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Frame::new();
+        match self {
+            Response::Welcome {
+                version,
+                page_size,
+                first_data_page,
+                page_count,
+                snapshot_lsn,
+            } => {
+                w.u8(WELCOME);
+                w.u16(*version);
+                w.u32(*page_size);
+                w.u64(*first_data_page);
+                w.u64(*page_count);
+                w.u64(*snapshot_lsn);
+            }
+            Response::Error { code, message } => {
+                w.u8(ERROR);
+                w.u8(*code as u8);
+                w.str(message);
+            }
+            Response::Blocks(blocks) => {
+                w.u8(BLOCKS_OF);
+                w.count(blocks.len());
+                for &(head, pages) in blocks {
+                    w.u64(head);
+                    w.u32(pages);
+                }
+            }
+            Response::Block(image) => {
+                w.u8(BLOCK);
+                w.bytes(image);
+            }
+            Response::Cluster { blocks, data } => {
+                w.u8(CLUSTER);
+                w.count(blocks.len());
+                for b in blocks {
+                    w.u64(b.head);
+                    w.u32(b.pages);
+                    w.u64(b.at);
+                    match &b.error {
+                        None => w.u8(0),
+                        Some((code, message)) => {
+                            w.u8(*code as u8);
+                            w.str(message);
+                        }
+                    }
+                }
+                w.bytes(data);
+            }
+            Response::Catalog { types, roots } => {
+                w.u8(CATALOG_OF);
+                w.count(types.len());
+                for (id, desc) in types {
+                    w.u32(*id);
+                    w.bytes(desc);
+                }
+                w.count(roots.len());
+                for (name, addr, type_id) in roots {
+                    w.str(name);
+                    w.u64(*addr);
+                    w.u32(*type_id);
+                }
+            }
+            Response::Refreshed { page_count, change } => {
+                w.u8(REFRESHED);
+                w.u64(*page_count);
+                match change {
+                    Change::Unchanged => w.u8(UNCHANGED),
+                    Change::Pages { lsn, pages } => {
+                        w.u8(PAGES);
+                        w.u64(*lsn);
+                        w.count(pages.len());
+                        pages.iter().for_each(|&p| w.u64(p));
+                    }
+                    Change::Everything { lsn } => {
+                        w.u8(EVERYTHING);
+                        w.u64(*lsn);
+                    }
+                }
+            }
+            Response::Stats {
+                snapshot_lsn,
+                end_lsn,
+                checkpoint_lsn,
+                page_count,
+                free_pages,
+                blocks,
+                logged_pages,
+            } => {
+                w.u8(STATS_OF);
+                for v in [
+                    snapshot_lsn,
+                    end_lsn,
+                    checkpoint_lsn,
+                    page_count,
+                    free_pages,
+                    blocks,
+                    logged_pages,
+                ] {
+                    w.u64(*v);
+                }
+            }
+        }
+        w.finish()
+    }
+
+    /// Decodes a response body (without its length prefix).
+    pub fn decode(body: &[u8]) -> Result<Response, WireError> {
+        let (kind, rest) = body
+            .split_first()
+            .ok_or_else(|| WireError::Malformed("empty message: no kind byte".into()))?;
+        let resp = match *kind {
+            WELCOME => {
+                let mut f = Fields::fixed("Welcome", rest, 2 + 4 + 8 + 8 + 8)?;
+                let v = Response::Welcome {
+                    version: f.u16("version")?,
+                    page_size: f.u32("page_size")?,
+                    first_data_page: f.u64("first_data_page")?,
+                    page_count: f.u64("page_count")?,
+                    snapshot_lsn: f.u64("snapshot_lsn")?,
+                };
+                f.end(v)?
+            }
+            ERROR => {
+                let mut f = Fields::new("Error", rest);
+                let code = f.code("code")?;
+                let message = f.str("message")?;
+                f.end(Response::Error { code, message })?
+            }
+            BLOCKS_OF => {
+                let mut f = Fields::new("Blocks", rest);
+                let n = f.count("blocks", BLOCK_ENTRY)?;
+                let mut blocks = Vec::with_capacity(n);
+                for _ in 0..n {
+                    blocks.push((f.u64("head")?, f.u32("pages")?));
+                }
+                f.end(Response::Blocks(blocks))?
+            }
+            BLOCK => {
+                let mut f = Fields::new("Block", rest);
+                let image = f.bytes("image", usize::MAX)?;
+                f.end(Response::Block(image))?
+            }
+            CLUSTER => {
+                let mut f = Fields::new("Cluster", rest);
+                let n = f.count("blocks", CLUSTER_ENTRY)?;
+                let mut blocks = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let head = f.u64("head")?;
+                    let pages = f.u32("pages")?;
+                    let at = f.u64("at")?;
+                    let error = match f.u8("status")? {
+                        0 => None,
+                        c => Some((code_of(c)?, f.str("message")?)),
+                    };
+                    blocks.push(WireBlock {
+                        head,
+                        pages,
+                        at,
+                        error,
+                    });
+                }
+                let data = f.bytes("data", usize::MAX)?;
+                f.end(Response::Cluster { blocks, data })?
+            }
+            CATALOG_OF => {
+                let mut f = Fields::new("Catalog", rest);
+                let n = f.count("types", TYPE_ENTRY)?;
+                let mut types = Vec::with_capacity(n);
+                for _ in 0..n {
+                    types.push((f.u32("type id")?, f.bytes("descriptor", usize::MAX)?));
+                }
+                let n = f.count("roots", ROOT_ENTRY)?;
+                let mut roots = Vec::with_capacity(n);
+                for _ in 0..n {
+                    roots.push((f.str("root name")?, f.u64("address")?, f.u32("type id")?));
+                }
+                f.end(Response::Catalog { types, roots })?
+            }
+            REFRESHED => {
+                let mut f = Fields::new("Refreshed", rest);
+                let page_count = f.u64("page_count")?;
+                let change = match f.u8("change")? {
+                    UNCHANGED => Change::Unchanged,
+                    PAGES => {
+                        let lsn = f.u64("lsn")?;
+                        let n = f.count("pages", PAGE_ENTRY)?;
+                        let mut pages = Vec::with_capacity(n);
+                        for _ in 0..n {
+                            pages.push(f.u64("page")?);
+                        }
+                        Change::Pages { lsn, pages }
+                    }
+                    EVERYTHING => Change::Everything {
+                        lsn: f.u64("lsn")?,
+                    },
+                    t => {
+                        return Err(WireError::Malformed(format!(
+                            "Refreshed's change tag {t} is unknown (0, 1 or 2)"
+                        )));
+                    }
+                };
+                f.end(Response::Refreshed { page_count, change })?
+            }
+            STATS_OF => {
+                let mut f = Fields::fixed("Stats", rest, 7 * 8)?;
+                let v = Response::Stats {
+                    snapshot_lsn: f.u64("snapshot_lsn")?,
+                    end_lsn: f.u64("end_lsn")?,
+                    checkpoint_lsn: f.u64("checkpoint_lsn")?,
+                    page_count: f.u64("page_count")?,
+                    free_pages: f.u64("free_pages")?,
+                    blocks: f.u64("blocks")?,
+                    logged_pages: f.u64("logged_pages")?,
+                };
+                f.end(v)?
+            }
+            k => return Err(unknown_kind("response", k)),
+        };
+        Ok(resp)
+    }
+}
+
+fn unknown_kind(side: &str, k: u8) -> WireError {
+    WireError::Malformed(format!("{side} kind 0x{k:02x} is unknown"))
+}
+
+fn code_of(b: u8) -> Result<ErrorCode, WireError> {
+    ErrorCode::from_u8(b)
+        .ok_or_else(|| WireError::Malformed(format!("error code {b} is unknown (1..=12)")))
+}
+
+/// A frame being written: the length prefix is filled in by `finish`.
+struct Frame(Vec<u8>);
+
+impl Frame {
+    fn new() -> Frame {
+        Frame(vec![0; 4])
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        // A body over 4 GiB cannot be framed; the prefix then says more
+        // than any receiver's limit, which refuses the frame.
+        let n = u32::try_from(self.0.len() - 4).unwrap_or(u32::MAX);
+        self.0[..4].copy_from_slice(&n.to_le_bytes());
+        self.0
+    }
+
+    fn raw(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
+    }
+
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+
+    fn u16(&mut self, v: u16) {
+        self.raw(&v.to_le_bytes());
+    }
+
+    fn u32(&mut self, v: u32) {
+        self.raw(&v.to_le_bytes());
+    }
+
+    fn u64(&mut self, v: u64) {
+        self.raw(&v.to_le_bytes());
+    }
+
+    /// A vector's element count.
+    fn count(&mut self, n: usize) {
+        self.u32(u32::try_from(n).unwrap_or(u32::MAX));
+    }
+
+    /// A byte string: u32 length, then the bytes.
+    fn bytes(&mut self, b: &[u8]) {
+        self.count(b.len());
+        self.raw(b);
+    }
+
+    /// A string: u16 length, then UTF-8. A longer string (only an error
+    /// message can be) is cut at the last character boundary that fits.
+    fn str(&mut self, s: &str) {
+        let mut end = s.len().min(u16::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.u16(end as u16);
+        self.raw(&s.as_bytes()[..end]);
+    }
+}
+
+/// A body's fields after the kind byte, read in order; every error names
+/// the message, the field and where it is.
+struct Fields<'a> {
+    msg: &'static str,
+    c: Cursor<'a>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(msg: &'static str, rest: &'a [u8]) -> Fields<'a> {
+        Fields {
+            msg,
+            c: Cursor::new(rest),
+        }
+    }
+
+    /// The fields of a message of fixed size `n`.
+    fn fixed(msg: &'static str, rest: &'a [u8], n: usize) -> Result<Fields<'a>, WireError> {
+        if rest.len() < n {
+            return Err(WireError::Malformed(format!(
+                "truncated: {msg} needs {n} bytes after its kind, got {}",
+                rest.len()
+            )));
+        }
+        Ok(Fields::new(msg, rest))
+    }
+
+    /// `value`, if no byte is left over.
+    fn end<T>(&self, value: T) -> Result<T, WireError> {
+        match self.c.remaining() {
+            0 => Ok(value),
+            n => Err(WireError::Malformed(format!(
+                "{} has {n} trailing bytes after its last field",
+                self.msg
+            ))),
+        }
+    }
+
+    fn take(&mut self, field: &str, n: usize) -> Result<&'a [u8], WireError> {
+        let at = self.c.pos() + 1;
+        let left = self.c.remaining();
+        self.c.bytes(n).map_err(|_| {
+            WireError::Malformed(format!(
+                "truncated: {}'s {field} needs {n} bytes at byte {at}, got {left}",
+                self.msg
+            ))
+        })
+    }
+
+    fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N], WireError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(field, N)?);
+        Ok(a)
+    }
+
+    fn u8(&mut self, field: &str) -> Result<u8, WireError> {
+        Ok(self.array::<1>(field)?[0])
+    }
+
+    fn u16(&mut self, field: &str) -> Result<u16, WireError> {
+        Ok(u16::from_le_bytes(self.array(field)?))
+    }
+
+    fn u32(&mut self, field: &str) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(self.array(field)?))
+    }
+
+    fn u64(&mut self, field: &str) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.array(field)?))
+    }
+
+    fn code(&mut self, field: &str) -> Result<ErrorCode, WireError> {
+        code_of(self.u8(field)?)
+    }
+
+    /// A vector's count, refused unless the bytes left could hold that
+    /// many elements of at least `min` bytes: what makes the reservation
+    /// that follows no larger than the body.
+    fn count(&mut self, field: &str, min: usize) -> Result<usize, WireError> {
+        let n = self.u32(field)? as usize;
+        let left = self.c.remaining();
+        if n.saturating_mul(min) > left {
+            return Err(WireError::Malformed(format!(
+                "{}'s {field} count {n} needs at least {} bytes, {left} left",
+                self.msg,
+                n.saturating_mul(min)
+            )));
+        }
+        Ok(n)
+    }
+
+    /// A byte string of at most `max` bytes.
+    fn bytes(&mut self, field: &str, max: usize) -> Result<Vec<u8>, WireError> {
+        let n = self.u32(field)? as usize;
+        if n > max {
+            return Err(WireError::Malformed(format!(
+                "{}'s {field} of {n} bytes exceeds the limit of {max}",
+                self.msg
+            )));
+        }
+        Ok(self.take(field, n)?.to_vec())
+    }
+
+    /// A UTF-8 string.
+    fn str(&mut self, field: &str) -> Result<String, WireError> {
+        let n = self.u16(field)? as usize;
+        let b = self.take(field, n)?;
+        match std::str::from_utf8(b) {
+            Ok(s) => Ok(s.to_owned()),
+            Err(e) => Err(WireError::Malformed(format!(
+                "{}'s {field} is not UTF-8 ({e})",
+                self.msg
+            ))),
+        }
+    }
+}

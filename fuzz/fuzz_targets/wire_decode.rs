@@ -1,0 +1,2 @@
+#![no_main]
+amber_fuzz::target!(wire_decode);
