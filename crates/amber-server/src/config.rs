@@ -1,0 +1,259 @@
+//! What a server is told: where to listen, which databases under which
+//! names, how clients authenticate, and the bounds that keep one client
+//! from taking the server's memory, connections or time. [`ServeOptions::check`]
+//! refuses a combination that would serve without authentication unless
+//! that was asked for by name.
+
+use crate::ServeError;
+use amber::internals::wire::{DEFAULT_MAX_FRAME, MAX_TOKEN};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The address `amber serve` listens on unless told otherwise: loopback.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 7878);
+
+/// A server's configuration.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The address to listen on (port 0: any free port; see
+    /// [`Server::local_addr`](crate::Server::local_addr)).
+    pub listen: SocketAddr,
+    /// The databases served: name (what a client's `Hello` asks for) and
+    /// path.
+    pub databases: Vec<(String, PathBuf)>,
+    /// The shared token every client must present; `None` serves without
+    /// authentication, which [`check`](Self::check) allows only with
+    /// `insecure_no_auth`.
+    pub token: Option<Vec<u8>>,
+    /// Serve without a token. Required to run without one, on loopback
+    /// too: authentication comes before anything else unless refused by
+    /// name.
+    pub insecure_no_auth: bool,
+    /// The largest frame body the server sends; a client's frames are
+    /// bounded by the largest request instead (a `Hello` with the longest
+    /// names and token), or this if smaller.
+    pub max_frame: u32,
+    /// The most bytes one connection may have the server hold for it at
+    /// once: the images a request reads and the frame that carries them.
+    /// A request whose answer would be larger is refused with `TooLarge`
+    /// (the connection stays open); the client asks for less.
+    pub max_buffered: usize,
+    /// The most connections served at once; one more is answered `Busy`
+    /// and closed.
+    pub max_connections: usize,
+    /// A connection that sends nothing for this long, or whose frame or
+    /// answer takes longer to cross, is told `Timeout` and closed.
+    pub idle_timeout: Duration,
+    /// The time a new connection has to send its `Hello`.
+    pub hello_timeout: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: DEFAULT_LISTEN,
+            databases: Vec::new(),
+            token: None,
+            insecure_no_auth: false,
+            max_frame: DEFAULT_MAX_FRAME,
+            max_buffered: 2 * DEFAULT_MAX_FRAME as usize,
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(300),
+            hello_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ServeOptions {
+    /// Refuses a configuration that cannot or must not be served: no
+    /// database, two of one name, a zero bound, and no token without
+    /// `insecure_no_auth`. Returns the warnings to log (a token sent in
+    /// clear to a non-loopback address).
+    pub fn check(&self) -> Result<Vec<String>, ServeError> {
+        let bad = |m: String| Err(ServeError::Config(m));
+        if self.databases.is_empty() {
+            return bad("no database to serve".into());
+        }
+        for (i, (name, _)) in self.databases.iter().enumerate() {
+            check_name(name)?;
+            if self.databases[..i].iter().any(|(n, _)| n == name) {
+                return bad(format!(
+                    "two databases are named {name:?}: name one with NAME=PATH"
+                ));
+            }
+        }
+        if self.max_frame == 0 || self.max_buffered == 0 || self.max_connections == 0 {
+            return bad("--max-frame, --max-buffered and --max-connections must be above 0".into());
+        }
+        if self.idle_timeout.is_zero() || self.hello_timeout.is_zero() {
+            return bad("timeouts must be above 0".into());
+        }
+        let loopback = self.listen.ip().is_loopback();
+        let mut warnings = Vec::new();
+        match (&self.token, self.insecure_no_auth) {
+            (Some(t), _) if t.is_empty() => return bad("the token is empty".into()),
+            (Some(t), _) if t.len() > MAX_TOKEN => {
+                return bad(format!(
+                    "the token is {} bytes, more than the {MAX_TOKEN} a client may send",
+                    t.len()
+                ));
+            }
+            (Some(_), true) => {
+                return bad("--token-file and --insecure-no-auth contradict each other".into());
+            }
+            (Some(_), false) if !loopback => warnings.push(format!(
+                "listening on {}, which is not loopback: the token and every page travel \
+                 in clear until TLS lands",
+                self.listen
+            )),
+            (Some(_), false) => {}
+            (None, false) if loopback => {
+                return bad(format!(
+                    "no token: give --token-file FILE, or serve {} without authentication \
+                     with --insecure-no-auth",
+                    self.listen
+                ));
+            }
+            (None, false) => {
+                return bad(format!(
+                    "refusing to serve {}, which is not loopback, without authentication: \
+                     give --token-file FILE (or --insecure-no-auth to allow anyone who \
+                     reaches it)",
+                    self.listen
+                ));
+            }
+            (None, true) => warnings.push(format!(
+                "serving {} without authentication (--insecure-no-auth): anyone who \
+                 reaches it reads the databases",
+                self.listen
+            )),
+        }
+        Ok(warnings)
+    }
+}
+
+/// A database name must fit a `Hello` and be printable on one line.
+fn check_name(name: &str) -> Result<(), ServeError> {
+    if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+        return Err(ServeError::Config(format!(
+            "database name {name:?} must be 1 to 255 bytes without control characters"
+        )));
+    }
+    Ok(())
+}
+
+/// A database argument: `NAME=PATH`, or `PATH`, served under its file
+/// stem (`a.amber` as `a`).
+pub fn parse_database(arg: &str) -> Result<(String, PathBuf), ServeError> {
+    let (name, path) = match arg.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !n.contains('/') => (n.to_owned(), PathBuf::from(p)),
+        _ => {
+            let path = PathBuf::from(arg);
+            let stem = path.file_stem().and_then(|s| s.to_str()).ok_or_else(|| {
+                ServeError::Config(format!(
+                    "{arg}: no file name to serve it under; use NAME=PATH"
+                ))
+            })?;
+            (stem.to_owned(), path)
+        }
+    };
+    check_name(&name)?;
+    Ok((name, path))
+}
+
+/// The token in file `path`: its bytes, one trailing newline (`\n` or
+/// `\r\n`) trimmed. An empty token is refused.
+pub fn read_token_file(path: &Path) -> Result<Vec<u8>, ServeError> {
+    let mut t = std::fs::read(path).map_err(|e| {
+        ServeError::Config(format!("reading the token file {}: {e}", path.display()))
+    })?;
+    if t.last() == Some(&b'\n') {
+        t.pop();
+        if t.last() == Some(&b'\r') {
+            t.pop();
+        }
+    }
+    if t.is_empty() {
+        return Err(ServeError::Config(format!(
+            "the token file {} is empty",
+            path.display()
+        )));
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(listen: &str, token: Option<&[u8]>, insecure: bool) -> ServeOptions {
+        ServeOptions {
+            listen: listen.parse().unwrap(),
+            databases: vec![("a".into(), "a.amber".into())],
+            token: token.map(<[u8]>::to_vec),
+            insecure_no_auth: insecure,
+            ..ServeOptions::default()
+        }
+    }
+
+    #[test]
+    fn authentication_is_required_unless_refused_by_name() {
+        let err = |o: ServeOptions| o.check().unwrap_err().to_string();
+        assert!(err(opts("127.0.0.1:1", None, false)).contains("--insecure-no-auth"));
+        assert!(err(opts("0.0.0.0:1", None, false)).contains("not loopback"));
+        assert!(err(opts("127.0.0.1:1", Some(b""), false)).contains("empty"));
+        assert!(err(opts("127.0.0.1:1", Some(b"t"), true)).contains("contradict"));
+        assert_eq!(
+            opts("127.0.0.1:1", Some(b"t"), false).check().unwrap(),
+            Vec::<String>::new()
+        );
+        let w = opts("0.0.0.0:1", Some(b"t"), false).check().unwrap();
+        assert!(w[0].contains("in clear until TLS"), "{w:?}");
+        let w = opts("[::]:1", None, true).check().unwrap();
+        assert!(w[0].contains("without authentication"), "{w:?}");
+    }
+
+    #[test]
+    fn databases_are_named_by_stem_or_explicitly() {
+        assert_eq!(
+            parse_database("dir/a.amber").unwrap(),
+            ("a".into(), "dir/a.amber".into())
+        );
+        assert_eq!(
+            parse_database("main=dir/a.amber").unwrap(),
+            ("main".into(), "dir/a.amber".into())
+        );
+        // An `=` in a directory name is a path, not a name.
+        assert_eq!(
+            parse_database("x=y/b.amber").unwrap(),
+            ("x".into(), "y/b.amber".into())
+        );
+        assert_eq!(
+            parse_database("d/x=y/b.amber").unwrap(),
+            ("b".into(), "d/x=y/b.amber".into())
+        );
+        let mut o = opts("127.0.0.1:1", Some(b"t"), false);
+        o.databases.push(("a".into(), "b/a.amber".into()));
+        assert!(o.check().unwrap_err().to_string().contains("two databases"));
+    }
+
+    #[test]
+    fn token_files_lose_one_trailing_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        std::fs::write(&p, b"secret\r\n").unwrap();
+        assert_eq!(read_token_file(&p).unwrap(), b"secret");
+        std::fs::write(&p, b"secret\n\n").unwrap();
+        assert_eq!(read_token_file(&p).unwrap(), b"secret\n");
+        std::fs::write(&p, b"\n").unwrap();
+        assert!(
+            read_token_file(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
+        assert!(read_token_file(&dir.path().join("none")).is_err());
+    }
+}

@@ -1,0 +1,73 @@
+//! Amber's storage server: many client programs read one or more databases
+//! through one process (`amber serve`), over the wire protocol of
+//! `amber::internals::wire` (docs/design.md §10 gives its layout, §11 this
+//! server's behaviour).
+//!
+//! This step is the read side. A client opens a served database
+//! read-only: each connection gets its own read-only store on the
+//! database's path, whose snapshot is the connection's, faults pages in
+//! over the wire (`ReadCluster`, `ReadBlock`), and moves its snapshot only
+//! when it asks (`Refresh`). A writer beside the server (a program with the
+//! database open for writing) keeps committing; its checkpoints wait for
+//! the connections' snapshots through the reader table, as they wait for
+//! any reader's.
+//!
+//! - [`config`]: what a server is told, and the refusal to serve without
+//!   authentication unless asked by name.
+//! - [`listener`]: the accept loop, the connection limit, shutdown.
+//! - [`session`]: one connection — `Hello` first, within a deadline, the
+//!   token compared in constant time, then requests until `Bye`, an idle
+//!   timeout, a bad frame or shutdown.
+//! - [`serve_read`]: the answers, from the connection's store.
+//!
+//! Every bound is in [`ServeOptions`]; a malformed or hostile frame closes
+//! that connection with a logged reason and an `Error` frame, never more.
+#![deny(unsafe_code)]
+
+pub mod config;
+pub mod listener;
+pub mod serve_read;
+pub mod session;
+
+pub use config::{DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
+pub use listener::{Server, bind, shutdown_signal};
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a server could not start or stopped.
+#[derive(Debug)]
+pub enum ServeError {
+    /// The configuration is refused: what is wrong with it.
+    Config(String),
+    /// A database to serve could not be opened read-only.
+    Database {
+        /// Its name.
+        name: String,
+        /// Its path.
+        path: PathBuf,
+        /// Why.
+        source: Box<amber::Error>,
+    },
+    /// Binding the listening socket, or accepting on it, failed.
+    Io {
+        /// What was being done.
+        what: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::Config(m) => f.write_str(m),
+            ServeError::Database { name, path, source } => {
+                write!(f, "cannot serve {} as {name:?}: {source}", path.display())
+            }
+            ServeError::Io { what, source } => write!(f, "{what}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {}

@@ -1,0 +1,161 @@
+//! The accept loop: a session task per connection up to the limit, `Busy`
+//! beyond it, and shutdown — stop accepting, tell every session (each
+//! finishes the request it is answering, sends `ShuttingDown` and
+//! closes), wait for them all.
+
+use crate::serve_read::read_only;
+use crate::{ServeError, ServeOptions, session};
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::Store;
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+/// What every session of a server reads.
+#[derive(Debug)]
+pub struct Shared {
+    /// The configuration.
+    pub opts: ServeOptions,
+    /// The databases by name.
+    pub databases: HashMap<String, PathBuf>,
+}
+
+/// A server bound to its address, not yet accepting.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// Checks `opts` (logging its warnings), opens each database read-only
+/// once to check that it is an Amber database this build reads, and binds
+/// the listening socket.
+pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
+    for w in opts.check()? {
+        log::warn!("{w}");
+    }
+    let mut databases = HashMap::new();
+    for (name, path) in &opts.databases {
+        let (n, p) = (name.clone(), path.clone());
+        tokio::task::spawn_blocking(move || {
+            Store::open(Arc::new(RealVfs), &p, read_only())
+                .and_then(Store::close)
+                .map_err(|source| ServeError::Database {
+                    name: n,
+                    path: p,
+                    source: Box::new(source),
+                })
+        })
+        .await
+        .map_err(|e| ServeError::Config(format!("opening {}: {e}", path.display())))??;
+        databases.insert(name.clone(), path.clone());
+    }
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .map_err(|source| ServeError::Io {
+            what: format!("listening on {}", opts.listen),
+            source,
+        })?;
+    Ok(Server {
+        listener,
+        shared: Arc::new(Shared { opts, databases }),
+    })
+}
+
+impl Server {
+    /// The address it listens on (the port chosen, if it was 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .unwrap_or(self.shared.opts.listen)
+    }
+
+    /// Accepts and serves connections until `shutdown` completes, then
+    /// stops accepting and returns once every session has closed.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let addr = self.local_addr();
+        let Server { listener, shared } = self;
+        let opts = &shared.opts;
+        log::info!(
+            "serving {} on {}",
+            (opts.databases.iter())
+                .map(|(n, p)| format!("{n} ({})", p.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            addr
+        );
+        let (stop, stopped) = watch::channel(false);
+        let permits = Arc::new(Semaphore::new(opts.max_connections));
+        let mut sessions = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        let _ = stream.set_nodelay(true);
+                        match permits.clone().try_acquire_owned() {
+                            Ok(permit) => sessions.spawn(session::serve(
+                                stream,
+                                peer,
+                                shared.clone(),
+                                stopped.clone(),
+                                permit,
+                            )),
+                            Err(_) => sessions.spawn(session::refuse_busy(
+                                stream,
+                                peer,
+                                opts.max_connections,
+                                opts.hello_timeout,
+                            )),
+                        };
+                    }
+                    // Out of file descriptors, a connection reset before
+                    // it was accepted, ...: the listener itself is fine.
+                    Err(e) => {
+                        log::warn!("accepting a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                Some(done) = sessions.join_next(), if !sessions.is_empty() => reap(done),
+            }
+        }
+        drop(listener);
+        log::info!("shutting down: {} connections to close", sessions.len());
+        let _ = stop.send(true);
+        while let Some(done) = sessions.join_next().await {
+            reap(done);
+        }
+        log::info!("stopped");
+    }
+}
+
+/// A session that panicked is a bug; it took only its own connection.
+fn reap(done: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done {
+        log::error!("a session ended abnormally (a bug in amber-server): {e}");
+    }
+}
+
+/// Completes on the first SIGINT or SIGTERM.
+pub fn shutdown_signal() -> Result<impl Future<Output = ()>, ServeError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let io = |source| ServeError::Io {
+        what: "installing the SIGINT/SIGTERM handlers".into(),
+        source,
+    };
+    let mut int = signal(SignalKind::interrupt()).map_err(io)?;
+    let mut term = signal(SignalKind::terminate()).map_err(io)?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => log::info!("SIGINT"),
+            _ = term.recv() => log::info!("SIGTERM"),
+        }
+    })
+}

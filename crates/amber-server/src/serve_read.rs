@@ -1,0 +1,203 @@
+//! The answers to a connection's requests, from its own read-only store.
+//!
+//! Each connection opens the database read-only (`StoreOptions { read_only:
+//! true }`), as `Db::open_read_only` does: the store keeps the connection's
+//! snapshot, takes a slot in the reader table so that a writer's
+//! checkpoints wait for it, and moves only on `Refresh`. A store per
+//! connection, not one per database shared by all, because the snapshot is
+//! the store's: two clients that refresh at different times see different
+//! commits.
+//!
+//! Store calls block (`pread`, and a refresh reads the log): the session
+//! runs [`Served::answer`] on tokio's blocking pool. Every answer is
+//! bounded before anything is read: a range is cut at the snapshot's last
+//! page (the store walks a range page by page), and a request whose images
+//! would exceed the connection's share of memory is refused `TooLarge`.
+
+use amber::internals::io::real::RealVfs;
+use amber::internals::store::{Refreshed, Store};
+use amber::internals::wire::{Change, ErrorCode, Request, Response, VERSION, WireBlock};
+use amber::{Error, StoreOptions};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One connection's view of a database.
+#[derive(Debug)]
+pub struct Served {
+    store: Store,
+    /// The most bytes of images one answer may carry.
+    limit: usize,
+    /// The fetch-cluster buffer, kept from one `ReadCluster` to the next.
+    buf: Vec<u8>,
+}
+
+/// The wire's code for a store error.
+pub fn code_of(e: &Error) -> ErrorCode {
+    match e {
+        Error::Io { .. } => ErrorCode::Io,
+        Error::Corrupt { .. } | Error::NotADatabase { .. } => ErrorCode::Corrupt,
+        Error::Locked { .. } => ErrorCode::Busy,
+        Error::Invalid(_) | Error::Dangling { .. } | Error::SchemaMismatch { .. } => {
+            ErrorCode::Invalid
+        }
+        _ => ErrorCode::Internal,
+    }
+}
+
+/// An error answer for a store error.
+fn error(e: &Error) -> Response {
+    Response::Error {
+        code: code_of(e),
+        message: e.to_string(),
+    }
+}
+
+fn refuse(code: ErrorCode, message: String) -> Response {
+    Response::Error { code, message }
+}
+
+impl Served {
+    /// Opens `path` read-only at its last commit. `limit` bounds the
+    /// image bytes of one answer.
+    pub fn open(path: &Path, limit: usize) -> Result<Served, Error> {
+        let store = Store::open(Arc::new(RealVfs), path, read_only())?;
+        Ok(Served {
+            store,
+            limit,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The answer to an accepted `Hello`.
+    pub fn welcome(&self) -> Response {
+        Response::Welcome {
+            version: VERSION,
+            page_size: self.store.page_size() as u32,
+            first_data_page: self.store.first_data_page(),
+            page_count: self.store.page_count(),
+            snapshot_lsn: self.store.snapshot_lsn(),
+        }
+    }
+
+    /// The answer to a request after the handshake (`Hello` and `Bye` are
+    /// the session's).
+    pub fn answer(&mut self, req: &Request) -> Response {
+        match *req {
+            Request::Blocks { from, pages } => {
+                let pages = self.clamp(from, pages);
+                let blocks = self.store.blocks_starting_in(from, pages);
+                let bytes = blocks.len().saturating_mul(12);
+                if bytes > self.limit {
+                    return self.too_large("the block list", bytes);
+                }
+                Response::Blocks(blocks)
+            }
+            Request::ReadBlock { head } => match self.store.block_of(head) {
+                Some((h, n)) if h == head => {
+                    let bytes = n as usize * self.store.page_size();
+                    if bytes > self.limit {
+                        return self.too_large(&format!("block {head}"), bytes);
+                    }
+                    match self.store.read_block(head) {
+                        Ok(image) => Response::Block(image),
+                        Err(e) => error(&e),
+                    }
+                }
+                _ => refuse(
+                    ErrorCode::Invalid,
+                    format!("page {head} does not start an allocated block"),
+                ),
+            },
+            Request::ReadCluster { from, pages } => self.cluster(from, pages),
+            Request::Catalog => Response::Catalog {
+                types: self.store.types(),
+                roots: (self.store.roots().into_iter())
+                    .map(|r| (r.name, r.addr, r.type_id))
+                    .collect(),
+            },
+            Request::Refresh => match self.store.refresh() {
+                Ok(r) => Response::Refreshed {
+                    page_count: self.store.page_count(),
+                    change: match r {
+                        Refreshed::Unchanged => Change::Unchanged,
+                        Refreshed::Pages { lsn, pages } => Change::Pages { lsn, pages },
+                        Refreshed::Everything { lsn } => Change::Everything { lsn },
+                    },
+                },
+                Err(e) => error(&e),
+            },
+            Request::Stats => {
+                let s = self.store.stats();
+                Response::Stats {
+                    snapshot_lsn: self.store.snapshot_lsn(),
+                    end_lsn: s.end_lsn,
+                    checkpoint_lsn: s.checkpoint_lsn,
+                    page_count: s.page_count,
+                    free_pages: s.free_pages,
+                    blocks: s.blocks,
+                    logged_pages: s.logged_pages,
+                }
+            }
+            Request::Hello { .. } | Request::Bye => refuse(
+                ErrorCode::Internal,
+                "the session answers Hello and Bye itself".into(),
+            ),
+        }
+    }
+
+    /// A fetch cluster: the blocks starting in the range, read with one
+    /// `pread` spanning them.
+    fn cluster(&mut self, from: u64, pages: u64) -> Response {
+        let pages = self.clamp(from, pages);
+        let ps = self.store.page_size();
+        let blocks = self.store.blocks_starting_in(from, pages);
+        if let (Some(&(first, _)), Some(&(last, n))) = (blocks.first(), blocks.last()) {
+            let bytes = (last + u64::from(n) - first).saturating_mul(ps as u64);
+            if bytes > self.limit as u64 {
+                return self.too_large(&format!("the cluster of pages {from}.."), bytes as usize);
+            }
+        }
+        let read = self.store.read_cluster(from, pages, &mut self.buf);
+        let span = read
+            .last()
+            .map_or(0, |b| b.at + b.pages as usize * ps)
+            .min(self.buf.len());
+        let blocks = read
+            .into_iter()
+            .map(|b| WireBlock {
+                head: b.head,
+                pages: b.pages,
+                at: b.at as u64,
+                error: b.image.err().map(|e| (code_of(&e), e.to_string())),
+            })
+            .collect();
+        Response::Cluster {
+            blocks,
+            data: self.buf[..span].to_vec(),
+        }
+    }
+
+    /// `pages` cut at the snapshot's last page: the store walks a range
+    /// page by page, so a range past the file would cost time for nothing.
+    fn clamp(&self, from: u64, pages: u64) -> u64 {
+        pages.min(self.store.page_count().saturating_sub(from))
+    }
+
+    fn too_large(&self, what: &str, bytes: usize) -> Response {
+        refuse(
+            ErrorCode::TooLarge,
+            format!(
+                "{what} is {bytes} bytes, more than the {} one answer may carry: ask for fewer pages",
+                self.limit
+            ),
+        )
+    }
+}
+
+/// How the server opens a database: read-only, at its last commit.
+pub fn read_only() -> StoreOptions {
+    StoreOptions {
+        read_only: true,
+        ..StoreOptions::default()
+    }
+}

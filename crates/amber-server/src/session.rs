@@ -1,0 +1,363 @@
+//! One connection, from its `Hello` to its close.
+//!
+//! The handshake comes before anything else: the first frame must arrive
+//! within the hello timeout and be a `Hello` of this protocol version
+//! (read before the rest of it, so that a client of another version is
+//! told so), with the server's token (compared in constant time) and the
+//! name of a served database. Only then is the database opened for the
+//! connection and its snapshot described in the `Welcome`.
+//!
+//! Then requests are answered one at a time, in order, until the client
+//! says `Bye` or closes, sends nothing for the idle timeout (`Timeout`),
+//! sends a frame that does not decode or is over the limit (`Malformed`,
+//! `TooLarge`), or the server shuts down (`ShuttingDown`, sent between
+//! requests: one in flight is answered first). Each of those is logged
+//! with the peer's address, answered with an `Error` frame when the
+//! socket still takes one, and closes this connection only.
+
+use crate::ServeOptions;
+use crate::listener::Shared;
+use crate::serve_read::{Served, code_of};
+use amber::internals::wire::{
+    self, ErrorCode, MAX_TOKEN, Request, Response, VERSION, WireError, body_len,
+};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::time::timeout;
+
+/// The largest request body: a `Hello` with a database name and a token of
+/// the longest lengths allowed. Every other request is at most 17 bytes,
+/// so a client's frame never makes the server hold more than this.
+const MAX_REQUEST: u32 = 1 + 4 + 2 + (2 + u16::MAX as u32) + (4 + MAX_TOKEN as u32);
+
+/// Why a connection ends.
+enum End {
+    /// The client said `Bye`, or closed between frames.
+    Left,
+    /// Tell the client, log, close.
+    Refuse(ErrorCode, String),
+    /// The socket failed, or closed inside a frame: log and close.
+    Lost(String),
+}
+
+/// Serves one connection; `permit` is its place under the connection
+/// limit, given back when the session ends.
+pub async fn serve(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+) {
+    let opts = &shared.opts;
+    let limit = opts.max_frame.min(MAX_REQUEST);
+    let end = match handshake(&mut stream, peer, &shared, &mut shutdown, limit).await {
+        Err(end) => end,
+        Ok(served) => requests(&mut stream, peer, &shared, &mut shutdown, served, limit).await,
+    };
+    // The place under the limit is given back before the close, which may
+    // wait for a slow peer.
+    drop(permit);
+    match end {
+        End::Left => log::debug!("{peer}: closed"),
+        End::Lost(why) => log::info!("{peer}: connection lost: {why}"),
+        End::Refuse(code, message) => {
+            log::info!("{peer}: closing: {code}: {message}");
+            let frame = Response::Error { code, message }.encode();
+            let wait = close_wait(opts);
+            if let Ok(Ok(())) = timeout(wait, stream.write_all(&frame)).await {
+                // Only a frame refused unread, or a client that sends
+                // before it reads, leaves bytes to drain.
+                let unread = matches!(code, ErrorCode::Malformed | ErrorCode::TooLarge);
+                close(&mut stream, if unread { wait } else { Duration::ZERO }).await;
+            }
+        }
+    }
+}
+
+/// How long a closing connection may take to take its last frame.
+fn close_wait(opts: &ServeOptions) -> Duration {
+    opts.idle_timeout.min(Duration::from_secs(5))
+}
+
+/// Closes a connection: the write side first, then whatever the peer
+/// still sends is read and dropped, until it closes too or for `linger` at
+/// most — closing a socket with unread bytes resets it, and a reset may
+/// destroy the error frame before the peer reads it.
+async fn close(stream: &mut TcpStream, linger: Duration) {
+    let _ = timeout(Duration::from_secs(1), stream.shutdown()).await;
+    let _ = timeout(linger, async {
+        let mut sink = [0u8; 4096];
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
+}
+
+/// Answers a connection over the limit with `Busy`, and closes it.
+pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wait: Duration) {
+    log::warn!("{peer}: refused: already serving {max} connections");
+    let frame = Response::Error {
+        code: ErrorCode::Busy,
+        message: format!("the server is serving its limit of {max} connections: try later"),
+    }
+    .encode();
+    let _ = timeout(wait, stream.write_all(&frame)).await;
+    close(&mut stream, wait).await;
+}
+
+/// The first frame, checked; the database opened for the connection, and
+/// the `Welcome` sent.
+async fn handshake(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    shutdown: &mut watch::Receiver<bool>,
+    limit: u32,
+) -> Result<Served, End> {
+    let opts = &shared.opts;
+    let body = next_frame(stream, shutdown, opts.hello_timeout, limit, "Hello").await?;
+    match wire::hello_version(&body) {
+        Some(VERSION) => {}
+        Some(v) => {
+            return Err(End::Refuse(
+                ErrorCode::Version,
+                format!("the client speaks wire protocol version {v}, this server {VERSION}"),
+            ));
+        }
+        None => {}
+    }
+    let (database, token) = match Request::decode(&body) {
+        Ok(Request::Hello {
+            database, token, ..
+        }) => (database, token),
+        Ok(other) => {
+            return Err(End::Refuse(
+                ErrorCode::Malformed,
+                format!("the first message must be Hello, not {}", name(&other)),
+            ));
+        }
+        Err(e) => return Err(End::Refuse(ErrorCode::Malformed, e.to_string())),
+    };
+    if let Some(expected) = &opts.token
+        && !same_token(expected, &token)
+    {
+        let why = if token.is_empty() {
+            "no token given: this server requires one"
+        } else {
+            "wrong token"
+        };
+        return Err(End::Refuse(ErrorCode::Auth, why.into()));
+    }
+    let Some(path) = shared.databases.get(&database).cloned() else {
+        return Err(End::Refuse(
+            ErrorCode::NoSuchDatabase,
+            format!("no database named {database:?} is served here"),
+        ));
+    };
+    let cap = answer_limit(opts.max_frame, opts.max_buffered);
+    let opened = tokio::task::spawn_blocking(move || Served::open(&path, cap)).await;
+    let served = match opened {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(End::Refuse(code_of(&e), e.to_string())),
+        Err(e) => return Err(End::Refuse(ErrorCode::Internal, e.to_string())),
+    };
+    send(stream, &served.welcome(), opts).await?;
+    log::info!("{peer}: reading {database:?}");
+    Ok(served)
+}
+
+/// Requests until the connection ends.
+async fn requests(
+    stream: &mut TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    shutdown: &mut watch::Receiver<bool>,
+    mut served: Served,
+    limit: u32,
+) -> End {
+    let opts = &shared.opts;
+    loop {
+        let body = match next_frame(stream, shutdown, opts.idle_timeout, limit, "request").await {
+            Ok(b) => b,
+            Err(end) => return end,
+        };
+        let req = match Request::decode(&body) {
+            Ok(Request::Bye) => return End::Left,
+            Ok(Request::Hello { .. }) => {
+                return End::Refuse(ErrorCode::Malformed, "a second Hello".into());
+            }
+            Ok(r) => r,
+            Err(e) => return End::Refuse(ErrorCode::Malformed, e.to_string()),
+        };
+        log::trace!("{peer}: {req:?}");
+        let answered = tokio::task::spawn_blocking(move || {
+            let resp = served.answer(&req);
+            (served, resp)
+        })
+        .await;
+        let resp;
+        (served, resp) = match answered {
+            Ok(r) => r,
+            Err(e) => return End::Refuse(ErrorCode::Internal, format!("answering: {e}")),
+        };
+        if let Response::Error { code, message } = &resp {
+            log::debug!("{peer}: request refused: {code}: {message}");
+        }
+        if let Err(end) = send(stream, &resp, opts).await {
+            return end;
+        }
+    }
+}
+
+/// The bytes of images one answer may carry: a frame's worth, and no more
+/// than half the connection's buffer (the images are held twice while
+/// their frame is built). The block list comes on top: an answer whose
+/// frame is still over the limit is refused when it is sent.
+fn answer_limit(max_frame: u32, max_buffered: usize) -> usize {
+    (max_frame as usize).min(max_buffered / 2)
+}
+
+/// The next frame's body, within `wait`, unless the server shuts down
+/// first.
+async fn next_frame(
+    stream: &mut TcpStream,
+    shutdown: &mut watch::Receiver<bool>,
+    wait: Duration,
+    limit: u32,
+    what: &str,
+) -> Result<Vec<u8>, End> {
+    if *shutdown.borrow() {
+        return Err(shutting_down());
+    }
+    tokio::select! {
+        got = timeout(wait, read_frame(stream, limit)) => match got {
+            Err(_) => Err(End::Refuse(
+                ErrorCode::Timeout,
+                format!("no whole {what} within {} s", wait.as_secs_f64()),
+            )),
+            Ok(Ok(Some(body))) => Ok(body),
+            Ok(Ok(None)) => Err(End::Left),
+            Ok(Err(WireError::TooLarge { len, max })) => Err(End::Refuse(
+                ErrorCode::TooLarge,
+                format!("a frame of {len} bytes exceeds the limit of {max} on requests"),
+            )),
+            Ok(Err(WireError::Io(e))) => Err(End::Lost(e.to_string())),
+            Ok(Err(e)) => Err(End::Refuse(ErrorCode::Malformed, e.to_string())),
+        },
+        _ = shutdown.wait_for(|&s| s) => Err(shutting_down()),
+    }
+}
+
+fn shutting_down() -> End {
+    End::Refuse(
+        ErrorCode::ShuttingDown,
+        "the server is shutting down".into(),
+    )
+}
+
+/// Reads a frame: `None` if the peer closed before its first byte.
+async fn read_frame(stream: &mut TcpStream, limit: u32) -> Result<Option<Vec<u8>>, WireError> {
+    let mut prefix = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        match stream.read(&mut prefix[got..]).await? {
+            0 if got == 0 => return Ok(None),
+            0 => {
+                return Err(WireError::Io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("the peer closed after {got} bytes of a length prefix"),
+                )));
+            }
+            n => got += n,
+        }
+    }
+    let mut body = vec![0u8; body_len(prefix, limit)?];
+    stream.read_exact(&mut body).await.map_err(|e| {
+        WireError::Io(std::io::Error::new(
+            e.kind(),
+            format!("inside a frame of {} bytes: {e}", body.len()),
+        ))
+    })?;
+    Ok(Some(body))
+}
+
+/// Sends `resp`, or a `TooLarge` refusal in its place if its frame is over
+/// the limit.
+async fn send(stream: &mut TcpStream, resp: &Response, opts: &ServeOptions) -> Result<(), End> {
+    let wait = opts.idle_timeout;
+    let mut frame = resp.encode();
+    if frame.len() - 4 > opts.max_frame as usize {
+        frame = Response::Error {
+            code: ErrorCode::TooLarge,
+            message: format!(
+                "the answer is {} bytes, more than the frame limit of {}: ask for fewer pages",
+                frame.len() - 4,
+                opts.max_frame
+            ),
+        }
+        .encode();
+    }
+    match timeout(wait, stream.write_all(&frame)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(End::Lost(format!("writing an answer: {e}"))),
+        Err(_) => Err(End::Lost(format!(
+            "the client took no answer for {} s",
+            wait.as_secs_f64()
+        ))),
+    }
+}
+
+/// Whether `given` is the token, in time that does not depend on where
+/// they first differ (only on their lengths).
+fn same_token(token: &[u8], given: &[u8]) -> bool {
+    let mut diff = u8::from(token.len() != given.len());
+    for i in 0..token.len().max(given.len()) {
+        let a = token.get(i).copied().unwrap_or(0);
+        let b = given.get(i).copied().unwrap_or(0);
+        diff |= std::hint::black_box(a ^ b);
+    }
+    diff == 0
+}
+
+/// A request's name, for a refusal.
+fn name(r: &Request) -> &'static str {
+    match r {
+        Request::Hello { .. } => "Hello",
+        Request::Blocks { .. } => "Blocks",
+        Request::ReadBlock { .. } => "ReadBlock",
+        Request::ReadCluster { .. } => "ReadCluster",
+        Request::Catalog => "Catalog",
+        Request::Refresh => "Refresh",
+        Request::Stats => "Stats",
+        Request::Bye => "Bye",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_token(b"secret", b"secret"));
+        assert!(!same_token(b"secret", b"secreT"));
+        assert!(!same_token(b"secret", b"secret\0"));
+        assert!(!same_token(b"secret", b""));
+    }
+
+    #[test]
+    fn the_longest_hello_fits_the_request_limit() {
+        let hello = Request::Hello {
+            version: VERSION,
+            database: "d".repeat(u16::MAX as usize),
+            token: vec![1; MAX_TOKEN],
+        }
+        .encode();
+        assert_eq!(hello.len() - 4, MAX_REQUEST as usize);
+    }
+}
