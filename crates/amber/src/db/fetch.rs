@@ -168,7 +168,9 @@ impl AddrMap for FrameMap<'_> {
 pub(crate) fn fault_kind(e: &Error) -> FaultKind {
     match e {
         Error::Corrupt { .. } | Error::NotADatabase { .. } => FaultKind::Corrupt,
-        Error::Io { .. } | Error::Poisoned { .. } => FaultKind::Io,
+        // A server that refused the read, or broke the connection: the page
+        // could not be read, as from a file that failed.
+        Error::Io { .. } | Error::Poisoned { .. } | Error::Remote { .. } => FaultKind::Io,
         Error::Dangling { .. } => FaultKind::Dangling,
         Error::Vm { .. } => FaultKind::Vm,
         _ => FaultKind::Internal,
