@@ -138,6 +138,15 @@ impl Served {
                     logged_pages: s.logged_pages,
                 }
             }
+            Request::Begin
+            | Request::Alloc { .. }
+            | Request::DefineType { .. }
+            | Request::Commit { .. }
+            | Request::Abort => refuse(
+                ErrorCode::Invalid,
+                "this server serves its databases read-only: writing through it is not built yet"
+                    .into(),
+            ),
             Request::Hello { .. } | Request::Bye => refuse(
                 ErrorCode::Internal,
                 "the session answers Hello and Bye itself".into(),

@@ -335,6 +335,11 @@ fn name(r: &Request) -> &'static str {
         Request::Refresh => "Refresh",
         Request::Stats => "Stats",
         Request::Bye => "Bye",
+        Request::Begin => "Begin",
+        Request::Alloc { .. } => "Alloc",
+        Request::DefineType { .. } => "DefineType",
+        Request::Commit { .. } => "Commit",
+        Request::Abort => "Abort",
     }
 }
 

@@ -140,6 +140,16 @@ pub enum Error {
         /// What differs (naming the field).
         what: String,
     },
+    /// The transaction read a page that another client's transaction
+    /// changed and committed meanwhile (a server's database: optimistic
+    /// concurrency control). Nothing of it was committed, and memory is at
+    /// the latest committed state: run it again ([`Db::transact`] does).
+    ///
+    /// [`Db::transact`]: crate::Db::transact
+    Conflict {
+        /// Which page, and which commit changed it.
+        what: String,
+    },
     /// A storage server refused the connection or a request (a wrong token,
     /// another wire version, no such database, a request it would not
     /// serve), or answered with something that is not the protocol. A
@@ -176,6 +186,12 @@ impl Error {
     /// True when this error reports a stale pointer (see [`Error::Dangling`]).
     pub fn is_dangling(&self) -> bool {
         matches!(self, Error::Dangling { .. })
+    }
+
+    /// True when a transaction lost to a concurrent one and can be run
+    /// again (see [`Error::Conflict`]).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict { .. })
     }
 
     /// True when this error reports damaged bytes on disk.
@@ -229,6 +245,10 @@ impl fmt::Display for Error {
                 write!(f, "schema mismatch for type `{type_name}`: {what}")
             }
             Error::Remote { url, what } => write!(f, "{url}: {what}"),
+            Error::Conflict { what } => write!(
+                f,
+                "conflict: another transaction committed a change to what this one read ({what}); nothing of this one was committed: run it again"
+            ),
         }
     }
 }
@@ -289,6 +309,9 @@ mod tests {
                 source: None,
             },
             Error::internal("a broken invariant"),
+            Error::Conflict {
+                what: "page 17, changed by the commit at LSN 4096".into(),
+            },
             Error::Remote {
                 url: "amber://127.0.0.1:7878/parts".into(),
                 what: "the server refused the token".into(),

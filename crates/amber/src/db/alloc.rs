@@ -145,13 +145,13 @@ impl Tx<'_> {
         let f = self
             .fs
             .assign(head, pages)
-            .map_err(|e| e.into_error(self.store().path(), &format!("frames for new page {head}")))?;
+            .map_err(|e| e.into_error(self.source.name(), &format!("frames for new page {head}")))?;
         // Recorded before it is installed: should installing fail, the
         // rollback still knows the block is this transaction's.
         self.session.tx.new_blocks.insert(head, pages);
         self.fs
             .install(f, &img, InstallAs::Dirty)
-            .map_err(|e| e.into_error(self.store().path(), &format!("installing new page {head}")))?;
+            .map_err(|e| e.into_error(self.source.name(), &format!("installing new page {head}")))?;
         self.pager.installed(self.fs, f, pages);
         Ok(head)
     }

@@ -105,7 +105,7 @@ impl Tx<'_> {
     ) -> Result<Vec<u8>> {
         let ps = self.page_size;
         if let Some(spill) = self.pager.spills().get(&head) {
-            return spill.image(self.stx_ref()?.store(), head, run, ps);
+            return spill.image(self.source, head, run, ps);
         }
         if self.session.tx.new_blocks.contains_key(&head) {
             let mut img = vec![0u8; run as usize * ps];
@@ -127,7 +127,7 @@ impl Tx<'_> {
                     None => self
                         .fs
                         .copy_out(f, 0, dst)
-                        .map_err(|e| e.into_error(self.store().path(), &format!("reading page {head}")))?,
+                        .map_err(|e| e.into_error(self.source.name(), &format!("reading page {head}")))?,
                 }
             }
             if complete {
@@ -135,7 +135,7 @@ impl Tx<'_> {
                 return Ok(img);
             }
         }
-        self.stx_ref()?.store().read_block(head)
+        self.source.read_block(head)
     }
 
     /// Converts a block image in memory form to persistent form. A pointer
@@ -153,7 +153,7 @@ impl Tx<'_> {
         let mut img = vec![0u8; run as usize * self.page_size];
         self.fs
             .copy_out(frame, 0, &mut img)
-            .map_err(|e| e.into_error(self.store().path(), &format!("reading page {head}")))?;
+            .map_err(|e| e.into_error(self.source.name(), &format!("reading page {head}")))?;
         self.unswizzle(head, &mut img)?;
         Ok(img)
     }
@@ -254,7 +254,7 @@ impl Tx<'_> {
         stx.log_early()?;
         self.fs
             .write_protect(frame, 1)
-            .map_err(|e| e.into_error(self.store().path(), &format!("re-protecting page {head}")))?;
+            .map_err(|e| e.into_error(self.source.name(), &format!("re-protecting page {head}")))?;
         // Clean-looking now, but its changes are only in the log: should it
         // be evicted, it must fault back with them.
         self.remember_changes(head, &regions, &dirty);
@@ -330,7 +330,7 @@ impl Tx<'_> {
         let frames = self
             .fs
             .take_written()
-            .map_err(|e| e.into_error(self.store().path(), "listing written pages"))?;
+            .map_err(|e| e.into_error(self.source.name(), "listing written pages"))?;
         let blocks = self.parts().blocks_of(&frames);
         // From here the backend no longer lists these blocks as written:
         // should the commit fail, the rollback finds them here.
@@ -374,6 +374,7 @@ impl Tx<'_> {
         stats.write = t2.elapsed();
         stats.log_bytes = info.log_bytes;
         self.finish_committed();
+        self.drop_changed();
         Ok(stats)
     }
 
@@ -414,6 +415,17 @@ impl Tx<'_> {
         self.fs.set_writers(false);
     }
 
+    /// Drops what others changed, when the commit (or its refusal) moved a
+    /// server's snapshot. The transaction has ended either way, so a
+    /// failure here cannot be the commit's: it leaves the session broken,
+    /// as a failed rollback does, and the next `begin` reports it.
+    fn drop_changed(&mut self) {
+        let changed = self.source.take_changed();
+        if let Err(e) = super::reader::apply_changed(&self.parts(), changed) {
+            self.session.broken = Some(format!("dropping blocks others changed: {e}"));
+        }
+    }
+
     /// Abandons the transaction: memory returns to the committed state.
     pub fn abort(mut self) -> Result<()> {
         self.rollback();
@@ -432,7 +444,7 @@ impl Tx<'_> {
             stx.abandon();
         }
         let parts = super::session::Parts {
-            source: self.store(),
+            source: self.source,
             fs: self.fs,
             pager: self.pager,
             registry: self.registry,
@@ -441,6 +453,7 @@ impl Tx<'_> {
         if let Some(why) = session::rollback(&parts, &mut session.tx, &mut session.current) {
             session.broken = Some(format!("a rollback could not restore memory: {why}"));
         }
+        self.drop_changed();
     }
 }
 

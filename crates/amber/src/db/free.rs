@@ -171,7 +171,7 @@ impl Tx<'_> {
         };
         self.fs
             .ensure_resident(f)
-            .map_err(|e| super::fault_error(self.store().path(), e))?;
+            .map_err(|e| super::fault_error(self.source.name(), e))?;
         Ok(self.access.try_live(va, len, at_least).is_ok())
     }
 

@@ -376,6 +376,38 @@ impl Db {
         self.begin_with(strategy)
     }
 
+    /// Runs `f` in a transaction and commits it; runs it again while the
+    /// commit loses to a concurrent transaction ([`Error::Conflict`], a
+    /// server's database), up to 16 times, pausing a growing, jittered
+    /// while between attempts so that two clients that keep colliding
+    /// drift apart. `f` must leave nothing outside the database behind
+    /// that a second run would repeat. Any other error of `f` or of the
+    /// commit ends it (the transaction rolled back).
+    pub fn transact<R>(&mut self, mut f: impl FnMut(&mut Tx<'_>) -> Result<R>) -> Result<R> {
+        const ATTEMPTS: u32 = 16;
+        let mut pause = std::time::Duration::from_micros(200);
+        let mut attempt = 1;
+        loop {
+            let mut tx = self.begin()?;
+            let done = match f(&mut tx) {
+                Ok(r) => tx.commit().map(|_| r),
+                Err(e) => Err(e),
+            };
+            match done {
+                Err(e) if e.is_conflict() && attempt < ATTEMPTS => {
+                    // From half to one and a half times the pause.
+                    let clock = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.subsec_nanos());
+                    std::thread::sleep(pause * (clock % 1000 + 500) / 1000);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
     /// Starts a transaction that detects its updates (and, as they come,
     /// logs them) as `strategy` says, whatever the database's default
     /// ([`Options::strategy`]); under [`Strategy::AUTO`], as the database
@@ -445,10 +477,8 @@ impl Db {
             "{}: a transaction was forgotten without commit or abort; rolling it back",
             self.source.name().display()
         );
-        // Only a local database has transactions.
-        let Some(store) = &self.store else { return };
         let parts = Parts {
-            source: &**store,
+            source: &*self.source,
             fs: &self.fs,
             pager: &self.pager,
             registry: &self.registry,
@@ -456,7 +486,7 @@ impl Db {
         let Session {
             current, broken, tx, ..
         } = &mut self.session;
-        store.forget_tx(tx.txid);
+        self.source.forget_tx(tx.txid);
         if let Some(why) = session::rollback(&parts, tx, current) {
             *broken = Some(format!("rolling back a forgotten transaction: {why}"));
         }

@@ -25,8 +25,8 @@ use std::ops::RangeBounds;
 use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
 use crate::schema::registry::{Binding, Registry};
-use crate::source::Source;
-use crate::store::{Store, StoreTx};
+use crate::source::{Source, SourceTx};
+use crate::store::Store;
 use crate::translate::swizzle::AddrMap;
 use crate::vm::{Access, Field, FrameSpace, NotLive, Persistent};
 use std::any::TypeId;
@@ -44,7 +44,7 @@ pub struct Reading<'a> {
     registry: &'a Registry,
     /// In a transaction: its store transaction (its own roots) and its
     /// bookkeeping (its own allocations and frees).
-    tx: Option<(&'a StoreTx<'a>, &'a TxState)>,
+    tx: Option<(&'a dyn SourceTx, &'a TxState)>,
 }
 
 impl<'a> Reading<'a> {
@@ -440,10 +440,10 @@ impl View for Tx<'_> {
         Reading {
             access: self.access,
             fs: self.fs,
-            source: self.store(),
-            store: Some(self.store()),
+            source: self.source,
+            store: self.local,
             registry: self.registry,
-            tx: self.stx.as_ref().map(|stx| (stx, &self.session.tx)),
+            tx: self.stx.as_deref().map(|stx| (stx as &dyn SourceTx, &self.session.tx)),
         }
     }
 }

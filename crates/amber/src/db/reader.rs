@@ -69,25 +69,33 @@ impl Db {
             ));
         }
         let refreshed = self.source.refresh()?;
-        self.registry.extend(&self.source.types())?;
         let parts = Parts {
             source: &*self.source,
             fs: &self.fs,
             pager: &self.pager,
             registry: &self.registry,
         };
-        let dropped = match refreshed {
-            Refreshed::Unchanged => return Ok(false),
-            Refreshed::Pages { pages, .. } => {
-                let frames: Vec<_> = pages.iter().filter_map(|&p| self.fs.lookup(p)).collect();
-                parts
-                    .blocks_of(&frames)
-                    .into_values()
-                    .try_for_each(|(frame, run)| parts.drop_block(frame, run))
-            }
-            Refreshed::Everything { .. } => parts.drop_all(),
-        };
-        dropped.map_err(|e| e.into_error(self.source.name(), "dropping blocks a refresh changed"))?;
-        Ok(true)
+        apply_changed(&parts, Some(refreshed))
     }
+}
+
+/// Drops from memory the blocks a move of the snapshot changed, and learns
+/// the types it defined; whether anything changed. Nothing may be written
+/// meanwhile, nor any reference into the database held: the callers borrow
+/// it exclusively (`refresh`, `begin`, and a transaction's commit).
+pub(crate) fn apply_changed(parts: &Parts<'_>, changed: Option<Refreshed>) -> Result<bool> {
+    let dropped = match changed {
+        None | Some(Refreshed::Unchanged) => return Ok(false),
+        Some(Refreshed::Pages { pages, .. }) => {
+            let frames: Vec<_> = pages.iter().filter_map(|&p| parts.fs.lookup(p)).collect();
+            parts
+                .blocks_of(&frames)
+                .into_values()
+                .try_for_each(|(frame, run)| parts.drop_block(frame, run))
+        }
+        Some(Refreshed::Everything { .. }) => parts.drop_all(),
+    };
+    parts.registry.extend(&parts.source.types())?;
+    dropped.map_err(|e| e.into_error(parts.source.name(), "dropping blocks the snapshot's move changed"))?;
+    Ok(true)
 }

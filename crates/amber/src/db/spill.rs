@@ -48,7 +48,7 @@ impl Tx<'_> {
         let all = self
             .fs
             .peek_written()
-            .map_err(|e| e.into_error(self.store().path(), "listing written pages"))?;
+            .map_err(|e| e.into_error(self.source.name(), "listing written pages"))?;
         let written: BTreeSet<FrameNo> = all.iter().copied().collect();
         let target = budget - budget / 8;
         let ps = self.page_size as u64;
@@ -87,7 +87,7 @@ impl Tx<'_> {
             self.pager.forget(frame);
             self.fs
                 .evict(frame, run)
-                .map_err(|e| e.into_error(self.store().path(), &format!("spilling page {head}")))?;
+                .map_err(|e| e.into_error(self.source.name(), &format!("spilling page {head}")))?;
             self.session.tx.early_pages.insert(head, run);
             self.pager.stats.spilled.fetch_add(1, Ordering::Relaxed);
             spilled = true;

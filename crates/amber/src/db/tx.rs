@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::ptr::{PBytes, PRef, PVec, Smart};
 use crate::schema::check::Program;
 use crate::schema::registry::{Binding, Registry};
-use crate::store::StoreTx;
+use crate::source::{Source, SourceTx};
 use crate::translate::swizzle::AddrMap;
 use crate::vm::{Access, Field, FrameSpace, Persistent};
 use std::any::TypeId;
@@ -66,9 +66,12 @@ struct ArrayOf<T>(PhantomData<T>);
 /// An open transaction.
 #[derive(Debug)]
 pub struct Tx<'db> {
-    pub(crate) stx: Option<StoreTx<'db>>,
-    /// The local store (only a database in this process has transactions).
-    pub(crate) store: &'db crate::store::Store,
+    pub(crate) stx: Option<Box<dyn SourceTx + 'db>>,
+    /// Where committed state comes from (and the transaction goes).
+    pub(crate) source: &'db dyn Source,
+    /// The same store, when it is in this process (counting objects reads
+    /// it whole).
+    pub(crate) local: Option<&'db crate::store::Store>,
     pub(crate) access: &'db mut Access,
     pub(crate) fs: &'db Arc<FrameSpace>,
     pub(crate) pager: &'db Pager,
@@ -102,16 +105,9 @@ pub(crate) struct AutoTx {
 
 impl<'db> Tx<'db> {
     pub(crate) fn new(db: &'db mut Db, strategy: Strategy) -> Result<Tx<'db>> {
-        let store: &'db crate::store::Store = match &db.store {
-            Some(s) => s,
-            None => {
-                return Err(Error::invalid(format!(
-                    "{}: writing through a server is not built yet: a served database is read-only",
-                    db.source.name().display()
-                )));
-            }
-        };
         let Db {
+            source,
+            store,
             registry,
             pager,
             fs,
@@ -119,15 +115,26 @@ impl<'db> Tx<'db> {
             session,
             ..
         } = db;
-        let page_size = store.page_size();
-        let stx = store.begin()?;
+        let source: &'db dyn Source = &**source;
+        let page_size = source.page_size();
+        let stx = source.begin()?;
+        // A server's snapshot moved to its latest commit: what changed
+        // since leaves memory before the transaction reads anything.
+        let parts = Parts {
+            source,
+            fs,
+            pager,
+            registry,
+        };
+        super::reader::apply_changed(&parts, source.take_changed())?;
         session.tx.start(stx.id());
         // Threads of this transaction may write frames from now on: eviction
         // must make sure it drops none written meanwhile.
         fs.set_writers(true);
         Ok(Tx {
             stx: Some(stx),
-            store,
+            source,
+            local: store.as_deref(),
             access,
             fs,
             pager,
@@ -144,28 +151,18 @@ impl<'db> Tx<'db> {
     /// What rolling back needs.
     pub(crate) fn parts(&self) -> Parts<'_> {
         Parts {
-            source: self.store(),
+            source: self.source,
             fs: self.fs,
             pager: self.pager,
             registry: self.registry,
         }
     }
 
-    /// The store.
-    pub(crate) fn store(&self) -> &'db crate::store::Store {
-        self.store
-    }
-
-    pub(crate) fn stx_ref(&self) -> Result<&StoreTx<'db>> {
-        self.stx
-            .as_ref()
-            .ok_or_else(|| Error::invalid("transaction already finished"))
-    }
-
-    pub(crate) fn stx(&mut self) -> Result<&mut StoreTx<'db>> {
-        self.stx
-            .as_mut()
-            .ok_or_else(|| Error::invalid("transaction already finished"))
+    pub(crate) fn stx(&mut self) -> Result<&mut (dyn SourceTx + 'db)> {
+        match &mut self.stx {
+            Some(stx) => Ok(&mut **stx),
+            None => Err(Error::invalid("transaction already finished")),
+        }
     }
 
     /// Reads an object. Panics on a stale pointer, as [`Db::get`] does.
@@ -271,7 +268,7 @@ impl<'db> Tx<'db> {
     /// to a live `T` of this database, outside dead space (`dead.rs`): what
     /// is about to be stored as a root, a smart pointer or an index value.
     pub(crate) fn live_paddr<T: Field>(&self, va: u64) -> Result<u64> {
-        super::checked::<T>(self.fs, self.access, self.store().path(), va)?;
+        super::checked::<T>(self.fs, self.access, self.source.name(), va)?;
         let pa = self.paddr(va)?;
         if self.pager.dead.contains(pa, self.page_size.trailing_zeros()) {
             return Err(Error::dangling(format!(

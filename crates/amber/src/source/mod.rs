@@ -12,17 +12,23 @@
 //!   pages shipped whole as ESM and ObjectStore ship them (`papers/002_*`
 //!   §3.1), at the connection's snapshot, which moves only on refresh.
 //!
-//! Writing (transactions, checkpoints, collection) still needs the local
-//! store: a [`Db`](crate::Db) keeps it beside its source when it has one,
-//! and a database without one says so.
+//! A transaction's changes go through the second half of the seam,
+//! [`SourceTx`]: the store's own transaction, which logs them, or one
+//! shipped to the server at commit. Checkpoints, collection, migration and
+//! deep verification need the local store itself: a [`Db`](crate::Db)
+//! keeps it beside its source when it has one, and a database without one
+//! says so.
 
 pub(crate) mod local;
 pub mod remote;
+mod remote_tx;
 
 use crate::error::Result;
-use crate::format::PageNo;
 use crate::format::meta::RootEntry;
-use crate::store::{ClusterBlock, Refreshed, StoreStats};
+use crate::format::page::BlockKind;
+use crate::format::{PAddr, PageNo};
+use crate::store::{ClusterBlock, CommitInfo, Refreshed, StoreStats};
+use crate::wal::TxId;
 use std::fmt;
 use std::path::Path;
 
@@ -71,4 +77,65 @@ pub trait Source: Send + Sync + fmt::Debug {
 
     /// Whether the database is read-only here (writes are refused).
     fn read_only(&self) -> bool;
+
+    /// Starts a transaction. For a server's database this also moves the
+    /// snapshot to the latest commit: what changed since is then in
+    /// [`take_changed`](Self::take_changed).
+    fn begin(&self) -> Result<Box<dyn SourceTx + '_>>;
+
+    /// What changed since the snapshot the memory holds, when a `begin`
+    /// or a commit moved the snapshot (a server's database; the local
+    /// store's snapshot is always its own last commit): the object layer
+    /// drops those blocks before anything reads them.
+    fn take_changed(&self) -> Option<Refreshed>;
+
+    /// Forgets what transaction `txid` left behind (its records logged
+    /// early): it was dropped with `mem::forget`.
+    fn forget_tx(&self, txid: TxId);
+}
+
+/// A transaction's changes on their way to the committed state.
+pub trait SourceTx: Send + fmt::Debug {
+    /// The transaction id.
+    fn id(&self) -> TxId;
+
+    /// Records new bytes at `addr`.
+    fn write(&mut self, addr: PAddr, data: &[u8]) -> Result<()>;
+
+    /// Records new bytes at `addr` with what they replace (for a record
+    /// logged early, which recovery may have to ignore).
+    fn write_with_before(&mut self, addr: PAddr, before: &[u8], after: &[u8]) -> Result<()>;
+
+    /// Records a whole page's after-image (whole-page logging).
+    fn write_page(&mut self, page: PageNo, image: &[u8]) -> Result<()>;
+
+    /// Allocates a block of `pages` pages.
+    fn alloc(&mut self, pages: u32, kind: BlockKind) -> Result<PageNo>;
+
+    /// Frees the block whose first page is `page`.
+    fn free(&mut self, page: PageNo) -> Result<()>;
+
+    /// Names `addr` (of type `type_id`) `name`; address 0 removes the name.
+    fn set_root(&mut self, name: &str, addr: PAddr, type_id: u32) -> Result<()>;
+
+    /// The roots as this transaction sees them (its own changes included).
+    fn roots(&self) -> Vec<RootEntry>;
+
+    /// One root as this transaction sees it.
+    fn root(&self, name: &str) -> Option<RootEntry>;
+
+    /// Stores a type descriptor in the catalog; its type id.
+    fn define_type(&mut self, desc: &[u8]) -> Result<u32>;
+
+    /// Moves the records made so far out of memory, where the source can
+    /// (the local store appends them to the log, uncommitted).
+    fn log_early(&mut self) -> Result<()>;
+
+    /// Commits: returns once the transaction is durable.
+    fn commit(self: Box<Self>) -> Result<CommitInfo>;
+
+    /// Abandons the transaction, keeping the blocks it allocated reserved
+    /// for the rest of the session (stale pointers of the session may lead
+    /// there).
+    fn abandon(self: Box<Self>);
 }

@@ -19,7 +19,8 @@
 //! the process with that message, as a damaged page does; `try_get` returns
 //! it.
 
-use super::Source;
+use super::remote_tx::RemoteTx;
+use super::{Source, SourceTx};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::meta::RootEntry;
@@ -29,6 +30,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -101,6 +103,12 @@ pub struct Remote {
     max_frame: u32,
     /// The thread that keeps an idle connection open, and what stops it.
     keepalive: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
+    /// What changed when the snapshot last moved, until the object layer
+    /// takes it.
+    changed: Mutex<Option<Refreshed>>,
+    /// Transaction ids, for the object layer's bookkeeping (the server
+    /// numbers the transactions it logs).
+    next_txid: AtomicU32,
 }
 
 #[derive(Debug)]
@@ -237,6 +245,8 @@ impl Remote {
             }),
             max_frame: opts.max_frame,
             keepalive,
+            changed: Mutex::new(None),
+            next_txid: AtomicU32::new(1),
         };
         r.load_catalog()?;
         Ok(r)
@@ -244,7 +254,7 @@ impl Remote {
 
     /// One request and its answer; an `Error` answer becomes the error it
     /// names.
-    fn call(&self, req: &Request) -> Result<Response> {
+    pub(crate) fn call(&self, req: &Request) -> Result<Response> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         conn.call(&self.url, self.max_frame, req)
     }
@@ -267,6 +277,43 @@ impl Remote {
             }
             other => Err(unexpected(&self.url, "Catalog", &other)),
         }
+    }
+
+    /// The error for an answer that does not fit the request.
+    pub(crate) fn unexpected(&self, asked: &str, got: &Response) -> Error {
+        unexpected(&self.url, asked, got)
+    }
+
+    /// The roots of the snapshot.
+    pub(crate) fn committed_roots(&self) -> Vec<RootEntry> {
+        self.snap_read().roots.clone()
+    }
+
+    /// One root of the snapshot.
+    pub(crate) fn committed_root(&self, name: &str) -> Option<RootEntry> {
+        self.snap_read().roots.iter().find(|r| r.name == name).cloned()
+    }
+
+    /// The server moved the connection's snapshot (a refresh, a begin, a
+    /// commit or its refusal): what the client keeps of the old one goes,
+    /// and what changed waits for the object layer (`take_changed`).
+    pub(crate) fn moved(&self, page_count: u64, change: Change) -> Result<Refreshed> {
+        let refreshed = match change {
+            Change::Unchanged => return Ok(Refreshed::Unchanged),
+            Change::Pages { lsn, pages } => Refreshed::Pages { lsn, pages },
+            Change::Everything { lsn } => Refreshed::Everything { lsn },
+        };
+        {
+            let mut snap = self.snap();
+            snap.page_count = page_count;
+            snap.regions.clear();
+            if let Refreshed::Pages { lsn, .. } | Refreshed::Everything { lsn } = &refreshed {
+                snap.lsn = *lsn;
+            }
+        }
+        self.load_catalog()?;
+        *self.changed.lock().unwrap_or_else(|e| e.into_inner()) = Some(refreshed.clone());
+        Ok(refreshed)
     }
 
     fn snap(&self) -> std::sync::RwLockWriteGuard<'_, Snapshot> {
@@ -486,7 +533,7 @@ impl Source for Remote {
     }
 
     fn root(&self, name: &str) -> Option<RootEntry> {
-        self.snap_read().roots.iter().find(|r| r.name == name).cloned()
+        self.committed_root(name)
     }
 
     fn refresh(&self) -> Result<Refreshed> {
@@ -494,21 +541,9 @@ impl Source for Remote {
             Response::Refreshed { page_count, change } => (page_count, change),
             other => return Err(unexpected(&self.url, "Refresh", &other)),
         };
-        let refreshed = match change {
-            Change::Unchanged => return Ok(Refreshed::Unchanged),
-            Change::Pages { lsn, pages } => Refreshed::Pages { lsn, pages },
-            Change::Everything { lsn } => Refreshed::Everything { lsn },
-        };
-        {
-            let mut snap = self.snap();
-            snap.page_count = page_count;
-            snap.regions.clear();
-            snap.lsn = match &refreshed {
-                Refreshed::Pages { lsn, .. } | Refreshed::Everything { lsn } => *lsn,
-                Refreshed::Unchanged => snap.lsn,
-            };
-        }
-        self.load_catalog()?;
+        // The caller drops what changed itself.
+        let refreshed = self.moved(page_count, change)?;
+        self.take_changed();
         Ok(refreshed)
     }
 
@@ -533,6 +568,25 @@ impl Source for Remote {
     fn read_only(&self) -> bool {
         true
     }
+
+    fn begin(&self) -> Result<Box<dyn SourceTx + '_>> {
+        match self.call(&Request::Begin)? {
+            Response::Begun { page_count, change } => {
+                self.moved(page_count, change)?;
+            }
+            other => return Err(unexpected(&self.url, "Begin", &other)),
+        }
+        let txid = self.next_txid.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::new(RemoteTx::new(self, txid)))
+    }
+
+    fn take_changed(&self) -> Option<Refreshed> {
+        self.changed.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// A forgotten transaction's buffer was leaked with it; the server
+    /// aborts its side at the next `Begin`.
+    fn forget_tx(&self, _: crate::wal::TxId) {}
 }
 
 #[cfg(test)]

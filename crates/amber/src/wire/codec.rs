@@ -4,7 +4,9 @@
 //! [`Fields`], which names the message and the field that is short or
 //! wrong in every error.
 
-use super::{Change, ErrorCode, MAGIC, MAX_TOKEN, Request, Response, WireBlock, WireError};
+use super::{
+    Change, ErrorCode, MAGIC, MAX_TOKEN, Request, Response, WireBlock, WireError, WireRecord,
+};
 use crate::format::bytes::Cursor;
 
 pub(super) const HELLO: u8 = 0x01;
@@ -15,6 +17,11 @@ const CATALOG: u8 = 0x05;
 const REFRESH: u8 = 0x06;
 const STATS: u8 = 0x07;
 const BYE: u8 = 0x08;
+const BEGIN: u8 = 0x09;
+const ALLOC: u8 = 0x0A;
+const DEFINE_TYPE: u8 = 0x0B;
+const COMMIT: u8 = 0x0C;
+const ABORT: u8 = 0x0D;
 
 const WELCOME: u8 = 0x81;
 const BLOCKS_OF: u8 = 0x82;
@@ -23,6 +30,12 @@ const CLUSTER: u8 = 0x84;
 const CATALOG_OF: u8 = 0x85;
 const REFRESHED: u8 = 0x86;
 const STATS_OF: u8 = 0x87;
+const BEGUN: u8 = 0x88;
+const ALLOCATED: u8 = 0x89;
+const TYPE_DEFINED: u8 = 0x8A;
+const COMMITTED: u8 = 0x8B;
+const CONFLICT: u8 = 0x8C;
+const ABORTED: u8 = 0x8D;
 /// The error frame's kind: the same in every version.
 const ERROR: u8 = 0xFF;
 
@@ -38,6 +51,12 @@ const CLUSTER_ENTRY: usize = 8 + 4 + 8 + 1;
 const TYPE_ENTRY: usize = 4 + 4;
 const ROOT_ENTRY: usize = 2 + 8 + 4;
 const PAGE_ENTRY: usize = 8;
+const RECORD_ENTRY: usize = 1 + 8 + 4;
+const FREE_ENTRY: usize = 8;
+
+/// `WireRecord`'s tags.
+const RANGE: u8 = 1;
+const PAGE: u8 = 2;
 
 impl Request {
     /// The whole frame of this request: length prefix, then body.
@@ -73,6 +92,42 @@ impl Request {
             Request::Refresh => w.u8(REFRESH),
             Request::Stats => w.u8(STATS),
             Request::Bye => w.u8(BYE),
+            Request::Begin => w.u8(BEGIN),
+            Request::Alloc { pages, kind } => {
+                w.u8(ALLOC);
+                w.u32(*pages);
+                w.u8(*kind);
+            }
+            Request::DefineType { desc } => {
+                w.u8(DEFINE_TYPE);
+                w.bytes(desc);
+            }
+            Request::Commit {
+                records,
+                frees,
+                roots,
+            } => {
+                w.u8(COMMIT);
+                w.count(records.len());
+                for r in records {
+                    match r {
+                        WireRecord::Range { addr, data } => {
+                            w.u8(RANGE);
+                            w.u64(*addr);
+                            w.bytes(data);
+                        }
+                        WireRecord::Page { page, image } => {
+                            w.u8(PAGE);
+                            w.u64(*page);
+                            w.bytes(image);
+                        }
+                    }
+                }
+                w.count(frees.len());
+                frees.iter().for_each(|&p| w.u64(p));
+                w.roots(roots);
+            }
+            Request::Abort => w.u8(ABORT),
         }
         w.finish()
     }
@@ -129,6 +184,54 @@ impl Request {
             REFRESH => fixed("Refresh", 0)?.end(Request::Refresh)?,
             STATS => fixed("Stats", 0)?.end(Request::Stats)?,
             BYE => fixed("Bye", 0)?.end(Request::Bye)?,
+            BEGIN => fixed("Begin", 0)?.end(Request::Begin)?,
+            ALLOC => {
+                let mut f = fixed("Alloc", 5)?;
+                let v = Request::Alloc {
+                    pages: f.u32("pages")?,
+                    kind: f.u8("kind")?,
+                };
+                f.end(v)?
+            }
+            DEFINE_TYPE => {
+                let mut f = Fields::new("DefineType", rest);
+                let desc = f.bytes("descriptor", usize::MAX)?;
+                f.end(Request::DefineType { desc })?
+            }
+            COMMIT => {
+                let mut f = Fields::new("Commit", rest);
+                let n = f.count("records", RECORD_ENTRY)?;
+                let mut records = Vec::with_capacity(n);
+                for _ in 0..n {
+                    records.push(match f.u8("record tag")? {
+                        RANGE => WireRecord::Range {
+                            addr: f.u64("address")?,
+                            data: f.bytes("data", usize::MAX)?,
+                        },
+                        PAGE => WireRecord::Page {
+                            page: f.u64("page")?,
+                            image: f.bytes("image", usize::MAX)?,
+                        },
+                        t => {
+                            return Err(WireError::Malformed(format!(
+                                "Commit's record tag {t} is unknown (1 or 2)"
+                            )));
+                        }
+                    });
+                }
+                let n = f.count("frees", FREE_ENTRY)?;
+                let mut frees = Vec::with_capacity(n);
+                for _ in 0..n {
+                    frees.push(f.u64("freed page")?);
+                }
+                let roots = f.roots()?;
+                f.end(Request::Commit {
+                    records,
+                    frees,
+                    roots,
+                })?
+            }
+            ABORT => fixed("Abort", 0)?.end(Request::Abort)?,
             k => return Err(unknown_kind("request", k)),
         };
         Ok(req)
@@ -195,29 +298,12 @@ impl Response {
                     w.u32(*id);
                     w.bytes(desc);
                 }
-                w.count(roots.len());
-                for (name, addr, type_id) in roots {
-                    w.str(name);
-                    w.u64(*addr);
-                    w.u32(*type_id);
-                }
+                w.roots(roots);
             }
             Response::Refreshed { page_count, change } => {
                 w.u8(REFRESHED);
                 w.u64(*page_count);
-                match change {
-                    Change::Unchanged => w.u8(UNCHANGED),
-                    Change::Pages { lsn, pages } => {
-                        w.u8(PAGES);
-                        w.u64(*lsn);
-                        w.count(pages.len());
-                        pages.iter().for_each(|&p| w.u64(p));
-                    }
-                    Change::Everything { lsn } => {
-                        w.u8(EVERYTHING);
-                        w.u64(*lsn);
-                    }
-                }
+                w.change(change);
             }
             Response::Stats {
                 snapshot_lsn,
@@ -241,6 +327,40 @@ impl Response {
                     w.u64(*v);
                 }
             }
+            Response::Begun { page_count, change } => {
+                w.u8(BEGUN);
+                w.u64(*page_count);
+                w.change(change);
+            }
+            Response::Allocated { head } => {
+                w.u8(ALLOCATED);
+                w.u64(*head);
+            }
+            Response::TypeDefined { id } => {
+                w.u8(TYPE_DEFINED);
+                w.u32(*id);
+            }
+            Response::Committed {
+                lsn,
+                page_count,
+                change,
+            } => {
+                w.u8(COMMITTED);
+                w.u64(*lsn);
+                w.u64(*page_count);
+                w.change(change);
+            }
+            Response::Conflict {
+                page_count,
+                change,
+                message,
+            } => {
+                w.u8(CONFLICT);
+                w.u64(*page_count);
+                w.change(change);
+                w.str(message);
+            }
+            Response::Aborted => w.u8(ABORTED),
         }
         w.finish()
     }
@@ -311,36 +431,13 @@ impl Response {
                 for _ in 0..n {
                     types.push((f.u32("type id")?, f.bytes("descriptor", usize::MAX)?));
                 }
-                let n = f.count("roots", ROOT_ENTRY)?;
-                let mut roots = Vec::with_capacity(n);
-                for _ in 0..n {
-                    roots.push((f.str("root name")?, f.u64("address")?, f.u32("type id")?));
-                }
+                let roots = f.roots()?;
                 f.end(Response::Catalog { types, roots })?
             }
             REFRESHED => {
                 let mut f = Fields::new("Refreshed", rest);
                 let page_count = f.u64("page_count")?;
-                let change = match f.u8("change")? {
-                    UNCHANGED => Change::Unchanged,
-                    PAGES => {
-                        let lsn = f.u64("lsn")?;
-                        let n = f.count("pages", PAGE_ENTRY)?;
-                        let mut pages = Vec::with_capacity(n);
-                        for _ in 0..n {
-                            pages.push(f.u64("page")?);
-                        }
-                        Change::Pages { lsn, pages }
-                    }
-                    EVERYTHING => Change::Everything {
-                        lsn: f.u64("lsn")?,
-                    },
-                    t => {
-                        return Err(WireError::Malformed(format!(
-                            "Refreshed's change tag {t} is unknown (0, 1 or 2)"
-                        )));
-                    }
-                };
+                let change = f.change()?;
                 f.end(Response::Refreshed { page_count, change })?
             }
             STATS_OF => {
@@ -356,6 +453,47 @@ impl Response {
                 };
                 f.end(v)?
             }
+            BEGUN => {
+                let mut f = Fields::new("Begun", rest);
+                let page_count = f.u64("page_count")?;
+                let change = f.change()?;
+                f.end(Response::Begun { page_count, change })?
+            }
+            ALLOCATED => {
+                let mut f = Fields::fixed("Allocated", rest, 8)?;
+                let v = Response::Allocated {
+                    head: f.u64("head")?,
+                };
+                f.end(v)?
+            }
+            TYPE_DEFINED => {
+                let mut f = Fields::fixed("TypeDefined", rest, 4)?;
+                let v = Response::TypeDefined { id: f.u32("id")? };
+                f.end(v)?
+            }
+            COMMITTED => {
+                let mut f = Fields::new("Committed", rest);
+                let lsn = f.u64("lsn")?;
+                let page_count = f.u64("page_count")?;
+                let change = f.change()?;
+                f.end(Response::Committed {
+                    lsn,
+                    page_count,
+                    change,
+                })?
+            }
+            CONFLICT => {
+                let mut f = Fields::new("Conflict", rest);
+                let page_count = f.u64("page_count")?;
+                let change = f.change()?;
+                let message = f.str("message")?;
+                f.end(Response::Conflict {
+                    page_count,
+                    change,
+                    message,
+                })?
+            }
+            ABORTED => Fields::fixed("Aborted", rest, 0)?.end(Response::Aborted)?,
             k => return Err(unknown_kind("response", k)),
         };
         Ok(resp)
@@ -368,7 +506,9 @@ fn unknown_kind(side: &str, k: u8) -> WireError {
 
 fn code_of(b: u8) -> Result<ErrorCode, WireError> {
     ErrorCode::from_u8(b)
-        .ok_or_else(|| WireError::Malformed(format!("error code {b} is unknown (1..=12)")))
+        .ok_or_else(|| {
+            WireError::Malformed(format!("error code {b} is unknown (1..={})", ErrorCode::ALL.len()))
+        })
 }
 
 /// A frame being written: the length prefix is filled in by `finish`.
@@ -416,6 +556,33 @@ impl Frame {
     fn bytes(&mut self, b: &[u8]) {
         self.count(b.len());
         self.raw(b);
+    }
+
+    /// A root directory: count, then name, address, type id each.
+    fn roots(&mut self, roots: &[(String, u64, u32)]) {
+        self.count(roots.len());
+        for (name, addr, type_id) in roots {
+            self.str(name);
+            self.u64(*addr);
+            self.u32(*type_id);
+        }
+    }
+
+    /// What a move of the snapshot changed: a tag, then its fields.
+    fn change(&mut self, change: &Change) {
+        match change {
+            Change::Unchanged => self.u8(UNCHANGED),
+            Change::Pages { lsn, pages } => {
+                self.u8(PAGES);
+                self.u64(*lsn);
+                self.count(pages.len());
+                pages.iter().for_each(|&p| self.u64(p));
+            }
+            Change::Everything { lsn } => {
+                self.u8(EVERYTHING);
+                self.u64(*lsn);
+            }
+        }
     }
 
     /// A string: u16 length, then UTF-8. A longer string (only an error
@@ -530,6 +697,41 @@ impl<'a> Fields<'a> {
             )));
         }
         Ok(self.take(field, n)?.to_vec())
+    }
+
+    /// A root directory.
+    fn roots(&mut self) -> Result<Vec<(String, u64, u32)>, WireError> {
+        let n = self.count("roots", ROOT_ENTRY)?;
+        let mut roots = Vec::with_capacity(n);
+        for _ in 0..n {
+            roots.push((self.str("root name")?, self.u64("address")?, self.u32("type id")?));
+        }
+        Ok(roots)
+    }
+
+    /// What a move of the snapshot changed.
+    fn change(&mut self) -> Result<Change, WireError> {
+        Ok(match self.u8("change")? {
+            UNCHANGED => Change::Unchanged,
+            PAGES => {
+                let lsn = self.u64("lsn")?;
+                let n = self.count("pages", PAGE_ENTRY)?;
+                let mut pages = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pages.push(self.u64("page")?);
+                }
+                Change::Pages { lsn, pages }
+            }
+            EVERYTHING => Change::Everything {
+                lsn: self.u64("lsn")?,
+            },
+            t => {
+                return Err(WireError::Malformed(format!(
+                    "{}'s change tag {t} is unknown (0, 1 or 2)",
+                    self.msg
+                )));
+            }
+        })
     }
 
     /// A UTF-8 string.

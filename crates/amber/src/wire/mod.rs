@@ -80,6 +80,55 @@ pub enum Request {
     Stats,
     /// The client is leaving.
     Bye,
+    /// Starts a transaction: moves the snapshot to the latest commit (as
+    /// `Refresh`) and opens a transaction for the connection (aborting one
+    /// left open).
+    Begin,
+    /// Reserves a block of `pages` pages of kind `kind` for the open
+    /// transaction (made real by its commit, released by its abort).
+    Alloc {
+        /// Pages.
+        pages: u32,
+        /// The block kind (`format::page::BlockKind` as a byte).
+        kind: u8,
+    },
+    /// Stores a type descriptor in the catalog at once (outside the
+    /// transaction); answers its id.
+    DefineType {
+        /// The descriptor's bytes.
+        desc: Vec<u8>,
+    },
+    /// Commits the open transaction: its records, the blocks it frees and
+    /// the roots it sets (address 0 removes a root).
+    Commit {
+        /// The log generator's records, in persistent form.
+        records: Vec<WireRecord>,
+        /// First pages of the blocks freed.
+        frees: Vec<u64>,
+        /// Root name, address and type id.
+        roots: Vec<(String, u64, u32)>,
+    },
+    /// Abandons the open transaction.
+    Abort,
+}
+
+/// A change a transaction ships: the log generator's record on the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireRecord {
+    /// New bytes at a persistent address.
+    Range {
+        /// The address.
+        addr: u64,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// A page's whole after-image (whole-page logging).
+    Page {
+        /// The page.
+        page: u64,
+        /// Its image.
+        image: Vec<u8>,
+    },
 }
 
 /// What the server answers.
@@ -150,6 +199,46 @@ pub enum Response {
         /// Pages whose latest committed image is in the log.
         logged_pages: u64,
     },
+    /// The answer to [`Request::Begin`]: the snapshot moved.
+    Begun {
+        /// One past the highest page at the new snapshot.
+        page_count: u64,
+        /// What changed.
+        change: Change,
+    },
+    /// The answer to [`Request::Alloc`].
+    Allocated {
+        /// The reserved block's first page.
+        head: u64,
+    },
+    /// The answer to [`Request::DefineType`].
+    TypeDefined {
+        /// The type id.
+        id: u32,
+    },
+    /// The answer to [`Request::Commit`] that committed: durable, and the
+    /// snapshot moved to the latest commit (this one included).
+    Committed {
+        /// The commit record's LSN.
+        lsn: u64,
+        /// One past the highest page at the new snapshot.
+        page_count: u64,
+        /// What changed since the old snapshot.
+        change: Change,
+    },
+    /// The answer to [`Request::Commit`] that lost to a concurrent commit:
+    /// nothing of it was committed, and the snapshot moved to the latest
+    /// commit.
+    Conflict {
+        /// One past the highest page at the new snapshot.
+        page_count: u64,
+        /// What changed since the old snapshot.
+        change: Change,
+        /// Which page, and which commit changed it.
+        message: String,
+    },
+    /// The answer to [`Request::Abort`].
+    Aborted,
 }
 
 /// One block of a [`Response::Cluster`].
@@ -214,11 +303,14 @@ pub enum ErrorCode {
     Timeout,
     /// The server is stopping.
     ShuttingDown,
+    /// A transaction's request (`Alloc`, `Commit`, `Abort`) with no
+    /// transaction open.
+    NoTransaction,
 }
 
 impl ErrorCode {
     /// Every code, in the order of their values.
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::Version,
         ErrorCode::Auth,
         ErrorCode::NoSuchDatabase,
@@ -231,6 +323,7 @@ impl ErrorCode {
         ErrorCode::Internal,
         ErrorCode::Timeout,
         ErrorCode::ShuttingDown,
+        ErrorCode::NoTransaction,
     ];
 
     /// The code of byte `b`, if it is one.
@@ -254,6 +347,7 @@ impl fmt::Display for ErrorCode {
             ErrorCode::Internal => "internal error in the server",
             ErrorCode::Timeout => "timed out",
             ErrorCode::ShuttingDown => "server shutting down",
+            ErrorCode::NoTransaction => "no transaction open",
         })
     }
 }

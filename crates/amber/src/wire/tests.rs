@@ -29,6 +29,27 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::Refresh),
         Just(Request::Stats),
         Just(Request::Bye),
+        Just(Request::Begin),
+        (any::<u32>(), any::<u8>()).prop_map(|(pages, kind)| Request::Alloc { pages, kind }),
+        bytes(40).prop_map(|desc| Request::DefineType { desc }),
+        (
+            proptest::collection::vec(record(), 0..4),
+            proptest::collection::vec(any::<u64>(), 0..4),
+            proptest::collection::vec((text(), any::<u64>(), any::<u32>()), 0..3),
+        )
+            .prop_map(|(records, frees, roots)| Request::Commit {
+                records,
+                frees,
+                roots,
+            }),
+        Just(Request::Abort),
+    ]
+}
+
+fn record() -> impl Strategy<Value = WireRecord> {
+    prop_oneof![
+        (any::<u64>(), bytes(24)).prop_map(|(addr, data)| WireRecord::Range { addr, data }),
+        (any::<u64>(), bytes(24)).prop_map(|(page, image)| WireRecord::Page { page, image }),
     ]
 }
 
@@ -88,6 +109,20 @@ fn response() -> impl Strategy<Value = Response> {
             blocks: f,
             logged_pages: g,
         }),
+        (u(), change()).prop_map(|(page_count, change)| Response::Begun { page_count, change }),
+        u().prop_map(|head| Response::Allocated { head }),
+        any::<u32>().prop_map(|id| Response::TypeDefined { id }),
+        (u(), u(), change()).prop_map(|(lsn, page_count, change)| Response::Committed {
+            lsn,
+            page_count,
+            change,
+        }),
+        (u(), change(), text()).prop_map(|(page_count, change, message)| Response::Conflict {
+            page_count,
+            change,
+            message,
+        }),
+        Just(Response::Aborted),
     ]
 }
 
@@ -267,5 +302,5 @@ fn error_codes_have_one_byte_and_words_each() {
         assert!(!c.to_string().is_empty());
     }
     assert_eq!(ErrorCode::from_u8(0), None);
-    assert_eq!(ErrorCode::from_u8(13), None);
+    assert_eq!(ErrorCode::from_u8(ErrorCode::ALL.len() as u8 + 1), None);
 }

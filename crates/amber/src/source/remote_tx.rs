@@ -1,0 +1,216 @@
+//! A transaction on a server's database: its changes are kept here and
+//! shipped whole at commit, where the server validates and logs them
+//! (docs/design.md §11: optimistic concurrency control, backward
+//! validation at page granularity).
+//!
+//! What the log generator produces (`db/strategy/loggen/`) is what travels:
+//! ranges of changed bytes (or whole pages under whole-page logging) in
+//! persistent form, so the server appends them to its log as they are, the
+//! redo-at-server scheme of QuickStore's client-server recovery
+//! (`papers/002_*` §3.1). Blocks are allocated by the server when the
+//! transaction asks (their addresses go into other objects before the
+//! commit), types defined by it at once; frees and roots travel with the
+//! commit.
+//!
+//! Records spilled by a transaction larger than the cache budget stay in
+//! this buffer (`log_early` keeps them): nothing reaches the server before
+//! the commit, so an aborted transaction leaves nothing there to undo.
+
+use super::SourceTx;
+use super::remote::Remote;
+use crate::error::{Error, Result};
+use crate::format::meta::RootEntry;
+use crate::format::page::BlockKind;
+use crate::format::{PAddr, PageNo};
+use crate::store::CommitInfo;
+use crate::wal::TxId;
+use crate::wire::{Request, Response, WireRecord};
+use std::collections::BTreeMap;
+
+/// Bytes a record takes on the wire beside its data (kind, address,
+/// length): the commit's `log_bytes` counts them, as the local store counts
+/// its record headers.
+const RECORD_OVERHEAD: u64 = 13;
+
+/// A transaction of a [`Remote`] database.
+#[derive(Debug)]
+pub(crate) struct RemoteTx<'r> {
+    remote: &'r Remote,
+    txid: TxId,
+    records: Vec<WireRecord>,
+    bytes: u64,
+    frees: Vec<PageNo>,
+    /// Roots this transaction named or removed (address 0).
+    roots: BTreeMap<String, RootEntry>,
+    /// Whether the server still has this transaction open.
+    open: bool,
+}
+
+impl<'r> RemoteTx<'r> {
+    pub(crate) fn new(remote: &'r Remote, txid: TxId) -> Self {
+        RemoteTx {
+            remote,
+            txid,
+            records: Vec::new(),
+            bytes: 0,
+            frees: Vec::new(),
+            roots: BTreeMap::new(),
+            open: true,
+        }
+    }
+
+    fn push(&mut self, rec: WireRecord, len: usize) {
+        self.bytes += RECORD_OVERHEAD + len as u64;
+        self.records.push(rec);
+    }
+}
+
+impl SourceTx for RemoteTx<'_> {
+    fn id(&self) -> TxId {
+        self.txid
+    }
+
+    fn write(&mut self, addr: PAddr, data: &[u8]) -> Result<()> {
+        self.push(
+            WireRecord::Range {
+                addr,
+                data: data.to_vec(),
+            },
+            data.len(),
+        );
+        Ok(())
+    }
+
+    fn write_with_before(&mut self, addr: PAddr, _before: &[u8], after: &[u8]) -> Result<()> {
+        // Nothing is logged before the commit, so nothing needs undoing.
+        self.write(addr, after)
+    }
+
+    fn write_page(&mut self, page: PageNo, image: &[u8]) -> Result<()> {
+        self.push(
+            WireRecord::Page {
+                page,
+                image: image.to_vec(),
+            },
+            image.len(),
+        );
+        Ok(())
+    }
+
+    fn alloc(&mut self, pages: u32, kind: BlockKind) -> Result<PageNo> {
+        match self.remote.call(&Request::Alloc {
+            pages,
+            kind: kind as u8,
+        })? {
+            Response::Allocated { head } => Ok(head),
+            other => Err(self.remote.unexpected("Alloc", &other)),
+        }
+    }
+
+    fn free(&mut self, page: PageNo) -> Result<()> {
+        self.frees.push(page);
+        Ok(())
+    }
+
+    fn set_root(&mut self, name: &str, addr: PAddr, type_id: u32) -> Result<()> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(Error::invalid("root names are 1 to 255 bytes"));
+        }
+        self.roots.insert(
+            name.to_string(),
+            RootEntry {
+                name: name.to_string(),
+                addr,
+                type_id,
+            },
+        );
+        Ok(())
+    }
+
+    fn roots(&self) -> Vec<RootEntry> {
+        let mut all: BTreeMap<String, RootEntry> = self
+            .remote
+            .committed_roots()
+            .into_iter()
+            .map(|r| (r.name.clone(), r))
+            .collect();
+        for (name, r) in &self.roots {
+            match r.addr {
+                0 => all.remove(name),
+                _ => all.insert(name.clone(), r.clone()),
+            };
+        }
+        all.into_values().collect()
+    }
+
+    fn root(&self, name: &str) -> Option<RootEntry> {
+        match self.roots.get(name) {
+            Some(r) if r.addr == 0 => None,
+            Some(r) => Some(r.clone()),
+            None => self.remote.committed_root(name),
+        }
+    }
+
+    fn define_type(&mut self, desc: &[u8]) -> Result<u32> {
+        match self.remote.call(&Request::DefineType {
+            desc: desc.to_vec(),
+        })? {
+            Response::TypeDefined { id } => Ok(id),
+            other => Err(self.remote.unexpected("DefineType", &other)),
+        }
+    }
+
+    fn log_early(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<CommitInfo> {
+        self.open = false;
+        let roots = std::mem::take(&mut self.roots)
+            .into_values()
+            .map(|r| (r.name, r.addr, r.type_id))
+            .collect();
+        let req = Request::Commit {
+            records: std::mem::take(&mut self.records),
+            frees: std::mem::take(&mut self.frees),
+            roots,
+        };
+        match self.remote.call(&req)? {
+            Response::Committed {
+                lsn,
+                page_count,
+                change,
+            } => {
+                self.remote.moved(page_count, change)?;
+                Ok(CommitInfo {
+                    commit_lsn: lsn,
+                    log_bytes: self.bytes,
+                })
+            }
+            Response::Conflict {
+                page_count,
+                change,
+                message,
+            } => {
+                self.remote.moved(page_count, change)?;
+                Err(Error::Conflict { what: message })
+            }
+            other => Err(self.remote.unexpected("Commit", &other)),
+        }
+    }
+
+    fn abandon(mut self: Box<Self>) {
+        self.open = false;
+        // Best effort: the server aborts an open transaction at the next
+        // Begin and when the connection ends.
+        let _ = self.remote.call(&Request::Abort);
+    }
+}
+
+impl Drop for RemoteTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let _ = self.remote.call(&Request::Abort);
+        }
+    }
+}
