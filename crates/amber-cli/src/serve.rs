@@ -51,6 +51,7 @@ pub fn serve(a: Args) -> Result<ExitCode, CliError> {
         max_connections: a.max_connections,
         idle_timeout: seconds(a.idle_timeout, "--idle-timeout")?,
         hello_timeout: seconds(a.hello_timeout, "--hello-timeout")?,
+        ..ServeOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -48,6 +48,26 @@ pub struct ServeOptions {
     pub idle_timeout: Duration,
     /// The time a new connection has to send its `Hello`.
     pub hello_timeout: Duration,
+    /// How a request's store calls (which block: `pread`, log reads) are
+    /// kept off the runtime's async workers.
+    pub blocking: Blocking,
+}
+
+/// How a session runs a request's blocking store calls. `amber bench
+/// serve` measures both per `ReadCluster` on loopback (docs/design.md
+/// §11.4): in place is as cheap or cheaper at every cluster size, and
+/// much cheaper on a loaded machine, where the pool's hand-off waits for
+/// a second thread to be scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// On the session's own worker (`block_in_place`), which tokio first
+    /// hands the worker's other tasks away from. The default. On a
+    /// current-thread runtime, where it is not possible, sessions use
+    /// the pool.
+    InPlace,
+    /// On tokio's blocking pool (`spawn_blocking`): the session hands the
+    /// request to a pool thread and waits for it.
+    Pool,
 }
 
 impl Default for ServeOptions {
@@ -62,6 +82,7 @@ impl Default for ServeOptions {
             max_connections: 256,
             idle_timeout: Duration::from_secs(300),
             hello_timeout: Duration::from_secs(10),
+            blocking: Blocking::InPlace,
         }
     }
 }

@@ -29,7 +29,7 @@ pub mod listener;
 pub mod serve_read;
 pub mod session;
 
-pub use config::{DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
+pub use config::{Blocking, DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
 pub use listener::{Server, bind, shutdown_signal};
 
 use std::fmt;

@@ -15,9 +15,9 @@
 //! with the peer's address, answered with an `Error` frame when the
 //! socket still takes one, and closes this connection only.
 
-use crate::ServeOptions;
 use crate::listener::Shared;
 use crate::serve_read::{Served, code_of};
+use crate::{Blocking, ServeOptions};
 use amber::internals::wire::{
     self, ErrorCode, MAX_TOKEN, Request, Response, VERSION, WireError, body_len,
 };
@@ -181,6 +181,9 @@ async fn requests(
     limit: u32,
 ) -> End {
     let opts = &shared.opts;
+    let flavor = tokio::runtime::Handle::current().runtime_flavor();
+    let in_place =
+        opts.blocking == Blocking::InPlace && flavor == tokio::runtime::RuntimeFlavor::MultiThread;
     loop {
         let body = match next_frame(stream, shutdown, opts.idle_timeout, limit, "request").await {
             Ok(b) => b,
@@ -195,15 +198,20 @@ async fn requests(
             Err(e) => return End::Refuse(ErrorCode::Malformed, e.to_string()),
         };
         log::trace!("{peer}: {req:?}");
-        let answered = tokio::task::spawn_blocking(move || {
-            let resp = served.answer(&req);
-            (served, resp)
-        })
-        .await;
-        let resp;
-        (served, resp) = match answered {
-            Ok(r) => r,
-            Err(e) => return End::Refuse(ErrorCode::Internal, format!("answering: {e}")),
+        let resp = if in_place {
+            tokio::task::block_in_place(|| served.answer(&req))
+        } else {
+            let answered = tokio::task::spawn_blocking(move || {
+                let resp = served.answer(&req);
+                (served, resp)
+            })
+            .await;
+            let resp;
+            (served, resp) = match answered {
+                Ok(r) => r,
+                Err(e) => return End::Refuse(ErrorCode::Internal, format!("answering: {e}")),
+            };
+            resp
         };
         if let Response::Error { code, message } = &resp {
             log::debug!("{peer}: request refused: {code}: {message}");

@@ -9,6 +9,7 @@ use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use amber::internals::wire::{Change, ErrorCode, Request, Response};
 use amber::{Db, Options, StoreOptions};
+use amber_server::{Blocking, ServeOptions};
 use common::{Client, append, error_of, fixture, options, start};
 use std::sync::Arc;
 
@@ -22,8 +23,16 @@ fn local(path: &std::path::Path) -> Store {
 
 #[test]
 fn a_client_reads_what_the_store_holds() {
+    reads_what_the_store_holds(Blocking::InPlace);
+    reads_what_the_store_holds(Blocking::Pool);
+}
+
+fn reads_what_the_store_holds(blocking: Blocking) {
     let (_dir, path) = fixture(2000);
-    let server = start(options(&[("items", &path)]));
+    let server = start(ServeOptions {
+        blocking,
+        ..options(&[("items", &path)])
+    });
     let store = local(&path);
     let (mut c, welcome) = Client::welcomed(server.addr, "items");
     let Response::Welcome {

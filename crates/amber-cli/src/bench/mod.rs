@@ -9,6 +9,7 @@ mod olsim;
 mod oo1;
 mod oo7;
 mod readers;
+mod serve;
 
 use crate::error::CliError;
 use amber_bench::backend::Backends;
@@ -59,6 +60,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "readers",
         "a read-only handle's hot traversal and refresh beside a writer process committing at a steady rate",
+    ),
+    (
+        "serve",
+        "a fetch cluster read through the storage server on loopback (blocking pool and block_in_place) against the store read directly",
     ),
     (
         "olsim",
@@ -429,6 +434,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         Some("oo1") => return oo1::run(args, out),
         Some("oo7") => return oo7::run(args, out),
         Some("readers") => return readers::run(args, out),
+        Some("serve") => return serve::run(args, out),
         Some("olsim") => olsim::run(args, out)?,
         Some("hot") => {
             let a: HotArgs = parse("hot", args)?;
