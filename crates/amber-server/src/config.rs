@@ -41,7 +41,9 @@ pub struct ServeOptions {
     /// (the connection stays open); the client asks for less.
     pub max_buffered: usize,
     /// The most connections served at once; one more is answered `Busy`
-    /// and closed.
+    /// and closed. Each connection is a reader of its database, and a
+    /// database's reader table holds 126 readers (of every process): a
+    /// connection beyond that is answered `Busy` too.
     pub max_connections: usize,
     /// A connection that sends nothing for this long, or whose frame or
     /// answer takes longer to cross, is told `Timeout` and closed.
@@ -55,7 +57,7 @@ pub struct ServeOptions {
 
 /// How a session runs a request's blocking store calls. `amber bench
 /// serve` measures both per `ReadCluster` on loopback (docs/design.md
-/// §11.4): in place is as cheap or cheaper at every cluster size, and
+/// §10.8): in place is as cheap or cheaper at every cluster size, and
 /// much cheaper on a loaded machine, where the pool's hand-off waits for
 /// a second thread to be scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +81,7 @@ impl Default for ServeOptions {
             insecure_no_auth: false,
             max_frame: DEFAULT_MAX_FRAME,
             max_buffered: 2 * DEFAULT_MAX_FRAME as usize,
-            max_connections: 256,
+            max_connections: 100,
             idle_timeout: Duration::from_secs(300),
             hello_timeout: Duration::from_secs(10),
             blocking: Blocking::InPlace,

@@ -1,6 +1,6 @@
 //! Amber's storage server: many client programs read one or more databases
 //! through one process (`amber serve`), over the wire protocol of
-//! `amber::internals::wire` (docs/design.md §10 gives its layout, §11 this
+//! `amber::internals::wire` (docs/design.md §10 gives its layout and this
 //! server's behaviour).
 //!
 //! This step is the read side. A client opens a served database

@@ -163,6 +163,12 @@ async fn handshake(
     let opened = tokio::task::spawn_blocking(move || Served::open(&path, cap)).await;
     let served = match opened {
         Ok(Ok(s)) => s,
+        // A read-only open refuses misuse only when the reader table is
+        // full (126 readers of the database, all processes together):
+        // the client may try later, as when the server is full.
+        Ok(Err(e @ amber::Error::Invalid(_))) => {
+            return Err(End::Refuse(ErrorCode::Busy, e.to_string()));
+        }
         Ok(Err(e)) => return Err(End::Refuse(code_of(&e), e.to_string())),
         Err(e) => return Err(End::Refuse(ErrorCode::Internal, e.to_string())),
     };
