@@ -100,6 +100,7 @@ async fn close(stream: &mut TcpStream, linger: Duration) {
 
 /// Answers a connection over the limit with `Busy`, and closes it.
 pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wait: Duration) {
+    let wait = wait.min(Duration::from_secs(5));
     log::warn!("{peer}: refused: already serving {max} connections");
     let frame = Response::Error {
         code: ErrorCode::Busy,
