@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
 /// The largest request body: a `Hello` with a database name and a token of
 /// the longest lengths allowed. Every other request is at most 17 bytes,
@@ -173,7 +173,7 @@ async fn handshake(
         Ok(Err(e)) => return Err(End::Refuse(code_of(&e), e.to_string())),
         Err(e) => return Err(End::Refuse(ErrorCode::Internal, e.to_string())),
     };
-    send(stream, &served.welcome(), opts).await?;
+    send(stream, &served.welcome(), opts, shutdown).await?;
     log::info!("{peer}: reading {database:?}");
     Ok(served)
 }
@@ -223,7 +223,7 @@ async fn requests(
         if let Response::Error { code, message } = &resp {
             log::debug!("{peer}: request refused: {code}: {message}");
         }
-        if let Err(end) = send(stream, &resp, opts).await {
+        if let Err(end) = send(stream, &resp, opts, shutdown).await {
             return end;
         }
     }
@@ -302,9 +302,14 @@ async fn read_frame(stream: &mut TcpStream, limit: u32) -> Result<Option<Vec<u8>
 }
 
 /// Sends `resp`, or a `TooLarge` refusal in its place if its frame is over
-/// the limit.
-async fn send(stream: &mut TcpStream, resp: &Response, opts: &ServeOptions) -> Result<(), End> {
-    let wait = opts.idle_timeout;
+/// the limit. A client that does not take it within the idle timeout is
+/// dropped; once the server shuts down, within 5 s.
+async fn send(
+    stream: &mut TcpStream,
+    resp: &Response,
+    opts: &ServeOptions,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<(), End> {
     let mut frame = resp.encode();
     if frame.len() - 4 > opts.max_frame as usize {
         frame = Response::Error {
@@ -317,13 +322,24 @@ async fn send(stream: &mut TcpStream, resp: &Response, opts: &ServeOptions) -> R
         }
         .encode();
     }
-    match timeout(wait, stream.write_all(&frame)).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(End::Lost(format!("writing an answer: {e}"))),
-        Err(_) => Err(End::Lost(format!(
-            "the client took no answer for {} s",
-            wait.as_secs_f64()
-        ))),
+    let mut deadline = Instant::now() + opts.idle_timeout;
+    let mut stopping = false;
+    let write = stream.write_all(&frame);
+    tokio::pin!(write);
+    loop {
+        tokio::select! {
+            done = &mut write => {
+                return done.map_err(|e| End::Lost(format!("writing an answer: {e}")));
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                let why = if stopping { "the shutdown's grace" } else { "the idle timeout" };
+                return Err(End::Lost(format!("the client took no answer within {why}")));
+            }
+            _ = shutdown.wait_for(|&s| s), if !stopping => {
+                stopping = true;
+                deadline = deadline.min(Instant::now() + close_wait(opts));
+            }
+        }
     }
 }
 
