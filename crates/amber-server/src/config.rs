@@ -41,13 +41,35 @@ pub struct ServeOptions {
     /// (the connection stays open); the client asks for less.
     pub max_buffered: usize,
     /// The most connections served at once; one more is answered `Busy`
-    /// and closed.
+    /// and closed. Each connection is a reader of its database, and a
+    /// database's reader table holds 126 readers (of every process): a
+    /// connection beyond that is answered `Busy` too.
     pub max_connections: usize,
     /// A connection that sends nothing for this long, or whose frame or
     /// answer takes longer to cross, is told `Timeout` and closed.
     pub idle_timeout: Duration,
     /// The time a new connection has to send its `Hello`.
     pub hello_timeout: Duration,
+    /// How a request's store calls (which block: `pread`, log reads) are
+    /// kept off the runtime's async workers.
+    pub blocking: Blocking,
+}
+
+/// How a session runs a request's blocking store calls. `amber bench
+/// serve` measures both per `ReadCluster` on loopback (docs/design.md
+/// §10.8): in place is as cheap or cheaper at every cluster size, and
+/// much cheaper on a loaded machine, where the pool's hand-off waits for
+/// a second thread to be scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// On the session's own worker (`block_in_place`), which tokio first
+    /// hands the worker's other tasks away from. The default. On a
+    /// current-thread runtime, where it is not possible, sessions use
+    /// the pool.
+    InPlace,
+    /// On tokio's blocking pool (`spawn_blocking`): the session hands the
+    /// request to a pool thread and waits for it.
+    Pool,
 }
 
 impl Default for ServeOptions {
@@ -59,9 +81,10 @@ impl Default for ServeOptions {
             insecure_no_auth: false,
             max_frame: DEFAULT_MAX_FRAME,
             max_buffered: 2 * DEFAULT_MAX_FRAME as usize,
-            max_connections: 256,
+            max_connections: 100,
             idle_timeout: Duration::from_secs(300),
             hello_timeout: Duration::from_secs(10),
+            blocking: Blocking::InPlace,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Amber's storage server: many client programs read one or more databases
 //! through one process (`amber serve`), over the wire protocol of
-//! `amber::internals::wire` (docs/design.md §10 gives its layout, §11 this
+//! `amber::internals::wire` (docs/design.md §10 gives its layout and this
 //! server's behaviour).
 //!
 //! This step is the read side. A client opens a served database
@@ -29,7 +29,7 @@ pub mod listener;
 pub mod serve_read;
 pub mod session;
 
-pub use config::{DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
+pub use config::{Blocking, DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
 pub use listener::{Server, bind, shutdown_signal};
 
 use std::fmt;

@@ -120,6 +120,13 @@ impl Served {
                     page_count: self.store.page_count(),
                     change: match r {
                         Refreshed::Unchanged => Change::Unchanged,
+                        // The snapshot has moved: an answer refused as too
+                        // large would leave the client holding pages that
+                        // changed. A list over the limit is sent as what
+                        // it implies at most: everything may have changed.
+                        Refreshed::Pages { lsn, pages } if pages.len() * 8 > self.limit => {
+                            Change::Everything { lsn }
+                        }
                         Refreshed::Pages { lsn, pages } => Change::Pages { lsn, pages },
                         Refreshed::Everything { lsn } => Change::Everything { lsn },
                     },

@@ -15,9 +15,9 @@
 //! with the peer's address, answered with an `Error` frame when the
 //! socket still takes one, and closes this connection only.
 
-use crate::ServeOptions;
 use crate::listener::Shared;
 use crate::serve_read::{Served, code_of};
+use crate::{Blocking, ServeOptions};
 use amber::internals::wire::{
     self, ErrorCode, MAX_TOKEN, Request, Response, VERSION, WireError, body_len,
 };
@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
 /// The largest request body: a `Hello` with a database name and a token of
 /// the longest lengths allowed. Every other request is at most 17 bytes,
@@ -100,6 +100,7 @@ async fn close(stream: &mut TcpStream, linger: Duration) {
 
 /// Answers a connection over the limit with `Busy`, and closes it.
 pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wait: Duration) {
+    let wait = wait.min(Duration::from_secs(5));
     log::warn!("{peer}: refused: already serving {max} connections");
     let frame = Response::Error {
         code: ErrorCode::Busy,
@@ -163,10 +164,16 @@ async fn handshake(
     let opened = tokio::task::spawn_blocking(move || Served::open(&path, cap)).await;
     let served = match opened {
         Ok(Ok(s)) => s,
+        // A read-only open refuses misuse only when the reader table is
+        // full (126 readers of the database, all processes together):
+        // the client may try later, as when the server is full.
+        Ok(Err(e @ amber::Error::Invalid(_))) => {
+            return Err(End::Refuse(ErrorCode::Busy, e.to_string()));
+        }
         Ok(Err(e)) => return Err(End::Refuse(code_of(&e), e.to_string())),
         Err(e) => return Err(End::Refuse(ErrorCode::Internal, e.to_string())),
     };
-    send(stream, &served.welcome(), opts).await?;
+    send(stream, &served.welcome(), opts, shutdown).await?;
     log::info!("{peer}: reading {database:?}");
     Ok(served)
 }
@@ -181,6 +188,9 @@ async fn requests(
     limit: u32,
 ) -> End {
     let opts = &shared.opts;
+    let flavor = tokio::runtime::Handle::current().runtime_flavor();
+    let in_place =
+        opts.blocking == Blocking::InPlace && flavor == tokio::runtime::RuntimeFlavor::MultiThread;
     loop {
         let body = match next_frame(stream, shutdown, opts.idle_timeout, limit, "request").await {
             Ok(b) => b,
@@ -195,20 +205,25 @@ async fn requests(
             Err(e) => return End::Refuse(ErrorCode::Malformed, e.to_string()),
         };
         log::trace!("{peer}: {req:?}");
-        let answered = tokio::task::spawn_blocking(move || {
-            let resp = served.answer(&req);
-            (served, resp)
-        })
-        .await;
-        let resp;
-        (served, resp) = match answered {
-            Ok(r) => r,
-            Err(e) => return End::Refuse(ErrorCode::Internal, format!("answering: {e}")),
+        let resp = if in_place {
+            tokio::task::block_in_place(|| served.answer(&req))
+        } else {
+            let answered = tokio::task::spawn_blocking(move || {
+                let resp = served.answer(&req);
+                (served, resp)
+            })
+            .await;
+            let resp;
+            (served, resp) = match answered {
+                Ok(r) => r,
+                Err(e) => return End::Refuse(ErrorCode::Internal, format!("answering: {e}")),
+            };
+            resp
         };
         if let Response::Error { code, message } = &resp {
             log::debug!("{peer}: request refused: {code}: {message}");
         }
-        if let Err(end) = send(stream, &resp, opts).await {
+        if let Err(end) = send(stream, &resp, opts, shutdown).await {
             return end;
         }
     }
@@ -287,9 +302,14 @@ async fn read_frame(stream: &mut TcpStream, limit: u32) -> Result<Option<Vec<u8>
 }
 
 /// Sends `resp`, or a `TooLarge` refusal in its place if its frame is over
-/// the limit.
-async fn send(stream: &mut TcpStream, resp: &Response, opts: &ServeOptions) -> Result<(), End> {
-    let wait = opts.idle_timeout;
+/// the limit. A client that does not take it within the idle timeout is
+/// dropped; once the server shuts down, within 5 s.
+async fn send(
+    stream: &mut TcpStream,
+    resp: &Response,
+    opts: &ServeOptions,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<(), End> {
     let mut frame = resp.encode();
     if frame.len() - 4 > opts.max_frame as usize {
         frame = Response::Error {
@@ -302,13 +322,24 @@ async fn send(stream: &mut TcpStream, resp: &Response, opts: &ServeOptions) -> R
         }
         .encode();
     }
-    match timeout(wait, stream.write_all(&frame)).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(End::Lost(format!("writing an answer: {e}"))),
-        Err(_) => Err(End::Lost(format!(
-            "the client took no answer for {} s",
-            wait.as_secs_f64()
-        ))),
+    let mut deadline = Instant::now() + opts.idle_timeout;
+    let mut stopping = false;
+    let write = stream.write_all(&frame);
+    tokio::pin!(write);
+    loop {
+        tokio::select! {
+            done = &mut write => {
+                return done.map_err(|e| End::Lost(format!("writing an answer: {e}")));
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                let why = if stopping { "the shutdown's grace" } else { "the idle timeout" };
+                return Err(End::Lost(format!("the client took no answer within {why}")));
+            }
+            _ = shutdown.wait_for(|&s| s), if !stopping => {
+                stopping = true;
+                deadline = deadline.min(Instant::now() + close_wait(opts));
+            }
+        }
     }
 }
 

@@ -245,3 +245,22 @@ fn hello() -> Vec<u8> {
     }
     .encode()
 }
+
+/// Each connection is a reader of its database, and the reader table
+/// holds 126: the next connection is answered `Busy`, saying why.
+#[test]
+fn a_full_reader_table_answers_busy() {
+    let (_dir, path) = fixture(10);
+    let mut opts = options(&[("items", &path)]);
+    opts.max_connections = 200;
+    let server = start(opts);
+    let held: Vec<Client> = (0..126)
+        .map(|_| Client::welcomed(server.addr, "items").0)
+        .collect();
+    let (mut c, r) = Client::hello(server.addr, "items", TOKEN);
+    let (code, m) = error_of(r);
+    assert_eq!(code, ErrorCode::Busy, "{m}");
+    assert!(m.contains("126 readers are open already"), "{m}");
+    c.expect_closed();
+    drop(held);
+}

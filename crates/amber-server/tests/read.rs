@@ -9,6 +9,7 @@ use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use amber::internals::wire::{Change, ErrorCode, Request, Response};
 use amber::{Db, Options, StoreOptions};
+use amber_server::{Blocking, ServeOptions};
 use common::{Client, append, error_of, fixture, options, start};
 use std::sync::Arc;
 
@@ -22,8 +23,16 @@ fn local(path: &std::path::Path) -> Store {
 
 #[test]
 fn a_client_reads_what_the_store_holds() {
+    reads_what_the_store_holds(Blocking::InPlace);
+    reads_what_the_store_holds(Blocking::Pool);
+}
+
+fn reads_what_the_store_holds(blocking: Blocking) {
     let (_dir, path) = fixture(2000);
-    let server = start(options(&[("items", &path)]));
+    let server = start(ServeOptions {
+        blocking,
+        ..options(&[("items", &path)])
+    });
     let store = local(&path);
     let (mut c, welcome) = Client::welcomed(server.addr, "items");
     let Response::Welcome {
@@ -126,14 +135,12 @@ fn the_snapshot_moves_only_on_refresh() {
     let Response::Refreshed { page_count, change } = c.ask(&Request::Refresh) else {
         panic!("not refreshed");
     };
-    let lsn = match change {
-        Change::Pages { lsn, pages } => {
-            assert!(!pages.is_empty());
-            lsn
-        }
-        Change::Everything { lsn } => lsn,
-        Change::Unchanged => panic!("a commit was missed"),
+    // The writer's open installed nothing (the database was closed
+    // cleanly) and no checkpoint ran since: the pages changed are listed.
+    let Change::Pages { lsn, pages } = change else {
+        panic!("{change:?}");
     };
+    assert!(!pages.is_empty());
     assert!(lsn > snapshot_lsn);
     let after = local(&path);
     assert_eq!(page_count, after.page_count());
@@ -232,4 +239,26 @@ fn one_server_serves_several_databases() {
     assert_eq!(pages(&wa), local(&a).page_count());
     assert_eq!(pages(&wb), local(&b).page_count());
     assert_ne!(pages(&wa), pages(&wb));
+}
+
+/// A refresh whose list of changed pages would be over the answer limit
+/// says that anything may have changed instead: the snapshot has moved,
+/// and a refusal would leave the client holding pages that changed.
+#[test]
+fn a_long_list_of_changed_pages_becomes_everything() {
+    let (_dir, path) = fixture(10);
+    let mut opts = options(&[("items", &path)]);
+    opts.max_buffered = 64; // answers of at most 32 bytes of images
+    let server = start(opts);
+    let (mut c, _) = Client::welcomed(server.addr, "items");
+    let mut db = Db::open(&path, Options::default()).expect("opened for writing");
+    append(&mut db, 10..400);
+    match c.ask(&Request::Refresh) {
+        Response::Refreshed {
+            change: Change::Everything { lsn },
+            ..
+        } => assert!(lsn > 0),
+        other => panic!("{other:?}"),
+    }
+    db.close().expect("closed");
 }

@@ -34,3 +34,28 @@ fn shutdown_tells_connected_clients_and_returns() {
     // Nothing listens any more.
     assert!(TcpStream::connect(addr).is_err());
 }
+
+/// A client that asks and never reads its answers: the server blocks
+/// writing to it, and shutdown gives that write 5 s, not the idle
+/// timeout, before it drops the connection.
+#[test]
+fn a_client_that_does_not_read_does_not_hold_up_shutdown() {
+    let (_dir, path) = fixture(3000);
+    let mut opts = options(&[("items", &path)]);
+    opts.idle_timeout = Duration::from_secs(120);
+    let server = start(opts);
+    let (mut c, _) = Client::welcomed(server.addr, "items");
+    // Pipelined clusters of the whole file, far more than the sockets'
+    // buffers hold.
+    let ask = Request::ReadCluster {
+        from: 0,
+        pages: 1 << 20,
+    }
+    .encode();
+    for _ in 0..200 {
+        c.send_raw(&ask);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let took = server.shutdown();
+    assert!(took < Duration::from_secs(15), "shutdown took {took:?}");
+}
