@@ -21,7 +21,7 @@
 //! with the same visit checksum, or the run fails. The ratios are
 //! medians: `hot_traversal_vs_local` (target ≤ 1.05) and
 //! `cold_traversal_vs_local` (target ≤ 2). Also measured: a round trip on
-//! the authenticated connection (a `refresh` that finds nothing new), the
+//! an authenticated connection (a `Stats` request, answered from memory), the
 //! server's CPU time per block it served, and the peak memory of the
 //! server and of this process (the client).
 //!
@@ -30,11 +30,12 @@
 //! not built yet, and the report says so under `not_measured`.
 
 use std::io::Write as _;
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use amber::internals::wire::{self, Request, Response};
 use amber::{Db, Options, RemoteOptions};
 use serde::Serialize;
 
@@ -107,8 +108,8 @@ pub struct ServerReport {
     pub local_open_ms: Summary,
     /// `Db::connect` (TCP, the greeting with the token, the catalog), ms.
     pub remote_open_ms: Summary,
-    /// One round trip on the authenticated connection (a refresh that finds
-    /// nothing), µs.
+    /// One round trip on an authenticated connection (a `Stats` request,
+    /// answered from memory), µs.
     pub round_trip_us: Summary,
     /// Parts a traversal visited (median).
     pub visited: u64,
@@ -147,6 +148,7 @@ impl Server {
             .split_first()
             .ok_or_else(|| BenchError::new("bench server: no command starts the server"))?;
         let child = Command::new(exe)
+            .env("RUST_LOG", "warn")
             .args(args)
             .arg(db)
             .args(["--listen", &addr, "--token-file"])
@@ -253,6 +255,39 @@ fn connect_when_up(url: &str, opts: &Options) -> Result<Db, BenchError> {
     }
 }
 
+/// `n` round trips on one authenticated connection, µs each: a `Stats`
+/// request (the server answers from memory) and its answer.
+fn round_trips(addr: &str, name: &str, token: &[u8], n: usize) -> Result<Vec<f64>, BenchError> {
+    let fail =
+        |e: &dyn std::fmt::Display| BenchError::new(format!("bench server: round trips: {e}"));
+    let mut s = TcpStream::connect(addr).map_err(|e| fail(&e))?;
+    s.set_nodelay(true).map_err(|e| fail(&e))?;
+    let mut ask = |req: &Request| -> Result<Response, BenchError> {
+        s.write_all(&req.encode()).map_err(|e| fail(&e))?;
+        let body = wire::read_frame(&mut s, wire::DEFAULT_MAX_FRAME).map_err(|e| fail(&e))?;
+        Response::decode(&body).map_err(|e| fail(&e))
+    };
+    let hello = Request::Hello {
+        version: wire::VERSION,
+        database: name.to_string(),
+        token: token.to_vec(),
+    };
+    match ask(&hello)? {
+        Response::Welcome { .. } => {}
+        other => return Err(fail(&format!("the greeting was answered {other:?}"))),
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        match ask(&Request::Stats)? {
+            Response::Stats { .. } => out.push(t.elapsed().as_secs_f64() * 1e6),
+            other => return Err(fail(&format!("Stats was answered {other:?}"))),
+        }
+    }
+    let _ = ask(&Request::Bye);
+    Ok(out)
+}
+
 /// Runs the benchmark.
 pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
     if cfg.rounds == 0 || cfg.hot == 0 {
@@ -284,22 +319,17 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
     let url = format!("amber://{addr}/{name}");
     let remote_opts = Options {
         remote: RemoteOptions {
-            token: Some(token.into_bytes()),
+            token: Some(token.as_bytes().to_vec()),
             ..RemoteOptions::default()
         },
         ..Options::default()
     };
 
-    // Round trips, on one connection (the first also waits for the server).
-    let mut db = connect_when_up(&url, &remote_opts)?;
+    // The first connection also waits for the server to be up.
+    let db = connect_when_up(&url, &remote_opts)?;
     let backend = db.backend().to_string();
-    let mut rtt = Vec::with_capacity(cfg.round_trips);
-    for _ in 0..cfg.round_trips {
-        let t = Instant::now();
-        db.refresh()?;
-        rtt.push(t.elapsed().as_secs_f64() * 1e6);
-    }
     drop(db);
+    let rtt = round_trips(&addr, name, token.as_bytes(), cfg.round_trips)?;
 
     let mut rng = Rng::seed_from_u64(cfg.seed);
     let (mut local, mut remote) = (Vec::new(), Vec::new());

@@ -377,6 +377,17 @@ fn keep_alive(
 
 impl Conn {
     fn call(&mut self, url: &Path, max_frame: u32, req: &Request) -> Result<Response> {
+        let mut body = Vec::new();
+        self.exchange(url, max_frame, req, &mut body)?;
+        match Response::decode(&body) {
+            Ok(Response::Error { code, message }) => Err(server_error(url, code, message)),
+            Ok(r) => Ok(r),
+            Err(e) => Err(self.broken_by(url, e)),
+        }
+    }
+
+    /// Sends `req` and reads the answer's body into `body`.
+    fn exchange(&mut self, url: &Path, max_frame: u32, req: &Request, body: &mut Vec<u8>) -> Result<()> {
         self.last = Instant::now();
         if let Some(why) = &self.broken {
             return Err(Error::io(
@@ -385,23 +396,22 @@ impl Conn {
                 io::Error::new(io::ErrorKind::NotConnected, why.clone()),
             ));
         }
-        let answer = self
+        let sent = self
             .stream
             .write_all(&req.encode())
             .and_then(|_| self.stream.flush())
             .map_err(WireError::Io)
-            .and_then(|_| wire::read_frame(&mut self.stream, max_frame))
-            .and_then(|body| Response::decode(&body));
-        match answer {
-            Ok(Response::Error { code, message }) => Err(server_error(url, code, message)),
-            Ok(r) => Ok(r),
-            Err(e) => {
-                self.broken = Some(format!("an earlier request failed: {e}"));
-                Err(match e {
-                    WireError::Io(e) => Error::io("talk to the server", url, e),
-                    other => remote(url, format!("its answer is not the protocol: {other}")),
-                })
-            }
+            .and_then(|_| wire::read_frame_into(&mut self.stream, max_frame, body));
+        sent.map_err(|e| self.broken_by(url, e))
+    }
+
+    /// The error for a frame that could not be sent, read or decoded; the
+    /// connection is not used again (the stream may be cut inside a frame).
+    fn broken_by(&mut self, url: &Path, e: WireError) -> Error {
+        self.broken = Some(format!("an earlier request failed: {e}"));
+        match e {
+            WireError::Io(e) => Error::io("talk to the server", url, e),
+            other => remote(url, format!("its answer is not the protocol: {other}")),
         }
     }
 }
@@ -493,9 +503,25 @@ impl Source for Remote {
         pages: u64,
         buf: &mut Vec<u8>,
     ) -> Result<Vec<ClusterBlock>> {
-        let (blocks, data) = match self.call(&Request::ReadCluster { from, pages })? {
-            Response::Cluster { blocks, data } => (blocks, data),
-            other => return Err(unexpected(&self.url, "ReadCluster", &other)),
+        // The answer is read into `buf` (the fault path's buffer, kept
+        // between faults) and its images are installed from there: no copy
+        // of them, and no fresh memory, on the client.
+        let (blocks, data) = {
+            let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+            conn.exchange(&self.url, self.max_frame, &Request::ReadCluster { from, pages }, buf)?;
+            match Response::decode_cluster(buf) {
+                Some(Ok(parts)) => parts,
+                Some(Err(e)) => return Err(conn.broken_by(&self.url, e)),
+                None => {
+                    return match Response::decode(buf) {
+                        Ok(Response::Error { code, message }) => {
+                            Err(server_error(&self.url, code, message))
+                        }
+                        Ok(other) => Err(unexpected(&self.url, "ReadCluster", &other)),
+                        Err(e) => Err(conn.broken_by(&self.url, e)),
+                    };
+                }
+            }
         };
         let ps = self.page_size as u64;
         let mut out = Vec::with_capacity(blocks.len());
@@ -513,14 +539,13 @@ impl Source for Remote {
             out.push(ClusterBlock {
                 head: b.head,
                 pages: b.pages,
-                at: b.at as usize,
+                at: data.start + b.at as usize,
                 image: match b.error {
                     None => Ok(()),
                     Some((code, message)) => Err(server_error(&self.url, code, message)),
                 },
             });
         }
-        *buf = data;
         Ok(out)
     }
 

@@ -241,7 +241,11 @@ impl Request {
 impl Response {
     /// The whole frame of this response: length prefix, then body.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Frame::new();
+        let mut w = match self {
+            Response::Cluster { blocks, data } => Frame::with_capacity(64 + 32 * blocks.len() + data.len()),
+            Response::Block(image) => Frame::with_capacity(8 + image.len()),
+            _ => Frame::new(),
+        };
         match self {
             Response::Welcome {
                 version,
@@ -403,26 +407,11 @@ impl Response {
                 f.end(Response::Block(image))?
             }
             CLUSTER => {
-                let mut f = Fields::new("Cluster", rest);
-                let n = f.count("blocks", CLUSTER_ENTRY)?;
-                let mut blocks = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let head = f.u64("head")?;
-                    let pages = f.u32("pages")?;
-                    let at = f.u64("at")?;
-                    let error = match f.u8("status")? {
-                        0 => None,
-                        c => Some((code_of(c)?, f.str("message")?)),
-                    };
-                    blocks.push(WireBlock {
-                        head,
-                        pages,
-                        at,
-                        error,
-                    });
+                let (blocks, data) = cluster_parts(rest)?;
+                Response::Cluster {
+                    blocks,
+                    data: rest[data].to_vec(),
                 }
-                let data = f.bytes("data", usize::MAX)?;
-                f.end(Response::Cluster { blocks, data })?
             }
             CATALOG_OF => {
                 let mut f = Fields::new("Catalog", rest);
@@ -500,6 +489,53 @@ impl Response {
     }
 }
 
+/// A cluster's blocks, and where their images lie in its body.
+pub type ClusterParts = (Vec<WireBlock>, std::ops::Range<usize>);
+
+/// A `Cluster` body's blocks, and where its data lies in the body (after
+/// the kind byte, the caller adds one).
+fn cluster_parts(rest: &[u8]) -> Result<ClusterParts, WireError> {
+    let mut f = Fields::new("Cluster", rest);
+    let n = f.count("blocks", CLUSTER_ENTRY)?;
+    let mut blocks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let head = f.u64("head")?;
+        let pages = f.u32("pages")?;
+        let at = f.u64("at")?;
+        let error = match f.u8("status")? {
+            0 => None,
+            c => Some((code_of(c)?, f.str("message")?)),
+        };
+        blocks.push(WireBlock {
+            head,
+            pages,
+            at,
+            error,
+        });
+    }
+    let len = f.u32("data")? as usize;
+    let start = f.c.pos();
+    f.take("data", len)?;
+    f.end((blocks, start..start + len))
+}
+
+impl Response {
+    /// A `Cluster` body decoded without copying its images: its blocks and
+    /// where the images lie in `body` (so that a client reads the frame
+    /// into the buffer it installs from). `None`: the body is another
+    /// message, for [`Response::decode`].
+    pub fn decode_cluster(
+        body: &[u8],
+    ) -> Option<Result<ClusterParts, WireError>> {
+        match body.split_first() {
+            Some((&CLUSTER, rest)) => Some(
+                cluster_parts(rest).map(|(blocks, data)| (blocks, data.start + 1..data.end + 1)),
+            ),
+            _ => None,
+        }
+    }
+}
+
 fn unknown_kind(side: &str, k: u8) -> WireError {
     WireError::Malformed(format!("{side} kind 0x{k:02x} is unknown"))
 }
@@ -517,6 +553,14 @@ struct Frame(Vec<u8>);
 impl Frame {
     fn new() -> Frame {
         Frame(vec![0; 4])
+    }
+
+    /// A frame with room for `bytes` of body, so that a large answer (a
+    /// cluster's images) is not copied again as its vector grows.
+    fn with_capacity(bytes: usize) -> Frame {
+        let mut v = Vec::with_capacity(4 + bytes);
+        v.extend_from_slice(&[0; 4]);
+        Frame(v)
     }
 
     fn finish(mut self) -> Vec<u8> {

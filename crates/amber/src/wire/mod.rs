@@ -413,11 +413,22 @@ pub fn body_len(prefix: [u8; 4], max: u32) -> Result<usize, WireError> {
 /// Reads one frame from `r` and returns its body (at most `max` bytes, so
 /// that a length prefix cannot make the reader allocate more).
 pub fn read_frame(r: &mut impl Read, max: u32) -> Result<Vec<u8>, WireError> {
+    let mut body = Vec::new();
+    read_frame_into(r, max, &mut body)?;
+    Ok(body)
+}
+
+/// [`read_frame`] into `body`, whose memory is reused: a client reading
+/// clusters of images into the buffer it keeps between faults touches no
+/// fresh memory for each.
+pub fn read_frame_into(r: &mut impl Read, max: u32, body: &mut Vec<u8>) -> Result<(), WireError> {
     let mut prefix = [0u8; 4];
     r.read_exact(&mut prefix)?;
-    let mut body = vec![0u8; body_len(prefix, max)?];
-    r.read_exact(&mut body)?;
-    Ok(body)
+    let n = body_len(prefix, max)?;
+    body.clear();
+    body.resize(n, 0);
+    r.read_exact(body)?;
+    Ok(())
 }
 
 /// The version a `Hello` body announces, read before the rest of it: the

@@ -304,3 +304,22 @@ fn error_codes_have_one_byte_and_words_each() {
     assert_eq!(ErrorCode::from_u8(0), None);
     assert_eq!(ErrorCode::from_u8(ErrorCode::ALL.len() as u8 + 1), None);
 }
+
+proptest! {
+    /// The client's copy-free decoding of a cluster finds what the full
+    /// decoding finds, and no other message passes for a cluster.
+    #[test]
+    fn a_cluster_decodes_in_place_as_it_decodes_whole(r in response()) {
+        let frame = r.encode();
+        let body = body(&frame);
+        match (&r, Response::decode_cluster(body)) {
+            (Response::Cluster { blocks, data }, Some(Ok((b, range)))) => {
+                prop_assert_eq!(&b, blocks);
+                prop_assert_eq!(&body[range], &data[..]);
+            }
+            (Response::Cluster { .. }, other) => prop_assert!(false, "{other:?}"),
+            (_, None) => {}
+            (_, Some(other)) => prop_assert!(false, "not a cluster, decoded as one: {other:?}"),
+        }
+    }
+}
