@@ -11,7 +11,7 @@
 //!   against the minimum, and the first write to a clean page, per backend;
 //! - [`readers`]: a read-only handle's hot traversal and refresh beside a
 //!   writer process;
-//! - [`serve`]: a fetch cluster read through the storage server on
+//! - [`serve_blocking`]: a fetch cluster read through the storage server on
 //!   loopback against the store read directly;
 //! - [`server`]: OO1 through `amber serve` against the same database opened
 //!   locally;
@@ -36,7 +36,7 @@ pub mod oo7;
 pub mod procfs;
 pub mod readers;
 pub mod rng;
-pub mod serve;
+pub mod serve_blocking;
 pub mod server;
 pub mod storage;
 pub mod sys;

@@ -9,7 +9,7 @@ mod olsim;
 mod oo1;
 mod oo7;
 mod readers;
-mod serve;
+mod serve_blocking;
 mod server;
 
 use crate::error::CliError;
@@ -67,7 +67,7 @@ pub const BENCHES: &[(&str, &str)] = &[
         "OO1 traversals through `amber serve` against the same database opened locally: hot and cold ratios, a round trip, server CPU per block and memory",
     ),
     (
-        "serve",
+        "serve-blocking",
         "a fetch cluster read through the storage server on loopback (blocking pool and block_in_place) against the store read directly",
     ),
     (
@@ -440,7 +440,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         Some("oo7") => return oo7::run(args, out),
         Some("readers") => return readers::run(args, out),
         Some("server") => return server::run(args, out),
-        Some("serve") => return serve::run(args, out),
+        Some("serve-blocking") => return serve_blocking::run(args, out),
         Some("olsim") => olsim::run(args, out)?,
         Some("hot") => {
             let a: HotArgs = parse("hot", args)?;

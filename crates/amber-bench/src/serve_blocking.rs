@@ -1,4 +1,4 @@
-//! `amber bench serve`: a fetch cluster read through the storage server
+//! `amber bench serve-blocking`: a fetch cluster read through the storage server
 //! (`amber-server`) on loopback, against the same cluster read from the
 //! store directly, with the server's two ways of running blocking store
 //! calls (tokio's blocking pool, `block_in_place`).
@@ -261,7 +261,7 @@ pub fn run(cfg: &ServeConfig) -> Result<ServeReport, BenchError> {
     let [pool_us, in_place_us] = [summarize(&served[0]), summarize(&served[1])];
     let direct_us = summarize(&direct);
     Ok(ServeReport {
-        benchmark: "serve",
+        benchmark: "serve-blocking",
         blocks: cfg.blocks,
         cluster_pages: cluster,
         cluster_bytes: bytes,

@@ -1,4 +1,4 @@
-//! `amber bench serve`: a fetch cluster through the storage server.
+//! `amber bench serve-blocking`: a fetch cluster through the storage server.
 
 use super::{check_json_target, parse, write_json};
 use crate::error::CliError;
@@ -6,10 +6,10 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Options of `amber bench serve`.
+/// Options of `amber bench serve-blocking`.
 #[derive(Debug, Parser)]
 #[command(
-    name = "amber bench serve",
+    name = "amber bench serve-blocking",
     about = "A fetch cluster read through the storage server on loopback (blocking pool and block_in_place) against the store read directly"
 )]
 struct ServeArgs {
@@ -36,14 +36,14 @@ struct ServeArgs {
 pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
     let a: ServeArgs = parse("serve", args)?;
     check_json_target(a.json.as_deref())?;
-    let r = amber_bench::serve::run(&amber_bench::serve::ServeConfig {
+    let r = amber_bench::serve_blocking::run(&amber_bench::serve_blocking::ServeConfig {
         blocks: a.blocks,
         cluster_pages: a.cluster_pages,
         requests: a.requests,
         rounds: a.rounds,
         dir: a.dir,
     })?;
-    out.push_str(&amber_bench::serve::render(&r));
+    out.push_str(&amber_bench::serve_blocking::render(&r));
     write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
     Ok(ExitCode::SUCCESS)
 }
