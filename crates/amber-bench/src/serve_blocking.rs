@@ -50,7 +50,7 @@ pub struct ServeConfig {
 /// What was measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct ServeReport {
-    /// `"serve"`.
+    /// `"serve-blocking"`.
     pub benchmark: &'static str,
     /// One-page blocks in the database.
     pub blocks: u64,
