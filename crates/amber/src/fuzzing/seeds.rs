@@ -115,7 +115,7 @@ pub fn cached<C: Content>() -> &'static [Bundle] {
 }
 
 /// Seeds of each decoder target, cut from the seed databases, by target
-/// name (as [`super::TARGETS`] names them).
+/// name (as `DECODER_TARGETS` names them).
 pub fn decoder_seeds(dbs: &[Bundle]) -> Vec<(&'static str, Vec<u8>)> {
     let mut out = Vec::new();
     for b in dbs {

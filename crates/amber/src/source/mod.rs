@@ -6,7 +6,7 @@
 //! committed state, so the same pointers, faults and swizzling run over
 //! either implementation:
 //!
-//! - [`Store`] itself (`local.rs`): the page file and its log, in this
+//! - [`Store`](crate::store::Store) itself (`local.rs`): the page file and its log, in this
 //!   process;
 //! - [`remote::Remote`]: a storage server (`amber serve`) over TCP, the
 //!   pages shipped whole as ESM and ObjectStore ship them (`papers/002_*`

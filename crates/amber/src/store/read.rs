@@ -14,7 +14,7 @@ use crate::format::page;
 use crate::io::IoFile;
 use std::path::Path;
 
-/// One block of a fetch cluster read by [`Store::read_cluster`].
+/// One block of a fetch cluster read by `Store::read_cluster`.
 #[derive(Debug)]
 pub struct ClusterBlock {
     /// Its first page.
