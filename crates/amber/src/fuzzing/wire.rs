@@ -5,8 +5,8 @@
 //! and the client cannot read one frame two ways).
 
 use crate::wire::{
-    Change, DEFAULT_MAX_FRAME, ErrorCode, Request, Response, VERSION, WireBlock, body_len,
-    hello_version,
+    Change, DEFAULT_MAX_FRAME, ErrorCode, Request, Response, VERSION, WireBlock, WireRecord,
+    body_len, hello_version,
 };
 
 /// The target: `data` is a frame body (and its first four bytes, a length
@@ -18,8 +18,19 @@ pub fn wire_decode(data: &[u8]) {
             assert_eq!(hello_version(data), Some(version));
         }
     }
-    if let Ok(r) = Response::decode(data) {
+    let whole = Response::decode(data);
+    if let Ok(r) = &whole {
         assert_eq!(&r.encode()[4..], data, "{r:?} re-encodes otherwise");
+    }
+    // The client's in-place decoding of a cluster agrees with the whole.
+    match (Response::decode_cluster(data), &whole) {
+        (None, _) => assert!(!matches!(whole, Ok(Response::Cluster { .. }))),
+        (Some(Ok((blocks, range))), Ok(Response::Cluster { blocks: b, data: d })) => {
+            assert_eq!(&blocks, b);
+            assert_eq!(&data[range], &d[..]);
+        }
+        (Some(Err(_)), Err(_)) => {}
+        (Some(other), whole) => panic!("in place {other:?}, whole {whole:?}"),
     }
     if let Some(&prefix) = data.first_chunk::<4>()
         && let Ok(n) = body_len(prefix, DEFAULT_MAX_FRAME)
@@ -43,6 +54,24 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
         Request::Refresh,
         Request::Stats,
         Request::Bye,
+        Request::Begin,
+        Request::Alloc { pages: 2, kind: 1 },
+        Request::DefineType { desc: vec![1, 2] },
+        Request::Commit {
+            records: vec![
+                WireRecord::Range {
+                    addr: 4096 + 64,
+                    data: vec![7; 5],
+                },
+                WireRecord::Page {
+                    page: 5,
+                    image: vec![0; 16],
+                },
+            ],
+            frees: vec![9],
+            roots: vec![("top".into(), 4096 + 64, 1)],
+        },
+        Request::Abort,
     ];
     let responses = [
         Response::Welcome {
@@ -99,6 +128,29 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             blocks: 9,
             logged_pages: 1,
         },
+        Response::Begun {
+            page_count: 40,
+            change: Change::Unchanged,
+        },
+        Response::Allocated { head: 41 },
+        Response::TypeDefined { id: 2 },
+        Response::Committed {
+            lsn: 900,
+            page_count: 42,
+            change: Change::Pages {
+                lsn: 900,
+                pages: vec![5, 41],
+            },
+        },
+        Response::Conflict {
+            page_count: 42,
+            change: Change::Pages {
+                lsn: 950,
+                pages: vec![5],
+            },
+            message: "page 5, changed by the commit at LSN 950".into(),
+        },
+        Response::Aborted,
     ];
     (requests.iter().map(Request::encode))
         .chain(responses.iter().map(Response::encode))
