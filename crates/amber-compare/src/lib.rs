@@ -5,7 +5,7 @@
 //! - [`snapshot`]: the same structs serialised whole with serde + postcard;
 //! - [`sqlite`]: SQLite through rusqlite, WAL, `synchronous = FULL`;
 //!   normalised (a parts table and a connections table);
-//! - [`lmdb`]: LMDB through heed, fixed-size records read in place,
+//! - [`lmdb`]: LMDB through lmdb-rkv, fixed-size records read in place,
 //!   normalised (parts, outgoing and incoming connections apart);
 //! - [`lmdb_inline`]: LMDB with one record per part holding its connections;
 //! - [`redb`]: redb tables keyed by id, normalised as `lmdb`;

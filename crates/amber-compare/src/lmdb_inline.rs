@@ -1,4 +1,4 @@
-//! `lmdb-inline`: LMDB through heed, one database `graph` mapping a part's
+//! `lmdb-inline`: LMDB through lmdb-rkv, one database `graph` mapping a part's
 //! big-endian id to its [inline record](crate::inline) — the part with its
 //! outgoing and incoming connections — read in place from the memory map. A
 //! traversal step is one B-tree lookup, where the normalised [`crate::lmdb`]
@@ -14,14 +14,12 @@ use amber_bench::oo1::{
     Answer, Engine, EngineError, EngineFactory, EngineInfo, EngineOptions, GeneratedDb, NewPart,
     Op, PartId, ResultExt, TRAVERSAL_DEPTH, Tally, UpdatePlan,
 };
-use heed::byteorder::BigEndian;
-use heed::types::{Bytes, U32};
-use heed::{CommitOrAbort, Database, Env, PutFlags, RoTxn, RwTxn};
+use lmdb_rkv::{
+    Database, DatabaseFlags, Environment, RoTransaction, RwTransaction, Transaction, WriteFlags,
+};
 
 use crate::inline::{self, InlineRef};
-use crate::lmdb::{DURABILITY, INSTALL, open_env};
-
-type Db = Database<'static, U32<BigEndian>, Bytes>;
+use crate::lmdb::{DURABILITY, INSTALL, get, key, open_db, open_env};
 
 const NAME: &str = "graph";
 
@@ -29,45 +27,9 @@ const NAME: &str = "graph";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LmdbInlineFactory;
 
-fn create_graph(env: &Env) -> Result<Db, EngineError> {
-    let wtxn = env.write_txn().ctx("beginning a write transaction")?;
-    let committed = env
-        .create_databases_and_commit(wtxn, |opener, wtxn| -> Result<_, heed::Error> {
-            let db = opener
-                .database_options()
-                .types::<U32<BigEndian>, Bytes>()
-                .name(NAME)
-                .create(wtxn)?;
-            Ok(CommitOrAbort::<_, ()>::Commit(db))
-        })
-        .ctx("creating the graph database")?;
-    committed
-        .commit()
-        .ok_or_else(|| EngineError::corrupt("creating the LMDB graph database was aborted"))
-}
-
-fn open_graph(env: &Env) -> Result<Db, EngineError> {
-    let rtxn = env.read_txn().ctx("beginning a read transaction")?;
-    let committed = env
-        .open_databases_and_commit(rtxn, |opener, rtxn| -> Result<_, heed::Error> {
-            let db = opener
-                .database_options()
-                .types::<U32<BigEndian>, Bytes>()
-                .name(NAME)
-                .open(rtxn)?;
-            Ok(CommitOrAbort::<_, ()>::Commit(db))
-        })
-        .ctx("opening the graph database")?;
-    committed
-        .commit()
-        .flatten()
-        .ok_or_else(|| EngineError::corrupt("the LMDB environment lacks the graph database"))
-}
-
 /// The record of `id`, in the transaction's view.
-fn record<'t>(db: &Db, txn: &'t RoTxn<'_>, id: PartId) -> Result<InlineRef<'t>, EngineError> {
-    let bytes = db
-        .get(txn, &id)
+fn record(txn: &impl Transaction, db: Database, id: PartId) -> Result<InlineRef<'_>, EngineError> {
+    let bytes = get(txn, db, &key(id))
         .ctx("reading a part")?
         .ok_or(EngineError::MissingPart { id })?;
     InlineRef::new(id, bytes)
@@ -76,8 +38,8 @@ fn record<'t>(db: &Db, txn: &'t RoTxn<'_>, id: PartId) -> Result<InlineRef<'t>, 
 /// Writes the new parts, then adds each connection to its target's incoming
 /// list, in `wtxn`.
 fn put_parts(
-    db: &Db,
-    wtxn: &mut RwTxn<'_>,
+    db: Database,
+    wtxn: &mut RwTransaction<'_>,
     parts: &[NewPart],
     tally: &mut Tally,
 ) -> Result<(), EngineError> {
@@ -86,21 +48,20 @@ fn put_parts(
         let p = &np.part;
         inline::new_record(&mut buf, np);
         // NO_OVERWRITE: inserting an id that exists is an error, not an update.
-        db.put_with_flags(wtxn, PutFlags::NO_OVERWRITE, &p.id, &buf)
+        wtxn.put(db, &key(p.id), &buf, WriteFlags::NO_OVERWRITE)
             .ctx(&format!("inserting part {}", p.id))?;
         tally.visit(p.id, p.x, p.y, &p.kind);
         tally.changed();
     }
     for c in parts.iter().flat_map(|np| &np.connections) {
-        let bytes = db
-            .get(wtxn, &c.to)
+        let bytes = get(wtxn, db, &key(c.to))
             .ctx("reading a part")?
             .ok_or(EngineError::MissingPart { id: c.to })?;
         InlineRef::new(c.to, bytes)?;
         buf.clear();
         buf.extend_from_slice(bytes);
         inline::push_incoming(&mut buf, c.from);
-        db.put(wtxn, &c.to, &buf)
+        wtxn.put(db, &key(c.to), &buf, WriteFlags::empty())
             .ctx("writing an incoming connection")?;
     }
     Ok(())
@@ -110,7 +71,7 @@ impl EngineFactory for LmdbInlineFactory {
     fn info(&self) -> EngineInfo {
         EngineInfo {
             name: "lmdb-inline",
-            summary: "LMDB via heed: one database keyed by big-endian id, a part's record holding its fields, its 3 outgoing connections and the ids of the parts connecting to it, read in place (zero-copy); durable commits",
+            summary: "LMDB via lmdb-rkv: one database keyed by big-endian id, a part's record holding its fields, its 3 outgoing connections and the ids of the parts connecting to it, read in place (zero-copy); durable commits",
             schema: "inline: one record per part with its outgoing and incoming connections, keyed by id; a traversal step is one B-tree lookup",
             durability: DURABILITY,
             install: INSTALL,
@@ -125,44 +86,44 @@ impl EngineFactory for LmdbInlineFactory {
         _options: &EngineOptions,
     ) -> Result<(), EngineError> {
         let env = open_env(dir)?;
-        let graph = create_graph(&env)?;
-        let mut wtxn = env.write_txn().ctx("beginning the load")?;
+        let graph = env
+            .create_db(Some(NAME), DatabaseFlags::empty())
+            .ctx("creating the graph database")?;
+        let mut wtxn = env.begin_rw_txn().ctx("beginning the load")?;
         inline::for_each_record(db, |id, record| {
             // Ids come in increasing order: APPEND writes each at the end of
             // the tree without a search.
-            graph
-                .put_with_flags(&mut wtxn, PutFlags::APPEND, &id, record)
+            wtxn.put(graph, &key(id), &record, WriteFlags::APPEND)
                 .ctx(&format!("loading part {id}"))
         })?;
         wtxn.commit().ctx("committing the load")?;
-        env.prepare_for_closing().wait();
         Ok(())
     }
 
     fn open(&self, dir: &Path, _options: &EngineOptions) -> Result<Box<dyn Engine>, EngineError> {
         let env = open_env(dir)?;
-        let graph = open_graph(&env)?;
+        let graph = open_db(&env, NAME)?;
         Ok(Box::new(LmdbInline { env, graph }))
     }
 }
 
 /// An open `lmdb-inline` database.
 pub struct LmdbInline {
-    env: Env,
-    graph: Db,
+    env: Environment,
+    graph: Database,
 }
 
 /// Visits `id` and, below depth 7, walks along its outgoing connections (or
 /// its incoming ones when `reverse`), reading each record in place.
 fn walk(
-    db: &Db,
-    txn: &RoTxn<'_>,
+    db: Database,
+    txn: &RoTransaction<'_>,
     id: PartId,
     depth: u32,
     reverse: bool,
     tally: &mut Tally,
 ) -> Result<(), EngineError> {
-    let r = record(db, txn, id)?;
+    let r = record(txn, db, id)?;
     let p = r.part();
     tally.visit(id, p.x(), p.y(), p.kind());
     if depth == TRAVERSAL_DEPTH {
@@ -183,16 +144,15 @@ fn walk(
 /// The update traversal: a part to increment is copied into `buf`, changed
 /// and written back whole.
 fn walk_update(
-    db: &Db,
-    wtxn: &mut RwTxn<'_>,
+    db: Database,
+    wtxn: &mut RwTransaction<'_>,
     id: PartId,
     depth: u32,
     plan: &UpdatePlan,
     step: &mut (usize, Vec<u8>),
     tally: &mut Tally,
 ) -> Result<(), EngineError> {
-    let bytes = db
-        .get(wtxn, &id)
+    let bytes = get(wtxn, db, &key(id))
         .ctx("reading a part")?
         .ok_or(EngineError::MissingPart { id })?;
     let r = InlineRef::new(id, bytes)?;
@@ -204,7 +164,8 @@ fn walk_update(
         buf.clear();
         buf.extend_from_slice(bytes);
         inline::increment(id, buf)?;
-        db.put(wtxn, &id, buf).ctx("writing a part")?;
+        wtxn.put(db, &key(id), buf, WriteFlags::empty())
+            .ctx("writing a part")?;
         tally.changed();
     }
     *visit += 1;
@@ -219,9 +180,12 @@ fn walk_update(
 impl Engine for LmdbInline {
     fn lookup(&mut self, ids: &[PartId]) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Lookup);
-        let rtxn = self.env.read_txn().ctx("beginning a read transaction")?;
+        let rtxn = self
+            .env
+            .begin_ro_txn()
+            .ctx("beginning a read transaction")?;
         for &id in ids {
-            let p = record(&self.graph, &rtxn, id)?.part();
+            let p = record(&rtxn, self.graph, id)?.part();
             tally.visit(id, p.x(), p.y(), p.kind());
         }
         Ok(tally.finish())
@@ -229,38 +193,43 @@ impl Engine for LmdbInline {
 
     fn traverse(&mut self, root: PartId) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Traversal);
-        let rtxn = self.env.read_txn().ctx("beginning a read transaction")?;
-        walk(&self.graph, &rtxn, root, 0, false, &mut tally)?;
+        let rtxn = self
+            .env
+            .begin_ro_txn()
+            .ctx("beginning a read transaction")?;
+        walk(self.graph, &rtxn, root, 0, false, &mut tally)?;
         Ok(tally.finish())
     }
 
     fn reverse(&mut self, root: PartId) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Reverse);
-        let rtxn = self.env.read_txn().ctx("beginning a read transaction")?;
-        walk(&self.graph, &rtxn, root, 0, true, &mut tally)?;
+        let rtxn = self
+            .env
+            .begin_ro_txn()
+            .ctx("beginning a read transaction")?;
+        walk(self.graph, &rtxn, root, 0, true, &mut tally)?;
         Ok(tally.finish())
     }
 
     fn insert(&mut self, parts: &[NewPart]) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Insert);
-        let mut wtxn = self.env.write_txn().ctx("beginning the insert")?;
-        put_parts(&self.graph, &mut wtxn, parts, &mut tally)?;
+        let mut wtxn = self.env.begin_rw_txn().ctx("beginning the insert")?;
+        put_parts(self.graph, &mut wtxn, parts, &mut tally)?;
         wtxn.commit().ctx("committing the insert")?;
         Ok(tally.finish())
     }
 
     fn update(&mut self, root: PartId, plan: &UpdatePlan) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Update);
-        let mut wtxn = self.env.write_txn().ctx("beginning the update")?;
+        let mut wtxn = self.env.begin_rw_txn().ctx("beginning the update")?;
         let mut step = (0, Vec::new());
-        walk_update(&self.graph, &mut wtxn, root, 0, plan, &mut step, &mut tally)?;
+        walk_update(self.graph, &mut wtxn, root, 0, plan, &mut step, &mut tally)?;
         wtxn.commit().ctx("committing the update")?;
         Ok(tally.finish())
     }
 
     fn close(self: Box<Self>) -> Result<(), EngineError> {
-        let LmdbInline { env, graph: _ } = *self;
-        env.prepare_for_closing().wait();
+        // Dropping the environment closes it (`mdb_env_close`).
         Ok(())
     }
 }

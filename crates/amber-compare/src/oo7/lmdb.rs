@@ -1,24 +1,24 @@
-//! `lmdb` and `lmdb-inline`: OO7 in LMDB databases (through heed) keyed by
+//! `lmdb` and `lmdb-inline`: OO7 in LMDB databases (through lmdb-rkv) keyed by
 //! id, in [`super::kv`]'s normalised or inline layout; OO1's environment
 //! ([`crate::lmdb::open_env_with`]: default flags, checked, so every commit
 //! syncs).
 
-use std::ops::Bound;
 use std::path::Path;
 
 use amber_bench::oo7::engine::{Answer, EngineError, EngineInfo, EngineOptions, ResultExt};
 use amber_bench::oo7::{Oo7Db, Oo7Engine, Oo7Factory};
-use heed::types::Bytes;
-use heed::{CommitOrAbort, Database, Env, RoTxn, RwTxn};
+use lmdb_rkv::{
+    Cursor, Database, DatabaseFlags, Environment, RoTransaction, RwTransaction, Transaction,
+    WriteFlags,
+};
 
 use super::inline::Inline;
 use super::kv::{KvEngine, KvRead, KvStore, KvWrite, Layout, T, Visit};
 use super::normalised::Normalised;
-use crate::lmdb::{DURABILITY, INSTALL, open_env_with};
+use crate::lmdb::{DURABILITY, INSTALL, open_db, open_env_with};
 
-type Db = Database<'static, Bytes, Bytes>;
 /// The databases, in [`T::ALL`]'s order: those of the layout's tables.
-type Dbs = [Option<Db>; T::ALL.len()];
+type Dbs = [Option<Database>; T::ALL.len()];
 
 /// An LMDB engine: a name and a layout.
 #[derive(Clone, Copy)]
@@ -32,60 +32,35 @@ impl LmdbFactory {
     /// `lmdb`: the normalised layout.
     pub const NORMALISED: LmdbFactory = LmdbFactory {
         name: "lmdb",
-        summary: "LMDB via heed: a database per class keyed by id and secondary-index databases; default (synced) commits",
+        summary: "LMDB via lmdb-rkv: a database per class keyed by id and secondary-index databases; default (synced) commits",
         layout: &Normalised,
     };
     /// `lmdb-inline`: the inline layout.
     pub const INLINE: LmdbFactory = LmdbFactory {
         name: "lmdb-inline",
-        summary: "LMDB via heed: a database per class keyed by id, each record holding its relationships (connections, bags, sub-assemblies, parts, users); date and title index databases; default (synced) commits",
+        summary: "LMDB via lmdb-rkv: a database per class keyed by id, each record holding its relationships (connections, bags, sub-assemblies, parts, users); date and title index databases; default (synced) commits",
         layout: &Inline,
     };
 }
 
-fn create_dbs(env: &Env, tables: &[T]) -> Result<Dbs, EngineError> {
-    let wtxn = env.write_txn().ctx("beginning a write transaction")?;
-    let committed = env
-        .create_databases_and_commit(wtxn, |opener, wtxn| -> Result<_, heed::Error> {
-            let mut dbs = [None; T::ALL.len()];
-            for (slot, t) in dbs.iter_mut().zip(T::ALL) {
-                if tables.contains(&t) {
-                    *slot = Some(opener.create_database::<Bytes, Bytes>(wtxn, Some(t.name()))?);
-                }
-            }
-            Ok(CommitOrAbort::<_, ()>::Commit(dbs))
-        })
-        .ctx("creating the databases")?;
-    committed
-        .commit()
-        .ok_or_else(|| EngineError::corrupt("creating the LMDB databases was aborted"))
+fn create_dbs(env: &Environment, tables: &[T]) -> Result<Dbs, EngineError> {
+    let mut dbs = [None; T::ALL.len()];
+    for (slot, t) in dbs.iter_mut().zip(T::ALL) {
+        if tables.contains(&t) {
+            *slot = Some(
+                env.create_db(Some(t.name()), DatabaseFlags::empty())
+                    .ctx("creating the databases")?,
+            );
+        }
+    }
+    Ok(dbs)
 }
 
-fn open_dbs(env: &Env, tables: &[T]) -> Result<Dbs, EngineError> {
-    let rtxn = env.read_txn().ctx("beginning a read transaction")?;
-    let committed = env
-        .open_databases_and_commit(rtxn, |opener, rtxn| -> Result<_, heed::Error> {
-            let mut dbs = [None; T::ALL.len()];
-            for (slot, t) in dbs.iter_mut().zip(T::ALL) {
-                if tables.contains(&t) {
-                    *slot = Some(opener.open_database::<Bytes, Bytes>(rtxn, Some(t.name()))?);
-                }
-            }
-            Ok(CommitOrAbort::<_, ()>::Commit(dbs))
-        })
-        .ctx("opening the databases")?;
-    let opened = committed
-        .commit()
-        .ok_or_else(|| EngineError::corrupt("opening the LMDB databases was aborted"))?;
-    let mut dbs: Dbs = [None; T::ALL.len()];
-    for ((slot, db), t) in dbs.iter_mut().zip(opened).zip(T::ALL) {
-        if let Some(db) = db {
-            *slot = Some(db.ok_or_else(|| {
-                EngineError::corrupt(format!(
-                    "the LMDB environment lacks the {} database",
-                    t.name()
-                ))
-            })?);
+fn open_dbs(env: &Environment, tables: &[T]) -> Result<Dbs, EngineError> {
+    let mut dbs = [None; T::ALL.len()];
+    for (slot, t) in dbs.iter_mut().zip(T::ALL) {
+        if tables.contains(&t) {
+            *slot = Some(open_db(env, t.name())?);
         }
     }
     Ok(dbs)
@@ -132,42 +107,49 @@ impl Oo7Factory for LmdbFactory {
 
 /// An open LMDB OO7 environment.
 pub struct Lmdb {
-    env: Env,
+    env: Environment,
     dbs: Dbs,
 }
 
-fn db(dbs: &Dbs, t: T) -> Result<&Db, EngineError> {
+fn db(dbs: &Dbs, t: T) -> Result<Database, EngineError> {
     T::ALL
         .iter()
         .position(|&x| x == t)
-        .and_then(|i| dbs[i].as_ref())
+        .and_then(|i| dbs[i])
         .ok_or_else(|| EngineError::corrupt(format!("no {} database in this layout", t.name())))
 }
 
-fn get(dbs: &Dbs, txn: &RoTxn, t: T, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
-    Ok(db(dbs, t)?
-        .get(txn, key)
+fn get(
+    dbs: &Dbs,
+    txn: &impl Transaction,
+    t: T,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>, EngineError> {
+    Ok(crate::lmdb::get(txn, db(dbs, t)?, key)
         .ctx("reading a database")?
         .map(<[u8]>::to_vec))
 }
 
 fn scan(
     dbs: &Dbs,
-    txn: &RoTxn,
+    txn: &impl Transaction,
     t: T,
     lo: &[u8],
     hi: &[u8],
     f: &mut Visit<'_>,
 ) -> Result<(), EngineError> {
+    let mut cursor = txn.open_ro_cursor(db(dbs, t)?).ctx("scanning a database")?;
     // LMDB refuses an empty key, even as a bound.
-    let start = if lo.is_empty() {
-        Bound::Unbounded
+    let entries = if lo.is_empty() {
+        cursor.iter_start()
     } else {
-        Bound::Included(lo)
+        cursor.iter_from(lo)
     };
-    let range = (start, Bound::Excluded(hi));
-    for e in db(dbs, t)?.range(txn, &range).ctx("scanning a database")? {
+    for e in entries {
         let (k, v) = e.ctx("reading a database")?;
+        if k >= hi {
+            break;
+        }
         f(k, v)?;
     }
     Ok(())
@@ -175,7 +157,7 @@ fn scan(
 
 struct Reader<'a> {
     dbs: &'a Dbs,
-    txn: &'a RoTxn<'a>,
+    txn: &'a RoTransaction<'a>,
 }
 
 impl KvRead for Reader<'_> {
@@ -189,7 +171,7 @@ impl KvRead for Reader<'_> {
 
 struct Writer<'a, 'e> {
     dbs: &'a Dbs,
-    txn: &'a mut RwTxn<'e>,
+    txn: &'a mut RwTransaction<'e>,
 }
 
 impl KvRead for Writer<'_, '_> {
@@ -203,15 +185,18 @@ impl KvRead for Writer<'_, '_> {
 
 impl KvWrite for Writer<'_, '_> {
     fn put(&mut self, t: T, key: &[u8], value: &[u8]) -> Result<(), EngineError> {
-        db(self.dbs, t)?
-            .put(self.txn, key, value)
+        let db = db(self.dbs, t)?;
+        self.txn
+            .put(db, &key, &value, WriteFlags::empty())
             .ctx("writing a database")
     }
     fn del(&mut self, t: T, key: &[u8]) -> Result<(), EngineError> {
-        db(self.dbs, t)?
-            .delete(self.txn, key)
-            .ctx("writing a database")?;
-        Ok(())
+        let db = db(self.dbs, t)?;
+        match self.txn.del(db, &key, None) {
+            // Deleting a key that is not there is not an error.
+            Err(lmdb_rkv::Error::NotFound) => Ok(()),
+            deleted => deleted.ctx("writing a database"),
+        }
     }
 }
 
@@ -220,7 +205,7 @@ impl KvStore for Lmdb {
         &self,
         f: &mut dyn FnMut(&dyn KvRead) -> Result<Answer, EngineError>,
     ) -> Result<Answer, EngineError> {
-        let rtxn = self.env.read_txn().ctx("beginning a read")?;
+        let rtxn = self.env.begin_ro_txn().ctx("beginning a read")?;
         f(&Reader {
             dbs: &self.dbs,
             txn: &rtxn,
@@ -231,7 +216,7 @@ impl KvStore for Lmdb {
         &mut self,
         f: &mut dyn FnMut(&mut dyn KvWrite) -> Result<Answer, EngineError>,
     ) -> Result<Answer, EngineError> {
-        let mut wtxn = self.env.write_txn().ctx("beginning a write")?;
+        let mut wtxn = self.env.begin_rw_txn().ctx("beginning a write")?;
         let answer = f(&mut Writer {
             dbs: &self.dbs,
             txn: &mut wtxn,
