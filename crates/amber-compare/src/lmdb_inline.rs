@@ -6,7 +6,7 @@
 //!
 //! An update rewrites the record of each part it increments; an insert writes
 //! the new parts' records, then rewrites the record of every target to add
-//! the incoming connection. Durability as [`crate::lmdb`] (checked at open).
+//! the incoming connection. Durability as [`crate::lmdb`] (its flags).
 
 use std::path::Path;
 
