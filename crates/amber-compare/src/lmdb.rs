@@ -92,7 +92,7 @@ pub(crate) fn open_db(env: &Environment, name: &str) -> Result<Database, EngineE
         Err(lmdb_rkv::Error::NotFound) => Err(EngineError::corrupt(format!(
             "the LMDB environment lacks the {name} database"
         ))),
-        opened => opened.ctx("opening the databases"),
+        opened => opened.ctx(&format!("opening the {name} database")),
     }
 }
 
