@@ -170,6 +170,11 @@ enum Command {
         /// The time a new connection has to authenticate.
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         hello_timeout: f64,
+        /// Serve without opening the databases for writing: clients only
+        /// read, and another program may write a database beside the
+        /// server.
+        #[arg(long)]
+        read_only: bool,
     },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
@@ -222,6 +227,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             max_connections,
             idle_timeout,
             hello_timeout,
+            read_only,
         } => serve::serve(serve::Args {
             databases,
             listen,
@@ -232,6 +238,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             max_connections,
             idle_timeout,
             hello_timeout,
+            read_only,
         }),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }

@@ -85,7 +85,8 @@ impl Drop for Running {
     }
 }
 
-/// Options serving `databases` on a free loopback port, with [`TOKEN`].
+/// Options serving `databases` read-only (a writer may run beside) on a
+/// free loopback port, with [`TOKEN`].
 pub fn options(databases: &[(&str, &Path)]) -> ServeOptions {
     ServeOptions {
         listen: "127.0.0.1:0".parse().expect("an address"),
@@ -94,7 +95,16 @@ pub fn options(databases: &[(&str, &Path)]) -> ServeOptions {
             .map(|(n, p)| (n.to_string(), p.to_path_buf()))
             .collect(),
         token: Some(TOKEN.to_vec()),
+        read_only: true,
         ..ServeOptions::default()
+    }
+}
+
+/// Options serving `databases` for writing through the server.
+pub fn writing(databases: &[(&str, &Path)]) -> ServeOptions {
+    ServeOptions {
+        read_only: false,
+        ..options(databases)
     }
 }
 
