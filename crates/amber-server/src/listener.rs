@@ -96,6 +96,14 @@ impl Server {
             .unwrap_or(self.shared.opts.listen)
     }
 
+    /// The writer of database `name`, unless it is served read-only (for
+    /// numbers such as its log syncs). A handle kept past shutdown keeps
+    /// the writer from being closed (it is then dropped unclosed: the next
+    /// open recovers from the log).
+    pub fn writer(&self, name: &str) -> Option<Arc<Writer>> {
+        self.shared.writers.get(name).cloned()
+    }
+
     /// Accepts and serves connections until `shutdown` completes, then
     /// stops accepting and returns once every session has closed.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
