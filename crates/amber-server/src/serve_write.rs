@@ -19,6 +19,7 @@ use crate::serve_read::{Served, code_of};
 use crate::validator::{Conflict, Pages, ROOT_PAGE, Validator};
 use amber::Error;
 use amber::internals::format::page::BlockKind;
+use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
 use amber::internals::wire::{ErrorCode, Response, WireRecord};
 use std::collections::HashSet;
@@ -164,12 +165,21 @@ impl Served {
     }
 
     /// `DefineType`: the id of an identical stored descriptor, or of one
-    /// stored now by a commit of its own.
+    /// stored now by a commit of its own. A descriptor that does not
+    /// decode is refused.
     pub(crate) fn define_type(&mut self, desc: &[u8]) -> Response {
         let writer = match self.writer() {
             Ok(w) => w,
             Err(r) => return r,
         };
+        // Every client that opens the database decodes the catalog: what
+        // does not decode would break them all.
+        if let Err(why) = StoredType::decode(desc) {
+            return refuse(
+                ErrorCode::Invalid,
+                format!("not a type descriptor: {why}"),
+            );
+        }
         let _one_at_a_time = writer.types.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((id, _)) = (writer.store.types().into_iter()).find(|(_, d)| d == desc) {
             return Response::TypeDefined { id };

@@ -11,6 +11,7 @@ mod common;
 use amber::StoreOptions;
 use amber::internals::format::page::BlockKind;
 use amber::internals::io::real::RealVfs;
+use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
 use amber::internals::wire::{Change, ErrorCode, Request, Response, WireRecord};
 use common::{Client, error_of, start, writing};
@@ -128,7 +129,8 @@ fn a_commit_is_seen_after_begin_and_not_before() {
     }
     assert_eq!(at(&read(&mut b, new), b"fresh"), b"fresh");
     assert_eq!(at(&read(&mut b, heads[0]), b"changed"), b"changed");
-    // And the commit survives the server: it is in the database.
+    // And the commit survives the server, which closed its writer with a
+    // checkpoint: the database holds it with nothing left in the log.
     drop((a, b));
     server.shutdown();
     let store = Store::open(Arc::new(RealVfs), &path, StoreOptions::default()).expect("opened");
@@ -136,7 +138,49 @@ fn a_commit_is_seen_after_begin_and_not_before() {
         at(&store.read_block(new).expect("read"), b"fresh"),
         b"fresh"
     );
+    let s = store.stats();
+    assert_eq!(s.checkpoint_lsn, s.end_lsn, "{s:?}");
     store.close().expect("closed");
+}
+
+#[test]
+fn a_type_is_defined_once_by_whoever_asks_first() {
+    let (_dir, path) = common::fixture(3);
+    let server = server(&path);
+    let (mut a, _) = Client::welcomed(server.addr, "raw");
+    let (mut b, _) = Client::welcomed(server.addr, "raw");
+    let catalog = |c: &mut Client| match c.ask(&Request::Catalog) {
+        Response::Catalog { types, .. } => types,
+        other => panic!("{other:?}"),
+    };
+    let define = |c: &mut Client, desc: &[u8]| {
+        c.ask(&Request::DefineType {
+            desc: desc.to_vec(),
+        })
+    };
+    let id = |r: Response| match r {
+        Response::TypeDefined { id } => id,
+        other => panic!("DefineType: {other:?}"),
+    };
+    let stored = catalog(&mut a);
+    let (item, desc) = stored[0].clone();
+    // A stored descriptor: its id. No transaction needed.
+    assert_eq!(id(define(&mut a, &desc)), item);
+    // A new one: defined once, whoever asks.
+    let mut other = StoredType::decode(&desc).expect("a descriptor");
+    other.name.push_str("Renamed");
+    let other = other.encode();
+    let new = id(define(&mut a, &other));
+    assert_ne!(new, item);
+    assert_eq!(id(define(&mut b, &other)), new);
+    // Bytes that are no descriptor would break every client's catalog.
+    let (code, message) = error_of(define(&mut b, b"no descriptor"));
+    assert_eq!(code, ErrorCode::Invalid);
+    assert!(message.contains("not a type descriptor"), "{message}");
+    let (mut c, _) = Client::welcomed(server.addr, "raw");
+    let types = catalog(&mut c);
+    assert!(types.contains(&(new, other)), "{types:?}");
+    assert_eq!(types.len(), stored.len() + 1);
 }
 
 #[test]
