@@ -175,10 +175,7 @@ impl Served {
         // Every client that opens the database decodes the catalog: what
         // does not decode would break them all.
         if let Err(why) = StoredType::decode(desc) {
-            return refuse(
-                ErrorCode::Invalid,
-                format!("not a type descriptor: {why}"),
-            );
+            return refuse(ErrorCode::Invalid, format!("not a type descriptor: {why}"));
         }
         let _one_at_a_time = writer.types.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((id, _)) = (writer.store.types().into_iter()).find(|(_, d)| d == desc) {
@@ -275,12 +272,17 @@ impl Served {
             };
             touched.extend(first..=last);
         }
+        let store = &tx.writer.store;
+        let metadata = |p: u64| store.block_of(p).is_some_and(|(h, _)| store.is_metadata(h));
         for &p in &touched {
             if !self.shipped.contains(&p) && !written.contains(&p) {
                 return invalid(format!(
                     "the transaction writes page {p}, which this connection was not sent at \
                      its snapshot and did not allocate: a client writes only what it has read"
                 ));
+            }
+            if metadata(p) {
+                return invalid(format!("page {p} is the store's own metadata"));
             }
         }
         written.extend(touched);
@@ -289,7 +291,10 @@ impl Served {
             if !freed.insert(head) {
                 return invalid(format!("page {head} freed twice"));
             }
-            match tx.writer.store.block_of(head) {
+            match store.block_of(head) {
+                Some((h, _)) if h == head && store.is_metadata(h) => {
+                    return invalid(format!("page {head} is the store's own metadata"));
+                }
                 Some((h, n)) if h == head => written.extend(h..h + u64::from(n)),
                 _ => return invalid(format!("free of page {head}, which starts no block")),
             }

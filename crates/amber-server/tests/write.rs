@@ -317,6 +317,30 @@ fn a_write_of_a_page_never_sent_is_refused() {
     }
     let (code, _) = error_of(commit(&mut a, vec![range(heads[1] * ps + AT, b"stale")]));
     assert_eq!(code, ErrorCode::Invalid);
+    // The store's own metadata is no client's to write or free, read or
+    // not.
+    let roots = {
+        let s = Store::open(
+            Arc::new(RealVfs),
+            &path,
+            amber_server::serve_read::read_only(),
+        )
+        .expect("opened");
+        s.superblock().roots_page
+    };
+    begin(&mut a);
+    if let Response::Block(_) = a.ask(&Request::ReadBlock { head: roots }) {
+        let (code, message) = error_of(commit(&mut a, vec![range(roots * ps + AT, b"x")]));
+        assert_eq!(code, ErrorCode::Invalid);
+        assert!(message.contains("metadata"), "{message}");
+        begin(&mut a);
+    }
+    let (code, _) = error_of(a.ask(&Request::Commit {
+        records: vec![],
+        frees: vec![roots],
+        roots: vec![],
+    }));
+    assert_eq!(code, ErrorCode::Invalid);
 }
 
 #[test]

@@ -176,7 +176,9 @@ fn transfers_between_accounts_serialize() {
                 let mut seed = client * 7919 + 1;
                 let mut done = Vec::new();
                 for _ in 0..EACH {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     let from = (seed >> 33) as usize % ACCOUNTS;
                     let to = (from + 1 + (seed >> 40) as usize % (ACCOUNTS - 1)) % ACCOUNTS;
                     let amount = 1 + (seed >> 50) % 100;

@@ -406,6 +406,14 @@ impl Store {
         self.lock().fsm.unreserve(head);
     }
 
+    /// Whether the block at `head` is one of the store's own metadata
+    /// blobs (free-space map, roots, catalog), which no transaction's
+    /// record or free may touch: a storage server refuses a client's that
+    /// does.
+    pub fn is_metadata(&self, head: PageNo) -> bool {
+        self.lock().is_meta(head)
+    }
+
     /// Reserves a block of `pages` pages (of `kind`) for a transaction
     /// that is not begun yet: a storage server's client allocates its
     /// blocks one request at a time and commits them all at once, through
