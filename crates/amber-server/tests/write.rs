@@ -116,6 +116,17 @@ fn a_commit_is_seen_after_begin_and_not_before() {
         ],
     ));
     assert!(lsn > 0);
+    // A commit's frame may be far larger than any read request.
+    begin(&mut a);
+    let big = match a.ask(&Request::Alloc {
+        pages: 40,
+        kind: BlockKind::Raw as u8,
+    }) {
+        Response::Allocated { head } => head,
+        other => panic!("Alloc: {other:?}"),
+    };
+    let bytes: Vec<u8> = (0..39 * ps).map(|i| (i % 251) as u8).collect();
+    committed(commit(&mut a, vec![range(big * ps + AT, &bytes)]));
 
     // b's snapshot is from before: the new block is not there, the old
     // one holds what it held.
@@ -129,6 +140,7 @@ fn a_commit_is_seen_after_begin_and_not_before() {
     }
     assert_eq!(at(&read(&mut b, new), b"fresh"), b"fresh");
     assert_eq!(at(&read(&mut b, heads[0]), b"changed"), b"changed");
+    assert_eq!(at(&read(&mut b, big), &bytes), &bytes[..]);
     // And the commit survives the server, which closed its writer with a
     // checkpoint: the database holds it with nothing left in the log.
     drop((a, b));
