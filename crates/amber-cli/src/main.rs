@@ -120,10 +120,13 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Serve databases to client programs over the network, read-only:
-    /// a client opens a database by name, faults its pages in over the
-    /// wire and reads a committed snapshot that moves only when it
-    /// refreshes (a writer may keep the database open beside the server).
+    /// Serve databases to client programs over the network: a client
+    /// opens a database by name, faults its pages in over the wire, reads
+    /// a committed snapshot that moves only when it refreshes or begins a
+    /// transaction, and commits transactions that the server validates
+    /// against each other and logs (the server holds each database open
+    /// for writing; with --read-only clients only read, and a writer may
+    /// keep the database open beside the server).
     /// Runs until SIGINT or SIGTERM, then tells connected clients it is
     /// shutting down, closes their connections and exits 0. Logs go to
     /// stderr; RUST_LOG=debug (or trace) says more. Authentication is a

@@ -142,6 +142,13 @@ impl Served {
                         .collect(),
                 }
             }
+            // The open transaction's reads are of its snapshot: moving it
+            // would drop pages it read from the shipped set, and its
+            // validation would no longer see their writers.
+            Request::Refresh if self.tx.is_some() => refuse(
+                ErrorCode::Invalid,
+                "Refresh with a transaction open: commit or abort it first".into(),
+            ),
             Request::Refresh => match self.moved() {
                 Ok((page_count, change)) => Response::Refreshed { page_count, change },
                 Err(e) => error(&e),

@@ -353,6 +353,11 @@ fn a_write_of_a_page_never_sent_is_refused() {
         roots: vec![],
     }));
     assert_eq!(code, ErrorCode::Invalid);
+    // A transaction's snapshot does not move under it.
+    begin(&mut a);
+    let (code, message) = error_of(a.ask(&Request::Refresh));
+    assert_eq!(code, ErrorCode::Invalid);
+    assert!(message.contains("transaction open"), "{message}");
 }
 
 #[test]
