@@ -14,6 +14,7 @@ use amber::internals::io::real::RealVfs;
 use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
 use amber::internals::wire::{Change, ErrorCode, Request, Response, WireRecord};
+use amber_server::{Blocking, ServeOptions};
 use common::{Client, error_of, start, writing};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
@@ -362,10 +363,18 @@ fn a_write_of_a_page_never_sent_is_refused() {
 
 #[test]
 fn connections_committing_at_once_share_log_syncs() {
+    share_log_syncs(Blocking::InPlace);
+    share_log_syncs(Blocking::Pool);
+}
+
+fn share_log_syncs(blocking: Blocking) {
     const N: usize = 8;
     const ROUNDS: usize = 3;
     let (_dir, path, heads, ps) = raw_db(N as u64);
-    let server = server(&path);
+    let server = start(ServeOptions {
+        blocking,
+        ..writing(&[("raw", &path)])
+    });
     let writer = server.writers[0].1.clone();
     let mut clients: Vec<Client> = (0..N)
         .map(|_| Client::welcomed(server.addr, "raw").0)
@@ -397,9 +406,9 @@ fn connections_committing_at_once_share_log_syncs() {
     let commits = (N * ROUNDS) as u64;
     assert!(
         syncs < commits,
-        "{commits} commits took {syncs} log syncs: no group commit"
+        "{blocking:?}: {commits} commits took {syncs} log syncs: no group commit"
     );
-    eprintln!("{commits} commits, {syncs} log syncs");
+    eprintln!("{blocking:?}: {commits} commits, {syncs} log syncs");
     let (mut c, _) = Client::welcomed(server.addr, "raw");
     for &h in &heads {
         let want = format!("round {}", ROUNDS - 1);
