@@ -291,9 +291,17 @@ impl Served {
             if !freed.insert(head) {
                 return invalid(format!("page {head} freed twice"));
             }
+            let own = tx.reserved.iter().any(|&(h, _, _)| h == head);
             match store.block_of(head) {
                 Some((h, _)) if h == head && store.is_metadata(h) => {
                     return invalid(format!("page {head} is the store's own metadata"));
+                }
+                // Another transaction's reservation: its free would fail
+                // only when applied, after the commit is logged.
+                Some((h, _)) if h == head && !own && store.is_reserved(h) => {
+                    return invalid(format!(
+                        "free of page {head}, whose block no commit has allocated"
+                    ));
                 }
                 Some((h, n)) if h == head => written.extend(h..h + u64::from(n)),
                 _ => return invalid(format!("free of page {head}, which starts no block")),

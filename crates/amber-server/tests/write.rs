@@ -261,7 +261,7 @@ fn disjoint_writers_both_commit() {
 
 #[test]
 fn an_abort_and_a_closed_connection_give_their_reservations_back() {
-    let (_dir, path, _, _) = raw_db(1);
+    let (_dir, path, _, ps) = raw_db(1);
     let server = server(&path);
     let (mut a, _) = Client::welcomed(server.addr, "raw");
     let (code, _) = error_of(a.ask(&Request::Alloc {
@@ -297,6 +297,20 @@ fn an_abort_and_a_closed_connection_give_their_reservations_back() {
     // A Begin aborts the transaction left open, reservations included.
     begin(&mut b);
     assert_eq!(alloc(&mut b), first);
+    // Another transaction's reservation is not a block to free.
+    let (mut c, _) = Client::welcomed(server.addr, "raw");
+    begin(&mut c);
+    let (code, message) = error_of(c.ask(&Request::Commit {
+        records: vec![],
+        frees: vec![first],
+        roots: vec![],
+    }));
+    assert_eq!(code, ErrorCode::Invalid);
+    assert!(message.contains("no commit has allocated"), "{message}");
+    // b commits it: an empty block of b's.
+    committed(commit(&mut b, vec![]));
+    begin(&mut c);
+    assert_eq!(read(&mut c, first).len() as u64, ps);
 }
 
 #[test]

@@ -414,6 +414,12 @@ impl Store {
         self.lock().is_meta(head)
     }
 
+    /// Whether the block at `head` is reserved: allocated by a
+    /// transaction that has not committed.
+    pub fn is_reserved(&self, head: PageNo) -> bool {
+        self.lock().fsm.is_reserved(head)
+    }
+
     /// Reserves a block of `pages` pages (of `kind`) for a transaction
     /// that is not begun yet: a storage server's client allocates its
     /// blocks one request at a time and commits them all at once, through
