@@ -120,10 +120,13 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Serve databases to client programs over the network, read-only:
-    /// a client opens a database by name, faults its pages in over the
-    /// wire and reads a committed snapshot that moves only when it
-    /// refreshes (a writer may keep the database open beside the server).
+    /// Serve databases to client programs over the network: a client
+    /// opens a database by name, faults its pages in over the wire, reads
+    /// a committed snapshot that moves only when it refreshes or begins a
+    /// transaction, and commits transactions that the server validates
+    /// against each other and logs (the server holds each database open
+    /// for writing; with --read-only clients only read, and a writer may
+    /// keep the database open beside the server).
     /// Runs until SIGINT or SIGTERM, then tells connected clients it is
     /// shutting down, closes their connections and exits 0. Logs go to
     /// stderr; RUST_LOG=debug (or trace) says more. Authentication is a
@@ -170,6 +173,11 @@ enum Command {
         /// The time a new connection has to authenticate.
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
         hello_timeout: f64,
+        /// Serve without opening the databases for writing: clients only
+        /// read, and another program may write a database beside the
+        /// server.
+        #[arg(long)]
+        read_only: bool,
     },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
@@ -222,6 +230,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             max_connections,
             idle_timeout,
             hello_timeout,
+            read_only,
         } => serve::serve(serve::Args {
             databases,
             listen,
@@ -232,6 +241,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             max_connections,
             idle_timeout,
             hello_timeout,
+            read_only,
         }),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }

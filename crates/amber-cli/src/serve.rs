@@ -21,6 +21,7 @@ pub struct Args {
     pub max_connections: usize,
     pub idle_timeout: f64,
     pub hello_timeout: f64,
+    pub read_only: bool,
 }
 
 fn seconds(v: f64, flag: &str) -> Result<Duration, CliError> {
@@ -51,6 +52,7 @@ pub fn serve(a: Args) -> Result<ExitCode, CliError> {
         max_connections: a.max_connections,
         idle_timeout: seconds(a.idle_timeout, "--idle-timeout")?,
         hello_timeout: seconds(a.hello_timeout, "--hello-timeout")?,
+        read_only: a.read_only,
         ..ServeOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -53,6 +53,10 @@ pub struct ServeOptions {
     /// How a request's store calls (which block: `pread`, log reads) are
     /// kept off the runtime's async workers.
     pub blocking: Blocking,
+    /// Serve without opening the databases for writing: clients only
+    /// read, and a program beside the server may hold a database open for
+    /// writing (the server would otherwise take its exclusive lock).
+    pub read_only: bool,
 }
 
 /// How a session runs a request's blocking store calls. `amber bench
@@ -85,6 +89,7 @@ impl Default for ServeOptions {
             idle_timeout: Duration::from_secs(300),
             hello_timeout: Duration::from_secs(10),
             blocking: Blocking::InPlace,
+            read_only: false,
         }
     }
 }

@@ -3,14 +3,16 @@
 //! `amber::internals::wire` (docs/design.md §10 gives its layout and this
 //! server's behaviour).
 //!
-//! This step is the read side. A client opens a served database
-//! read-only: each connection gets its own read-only store on the
-//! database's path, whose snapshot is the connection's, faults pages in
-//! over the wire (`ReadCluster`, `ReadBlock`), and moves its snapshot only
-//! when it asks (`Refresh`). A writer beside the server (a program with the
-//! database open for writing) keeps committing; its checkpoints wait for
-//! the connections' snapshots through the reader table, as they wait for
-//! any reader's.
+//! Each connection gets its own read-only store on the database's path,
+//! whose snapshot is the connection's, faults pages in over the wire
+//! (`ReadCluster`, `ReadBlock`), and moves its snapshot only when it asks
+//! (`Refresh`, `Begin`, `Commit`). The server opens each database for
+//! writing too, once: clients' transactions are validated optimistically
+//! against each other and committed through that writer (docs/design.md
+//! §11). Served `read_only`, it does not, and a writer beside the server
+//! (a program with the database open for writing) keeps committing; its
+//! checkpoints wait for the connections' snapshots through the reader
+//! table, as they wait for any reader's.
 //!
 //! - [`config`]: what a server is told, and the refusal to serve without
 //!   authentication unless asked by name.
@@ -19,6 +21,9 @@
 //!   token compared in constant time, then requests until `Bye`, an idle
 //!   timeout, a bad frame or shutdown.
 //! - [`serve_read`]: the answers, from the connection's store.
+//! - [`serve_write`]: transactions — reservations, types, commits through
+//!   the writer store.
+//! - [`validator`]: backward validation at page granularity.
 //!
 //! Every bound is in [`ServeOptions`]; a malformed or hostile frame closes
 //! that connection with a logged reason and an `Error` frame, never more.
@@ -27,7 +32,9 @@
 pub mod config;
 pub mod listener;
 pub mod serve_read;
+pub mod serve_write;
 pub mod session;
+pub mod validator;
 
 pub use config::{Blocking, DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
 pub use listener::{Server, bind, shutdown_signal};
@@ -40,7 +47,8 @@ use std::path::PathBuf;
 pub enum ServeError {
     /// The configuration is refused: what is wrong with it.
     Config(String),
-    /// A database to serve could not be opened read-only.
+    /// A database to serve could not be opened (for writing, or read-only
+    /// when served `read_only`).
     Database {
         /// Its name.
         name: String,

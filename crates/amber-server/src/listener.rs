@@ -1,10 +1,13 @@
 //! The accept loop: a session task per connection up to the limit, `Busy`
 //! beyond it, and shutdown — stop accepting, tell every session (each
 //! finishes the request it is answering, sends `ShuttingDown` and
-//! closes), wait for them all.
+//! closes), wait for them all, then close the databases' writers (each
+//! checkpointed).
 
 use crate::serve_read::read_only;
+use crate::serve_write::Writer;
 use crate::{ServeError, ServeOptions, session};
+use amber::StoreOptions;
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use std::collections::HashMap;
@@ -24,6 +27,8 @@ pub struct Shared {
     pub opts: ServeOptions,
     /// The databases by name.
     pub databases: HashMap<String, PathBuf>,
+    /// Their writers, by name (none when served `read_only`).
+    pub writers: HashMap<String, Arc<Writer>>,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -33,27 +38,38 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
-/// Checks `opts` (logging its warnings), opens each database read-only
-/// once to check that it is an Amber database this build reads, and binds
-/// the listening socket.
+/// Checks `opts` (logging its warnings), opens each database for writing
+/// (its exclusive lock, held until shutdown) or, served `read_only`,
+/// read-only once to check that it is an Amber database this build reads,
+/// and binds the listening socket.
 pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     for w in opts.check()? {
         log::warn!("{w}");
     }
     let mut databases = HashMap::new();
+    let mut writers = HashMap::new();
     for (name, path) in &opts.databases {
         let (n, p) = (name.clone(), path.clone());
-        tokio::task::spawn_blocking(move || {
-            Store::open(Arc::new(RealVfs), &p, read_only())
-                .and_then(Store::close)
-                .map_err(|source| ServeError::Database {
-                    name: n,
-                    path: p,
-                    source: Box::new(source),
-                })
+        let served_read_only = opts.read_only;
+        let writer = tokio::task::spawn_blocking(move || {
+            let opened = if served_read_only {
+                Store::open(Arc::new(RealVfs), &p, read_only())
+                    .and_then(Store::close)
+                    .map(|()| None)
+            } else {
+                Store::open(Arc::new(RealVfs), &p, StoreOptions::default()).map(Some)
+            };
+            opened.map_err(|source| ServeError::Database {
+                name: n,
+                path: p,
+                source: Box::new(source),
+            })
         })
         .await
         .map_err(|e| ServeError::Config(format!("opening {}: {e}", path.display())))??;
+        if let Some(store) = writer {
+            writers.insert(name.clone(), Arc::new(Writer::new(store)));
+        }
         databases.insert(name.clone(), path.clone());
     }
     let listener = TcpListener::bind(opts.listen)
@@ -64,7 +80,11 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
         })?;
     Ok(Server {
         listener,
-        shared: Arc::new(Shared { opts, databases }),
+        shared: Arc::new(Shared {
+            opts,
+            databases,
+            writers,
+        }),
     })
 }
 
@@ -74,6 +94,14 @@ impl Server {
         self.listener
             .local_addr()
             .unwrap_or(self.shared.opts.listen)
+    }
+
+    /// The writer of database `name`, unless it is served read-only (for
+    /// numbers such as its log syncs). A handle kept past shutdown keeps
+    /// the writer from being closed (it is then dropped unclosed: the next
+    /// open recovers from the log).
+    pub fn writer(&self, name: &str) -> Option<Arc<Writer>> {
+        self.shared.writers.get(name).cloned()
     }
 
     /// Accepts and serves connections until `shutdown` completes, then
@@ -132,7 +160,31 @@ impl Server {
         while let Some(done) = sessions.join_next().await {
             reap(done);
         }
+        close_writers(shared).await;
         log::info!("stopped");
+    }
+}
+
+/// Closes each writer once every session has ended (their commits with
+/// them): a checkpoint, so that the next open reads no log.
+async fn close_writers(shared: Arc<Shared>) {
+    let writers = match Arc::try_unwrap(shared) {
+        Ok(s) => s.writers,
+        Err(_) => {
+            log::error!("a session outlived shutdown (a bug in amber-server): writers left open");
+            return;
+        }
+    };
+    for (name, writer) in writers {
+        let Ok(writer) = Arc::try_unwrap(writer) else {
+            log::error!("{name}: the writer is still in use at shutdown (a bug in amber-server)");
+            continue;
+        };
+        match tokio::task::spawn_blocking(move || writer.store.close()).await {
+            Ok(Ok(())) => log::info!("{name}: closed"),
+            Ok(Err(e)) => log::error!("{name}: closing: {e}"),
+            Err(e) => log::error!("{name}: closing: {e}"),
+        }
     }
 }
 

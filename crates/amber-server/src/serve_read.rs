@@ -8,12 +8,18 @@
 //! the store's: two clients that refresh at different times see different
 //! commits.
 //!
+//! The same `Served` answers the write requests when the server writes
+//! the database (`serve_write.rs`); for their validation it records the
+//! pages it sends the connection, its *shipped set*.
+//!
 //! Store calls block (`pread`, and a refresh reads the log): the session
 //! runs [`Served::answer`] on tokio's blocking pool. Every answer is
 //! bounded before anything is read: a range is cut at the snapshot's last
 //! page (the store walks a range page by page), and a request whose images
 //! would exceed the connection's share of memory is refused `TooLarge`.
 
+use crate::serve_write::{OpenTx, Writer, next_conn};
+use crate::validator::{Pages, ROOT_PAGE};
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::{Refreshed, Store};
 use amber::internals::wire::{Change, ErrorCode, Request, Response, VERSION, WireBlock};
@@ -24,7 +30,17 @@ use std::sync::Arc;
 /// One connection's view of a database.
 #[derive(Debug)]
 pub struct Served {
-    store: Store,
+    pub(crate) store: Store,
+    /// The database's writer, unless it is served read-only.
+    pub(crate) writer: Option<Arc<Writer>>,
+    /// The connection's number, for the validator.
+    pub(crate) conn: u64,
+    /// Every page sent to the connection and not since dropped by a
+    /// `Change` it was told ([`ROOT_PAGE`] for the root directory): a
+    /// superset of what its client's transaction read.
+    pub(crate) shipped: Pages,
+    /// Its open transaction.
+    pub(crate) tx: Option<OpenTx>,
     /// The most bytes of images one answer may carry.
     limit: usize,
     /// The fetch-cluster buffer, kept from one `ReadCluster` to the next.
@@ -58,11 +74,16 @@ fn refuse(code: ErrorCode, message: String) -> Response {
 
 impl Served {
     /// Opens `path` read-only at its last commit. `limit` bounds the
-    /// image bytes of one answer.
-    pub fn open(path: &Path, limit: usize) -> Result<Served, Error> {
+    /// image bytes of one answer; `writer` is the database's writer, when
+    /// the server writes it.
+    pub fn open(path: &Path, limit: usize, writer: Option<Arc<Writer>>) -> Result<Served, Error> {
         let store = Store::open(Arc::new(RealVfs), path, read_only())?;
         Ok(Served {
             store,
+            writer,
+            conn: next_conn(),
+            shipped: Pages::new(),
+            tx: None,
             limit,
             buf: Vec::new(),
         })
@@ -99,7 +120,10 @@ impl Served {
                         return self.too_large(&format!("block {head}"), bytes);
                     }
                     match self.store.read_block(head) {
-                        Ok(image) => Response::Block(image),
+                        Ok(image) => {
+                            self.shipped.extend(head..head + u64::from(n));
+                            Response::Block(image)
+                        }
                         Err(e) => error(&e),
                     }
                 }
@@ -109,28 +133,24 @@ impl Served {
                 ),
             },
             Request::ReadCluster { from, pages } => self.cluster(from, pages),
-            Request::Catalog => Response::Catalog {
-                types: self.store.types(),
-                roots: (self.store.roots().into_iter())
-                    .map(|r| (r.name, r.addr, r.type_id))
-                    .collect(),
-            },
-            Request::Refresh => match self.store.refresh() {
-                Ok(r) => Response::Refreshed {
-                    page_count: self.store.page_count(),
-                    change: match r {
-                        Refreshed::Unchanged => Change::Unchanged,
-                        // The snapshot has moved: an answer refused as too
-                        // large would leave the client holding pages that
-                        // changed. A list over the limit is sent as what
-                        // it implies at most: everything may have changed.
-                        Refreshed::Pages { lsn, pages } if pages.len() * 8 > self.limit => {
-                            Change::Everything { lsn }
-                        }
-                        Refreshed::Pages { lsn, pages } => Change::Pages { lsn, pages },
-                        Refreshed::Everything { lsn } => Change::Everything { lsn },
-                    },
-                },
+            Request::Catalog => {
+                self.shipped.insert(ROOT_PAGE);
+                Response::Catalog {
+                    types: self.store.types(),
+                    roots: (self.store.roots().into_iter())
+                        .map(|r| (r.name, r.addr, r.type_id))
+                        .collect(),
+                }
+            }
+            // The open transaction's reads are of its snapshot: moving it
+            // would drop pages it read from the shipped set, and its
+            // validation would no longer see their writers.
+            Request::Refresh if self.tx.is_some() => refuse(
+                ErrorCode::Invalid,
+                "Refresh with a transaction open: commit or abort it first".into(),
+            ),
+            Request::Refresh => match self.moved() {
+                Ok((page_count, change)) => Response::Refreshed { page_count, change },
                 Err(e) => error(&e),
             },
             Request::Stats => {
@@ -145,15 +165,15 @@ impl Served {
                     logged_pages: s.logged_pages,
                 }
             }
-            Request::Begin
-            | Request::Alloc { .. }
-            | Request::DefineType { .. }
-            | Request::Commit { .. }
-            | Request::Abort => refuse(
-                ErrorCode::Invalid,
-                "this server serves its databases read-only: writing through it is not built yet"
-                    .into(),
-            ),
+            Request::Begin => self.begin(),
+            Request::Alloc { pages, kind } => self.alloc(pages, kind),
+            Request::DefineType { ref desc } => self.define_type(desc),
+            Request::Commit {
+                ref records,
+                ref frees,
+                ref roots,
+            } => self.commit(records, frees, roots),
+            Request::Abort => self.abort(),
             Request::Hello { .. } | Request::Bye => refuse(
                 ErrorCode::Internal,
                 "the session answers Hello and Bye itself".into(),
@@ -174,6 +194,9 @@ impl Served {
             }
         }
         let read = self.store.read_cluster(from, pages, &mut self.buf);
+        for b in &read {
+            self.shipped.extend(b.head..b.head + u64::from(b.pages));
+        }
         let span = read
             .last()
             .map_or(0, |b| b.at + b.pages as usize * ps)
@@ -191,6 +214,39 @@ impl Served {
             blocks,
             data: self.buf[..span].to_vec(),
         }
+    }
+
+    /// Moves the snapshot to the latest commit: the new page count, and
+    /// what the client must drop, which leaves the shipped set too.
+    pub(crate) fn moved(&mut self) -> Result<(u64, Change), Error> {
+        let change = match self.store.refresh()? {
+            Refreshed::Unchanged => Change::Unchanged,
+            // The snapshot has moved: an answer refused as too large would
+            // leave the client holding pages that changed. A list over the
+            // limit is sent as what it implies at most: everything may
+            // have changed.
+            Refreshed::Pages { lsn, pages } if pages.len() * 8 > self.limit => {
+                Change::Everything { lsn }
+            }
+            Refreshed::Pages { lsn, pages } => Change::Pages { lsn, pages },
+            Refreshed::Everything { lsn } => Change::Everything { lsn },
+        };
+        match &change {
+            Change::Unchanged => {}
+            Change::Pages { pages, .. } => {
+                for p in pages {
+                    self.shipped.remove(p);
+                }
+            }
+            Change::Everything { .. } => self.shipped.clear(),
+        }
+        Ok((self.store.page_count(), change))
+    }
+
+    /// Whether the server writes this database: a commit's frame may then
+    /// be as large as any frame.
+    pub fn writable(&self) -> bool {
+        self.writer.is_some()
     }
 
     /// `pages` cut at the snapshot's last page: the store walks a range

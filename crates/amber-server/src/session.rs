@@ -29,9 +29,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::time::{Instant, timeout};
 
-/// The largest request body: a `Hello` with a database name and a token of
-/// the longest lengths allowed. Every other request is at most 17 bytes,
-/// so a client's frame never makes the server hold more than this.
+/// The largest request body before the handshake, and after it on a
+/// database served read-only: a `Hello` with a database name and a token
+/// of the longest lengths allowed. Every other read request is at most 17
+/// bytes, so such a client's frame never makes the server hold more than
+/// this. On a database the server writes, a `Commit` may be as large as
+/// any frame (`max_frame`).
 const MAX_REQUEST: u32 = 1 + 4 + 2 + (2 + u16::MAX as u32) + (4 + MAX_TOKEN as u32);
 
 /// Why a connection ends.
@@ -161,7 +164,8 @@ async fn handshake(
         ));
     };
     let cap = answer_limit(opts.max_frame, opts.max_buffered);
-    let opened = tokio::task::spawn_blocking(move || Served::open(&path, cap)).await;
+    let writer = shared.writers.get(&database).cloned();
+    let opened = tokio::task::spawn_blocking(move || Served::open(&path, cap, writer)).await;
     let served = match opened {
         Ok(Ok(s)) => s,
         // A read-only open refuses misuse only when the reader table is
@@ -174,7 +178,12 @@ async fn handshake(
         Err(e) => return Err(End::Refuse(ErrorCode::Internal, e.to_string())),
     };
     send(stream, &served.welcome(), opts, shutdown).await?;
-    log::info!("{peer}: reading {database:?}");
+    let doing = if served.writable() {
+        "writing"
+    } else {
+        "reading"
+    };
+    log::info!("{peer}: {doing} {database:?}");
     Ok(served)
 }
 
@@ -191,6 +200,11 @@ async fn requests(
     let flavor = tokio::runtime::Handle::current().runtime_flavor();
     let in_place =
         opts.blocking == Blocking::InPlace && flavor == tokio::runtime::RuntimeFlavor::MultiThread;
+    let limit = if served.writable() {
+        limit.max(opts.max_frame)
+    } else {
+        limit
+    };
     loop {
         let body = match next_frame(stream, shutdown, opts.idle_timeout, limit, "request").await {
             Ok(b) => b,
@@ -204,7 +218,10 @@ async fn requests(
             Ok(r) => r,
             Err(e) => return End::Refuse(ErrorCode::Malformed, e.to_string()),
         };
-        log::trace!("{peer}: {req:?}");
+        // A commit's records are held once more by its store transaction:
+        // the frame's bytes go first.
+        drop(body);
+        log::trace!("{peer}: {}", name(&req));
         let resp = if in_place {
             tokio::task::block_in_place(|| served.answer(&req))
         } else {

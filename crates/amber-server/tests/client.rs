@@ -48,6 +48,7 @@ impl Running {
             listen: "127.0.0.1:0".parse().unwrap(),
             databases: vec![("list".into(), path.to_path_buf())],
             token: Some(TOKEN.to_vec()),
+            read_only: true,
             ..ServeOptions::default()
         };
         let (addr_tx, addr_rx) = mpsc::channel();

@@ -8,9 +8,11 @@
 use amber::internals::wire::{self, DEFAULT_MAX_FRAME, Request, Response, VERSION};
 use amber::{Db, Options, PRef, PString, Persistent, View};
 use amber_server::ServeOptions;
+use amber_server::serve_write::Writer;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -56,6 +58,9 @@ pub fn append(db: &mut Db, ids: std::ops::Range<u64>) {
 /// A server running on its own thread and runtime.
 pub struct Running {
     pub addr: SocketAddr,
+    /// The writer of each database the server writes (dropped before the
+    /// server is stopped, so that it closes them).
+    pub writers: Vec<(String, Arc<Writer>)>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -63,6 +68,7 @@ pub struct Running {
 impl Running {
     /// Asks the server to shut down and waits until it has.
     pub fn shutdown(mut self) -> Duration {
+        self.writers.clear();
         let t = std::time::Instant::now();
         let _ = self.stop.take().expect("running").send(());
         self.thread
@@ -76,6 +82,7 @@ impl Running {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        self.writers.clear();
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
         }
@@ -85,7 +92,8 @@ impl Drop for Running {
     }
 }
 
-/// Options serving `databases` on a free loopback port, with [`TOKEN`].
+/// Options serving `databases` read-only (a writer may run beside) on a
+/// free loopback port, with [`TOKEN`].
 pub fn options(databases: &[(&str, &Path)]) -> ServeOptions {
     ServeOptions {
         listen: "127.0.0.1:0".parse().expect("an address"),
@@ -94,12 +102,22 @@ pub fn options(databases: &[(&str, &Path)]) -> ServeOptions {
             .map(|(n, p)| (n.to_string(), p.to_path_buf()))
             .collect(),
         token: Some(TOKEN.to_vec()),
+        read_only: true,
         ..ServeOptions::default()
+    }
+}
+
+/// Options serving `databases` for writing through the server.
+pub fn writing(databases: &[(&str, &Path)]) -> ServeOptions {
+    ServeOptions {
+        read_only: false,
+        ..options(databases)
     }
 }
 
 /// Starts a server with `opts`.
 pub fn start(opts: ServeOptions) -> Running {
+    let opts_names: Vec<String> = opts.databases.iter().map(|(n, _)| n.clone()).collect();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop, stopped) = oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
@@ -116,7 +134,10 @@ pub fn start(opts: ServeOptions) -> Running {
                     return;
                 }
             };
-            let _ = addr_tx.send(Ok(server.local_addr()));
+            let writers = (opts_names.iter())
+                .filter_map(|n| Some((n.clone(), server.writer(n)?)))
+                .collect::<Vec<_>>();
+            let _ = addr_tx.send(Ok((server.local_addr(), writers)));
             server
                 .run(async {
                     let _ = stopped.await;
@@ -124,12 +145,13 @@ pub fn start(opts: ServeOptions) -> Running {
                 .await;
         });
     });
-    let addr = addr_rx
+    let (addr, writers) = addr_rx
         .recv()
         .expect("the server thread reports")
         .unwrap_or_else(|e| panic!("the server did not start: {e}"));
     Running {
         addr,
+        writers,
         stop: Some(stop),
         thread: Some(thread),
     }

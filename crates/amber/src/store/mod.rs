@@ -400,9 +400,45 @@ impl Store {
 
     /// Returns the reserved block at `head` to the free space: the object
     /// layer's dead space at the end of a session, when no pointer to it
-    /// can be followed any more.
-    pub(crate) fn unreserve(&self, head: PageNo) {
+    /// can be followed any more; a storage server's reservation for a
+    /// client transaction that aborted ([`reserve`](Self::reserve)).
+    pub fn unreserve(&self, head: PageNo) {
         self.lock().fsm.unreserve(head);
+    }
+
+    /// Whether the block at `head` is one of the store's own metadata
+    /// blobs (free-space map, roots, catalog), which no transaction's
+    /// record or free may touch: a storage server refuses a client's that
+    /// does.
+    pub fn is_metadata(&self, head: PageNo) -> bool {
+        self.lock().is_meta(head)
+    }
+
+    /// Whether the block at `head` is reserved: allocated by a
+    /// transaction that has not committed.
+    pub fn is_reserved(&self, head: PageNo) -> bool {
+        self.lock().fsm.is_reserved(head)
+    }
+
+    /// Reserves a block of `pages` pages (of `kind`) for a transaction
+    /// that is not begun yet: a storage server's client allocates its
+    /// blocks one request at a time and commits them all at once, through
+    /// [`StoreTx::alloc_reserved`]; until then no other allocation takes
+    /// them, and [`unreserve`](Self::unreserve) gives them back. Refuses
+    /// what a commit's allocation record could not hold (no pages, a run
+    /// longer than a block, an unknown kind), which would otherwise fail
+    /// only when applied, after the commit is logged.
+    pub fn reserve(&self, pages: u32, kind: u8) -> Result<PageNo> {
+        if crate::format::page::BlockKind::from_u8(kind).is_none() {
+            return Err(Error::invalid(format!("allocation of unknown block kind {kind}")));
+        }
+        let max = crate::format::page::max_run_len(self.page_size);
+        if pages == 0 || pages > max {
+            return Err(Error::invalid(format!(
+                "allocation of {pages} pages: a block has 1 to {max}"
+            )));
+        }
+        self.lock().fsm.reserve(pages).map_err(Error::Invalid)
     }
 
     /// Forgets transaction `txid`, whose `StoreTx` was leaked without

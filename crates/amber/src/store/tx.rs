@@ -264,6 +264,25 @@ impl<'s> StoreTx<'s> {
         Ok(())
     }
 
+    /// Allocates the block `[page, page + pages)` that
+    /// [`Store::reserve`] reserved: the commit makes it real, an abort
+    /// gives it back.
+    pub fn alloc_reserved(&mut self, page: PageNo, pages: u32, kind: BlockKind) -> Result<()> {
+        let st = self.store.lock();
+        if !st.fsm.is_reserved(page) || st.fsm.block_of(page) != Some((page, pages)) {
+            return Err(Error::invalid(format!(
+                "page {page} does not start a reserved block of {pages} pages"
+            )));
+        }
+        drop(st);
+        self.ops.push(Op::Alloc {
+            page,
+            count: pages,
+            kind,
+        });
+        Ok(())
+    }
+
     /// Frees the block whose first page is `page`; its pages become free when
     /// the transaction commits.
     pub fn free(&mut self, page: PageNo) -> Result<()> {

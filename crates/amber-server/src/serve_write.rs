@@ -1,0 +1,372 @@
+//! Writes through the server: a connection's transaction, validated
+//! against the commits made since its snapshot and committed through the
+//! database's one writer store (docs/design.md §11).
+//!
+//! The server opens each database for writing once, at start ([`Writer`]);
+//! every connection still reads at its own snapshot through its read-only
+//! store. A transaction is optimistic: `Begin` moves the snapshot to the
+//! latest commit, `Alloc` reserves blocks in the writer's free space, and
+//! `Commit` brings everything else — the log generator's records, the
+//! frees, the roots. The commit is validated (`validator.rs`) against the
+//! pages the connection was sent (its *shipped set*, a superset of what
+//! the client's transaction read): a commit outside its snapshot that
+//! wrote one of them makes it a `Conflict`. Validated, it is committed
+//! through a `StoreTx` of the writer outside the validator's lock, so that
+//! connections committing at once share the log's fsyncs (its group
+//! commit).
+
+use crate::serve_read::{Served, code_of};
+use crate::validator::{Conflict, Pages, ROOT_PAGE, Validator};
+use amber::Error;
+use amber::internals::format::page::BlockKind;
+use amber::internals::schema::desc::StoredType;
+use amber::internals::store::Store;
+use amber::internals::wire::{ErrorCode, Response, WireRecord};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A database the server writes: its writer store, and what its
+/// connections' commits are validated against.
+#[derive(Debug)]
+pub struct Writer {
+    /// The store, opened for writing (the database's exclusive lock).
+    pub store: Store,
+    /// The recent commits.
+    pub validator: Validator,
+    /// Held while a type is looked up and defined, so that two clients
+    /// defining the same type get one id.
+    types: Mutex<()>,
+}
+
+impl Writer {
+    /// Wraps an opened writer store.
+    pub fn new(store: Store) -> Writer {
+        Writer {
+            store,
+            validator: Validator::default(),
+            types: Mutex::new(()),
+        }
+    }
+}
+
+/// A connection's open transaction. Dropping it aborts it: its
+/// reservations go back to the free space (an abort, a failed commit, a
+/// new `Begin`, the connection's end).
+#[derive(Debug)]
+pub struct OpenTx {
+    conn: u64,
+    writer: Arc<Writer>,
+    /// The snapshot it began at.
+    snapshot: u64,
+    /// The blocks reserved for it: head, pages, kind.
+    reserved: Vec<(u64, u32, BlockKind)>,
+}
+
+impl Drop for OpenTx {
+    fn drop(&mut self) {
+        for &(head, _, _) in &self.reserved {
+            self.writer.store.unreserve(head);
+        }
+        self.writer.validator.end(self.conn);
+    }
+}
+
+/// Numbers the connections, for the validator.
+pub fn next_conn() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
+    Response::Error {
+        code,
+        message: message.into(),
+    }
+}
+
+fn error(e: &Error) -> Response {
+    refuse(code_of(e), e.to_string())
+}
+
+fn no_transaction(what: &str) -> Response {
+    refuse(
+        ErrorCode::NoTransaction,
+        format!("{what} with no transaction open: send Begin first"),
+    )
+}
+
+impl Served {
+    /// The writer, or the refusal of a server that serves read-only.
+    fn writer(&self) -> Result<Arc<Writer>, Response> {
+        self.writer.clone().ok_or_else(|| {
+            refuse(
+                ErrorCode::Invalid,
+                "this server serves the database read-only (--read-only): it takes no writes",
+            )
+        })
+    }
+
+    /// `Begin`: aborts an open transaction, moves the snapshot to the
+    /// latest commit and opens a transaction there.
+    pub(crate) fn begin(&mut self) -> Response {
+        let writer = match self.writer() {
+            Ok(w) => w,
+            Err(r) => return r,
+        };
+        self.tx = None;
+        // Registered at the old snapshot first: no commit the refresh may
+        // miss is pruned from the validator meanwhile.
+        writer.validator.begin(self.conn, self.store.snapshot_lsn());
+        let (page_count, change) = match self.moved() {
+            Ok(m) => m,
+            Err(e) => {
+                writer.validator.end(self.conn);
+                return error(&e);
+            }
+        };
+        let snapshot = self.store.snapshot_lsn();
+        writer.validator.begin(self.conn, snapshot);
+        self.tx = Some(OpenTx {
+            conn: self.conn,
+            writer,
+            snapshot,
+            reserved: Vec::new(),
+        });
+        Response::Begun { page_count, change }
+    }
+
+    /// `Alloc`: a block reserved for the open transaction.
+    pub(crate) fn alloc(&mut self, pages: u32, kind: u8) -> Response {
+        let Some(tx) = &mut self.tx else {
+            return no_transaction("Alloc");
+        };
+        let Some(k) = BlockKind::from_u8(kind) else {
+            return refuse(
+                ErrorCode::Invalid,
+                format!("allocation of unknown block kind {kind}"),
+            );
+        };
+        match tx.writer.store.reserve(pages, kind) {
+            Ok(head) => {
+                tx.reserved.push((head, pages, k));
+                Response::Allocated { head }
+            }
+            Err(e) => error(&e),
+        }
+    }
+
+    /// `Abort`: the open transaction dropped.
+    pub(crate) fn abort(&mut self) -> Response {
+        match self.tx.take() {
+            Some(_) => Response::Aborted,
+            None => no_transaction("Abort"),
+        }
+    }
+
+    /// `DefineType`: the id of an identical stored descriptor, or of one
+    /// stored now by a commit of its own. A descriptor that does not
+    /// decode is refused.
+    pub(crate) fn define_type(&mut self, desc: &[u8]) -> Response {
+        let writer = match self.writer() {
+            Ok(w) => w,
+            Err(r) => return r,
+        };
+        // Every client that opens the database decodes the catalog: what
+        // does not decode would break them all.
+        if let Err(why) = StoredType::decode(desc) {
+            return refuse(ErrorCode::Invalid, format!("not a type descriptor: {why}"));
+        }
+        let _one_at_a_time = writer.types.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((id, _)) = (writer.store.types().into_iter()).find(|(_, d)| d == desc) {
+            return Response::TypeDefined { id };
+        }
+        let defined = writer.store.begin().and_then(|mut stx| {
+            let id = stx.define_type(desc)?;
+            stx.commit()?;
+            Ok(id)
+        });
+        match defined {
+            Ok(id) => Response::TypeDefined { id },
+            Err(e) => error(&e),
+        }
+    }
+
+    /// `Commit`: validated, then committed through the writer.
+    pub(crate) fn commit(
+        &mut self,
+        records: &[WireRecord],
+        frees: &[u64],
+        roots: &[(String, u64, u32)],
+    ) -> Response {
+        let Some(mut tx) = self.tx.take() else {
+            return no_transaction("Commit");
+        };
+        let writer = tx.writer.clone();
+        let written = match self.written(&tx, records, frees, roots) {
+            Ok(w) => w,
+            Err(r) => return r,
+        };
+        let seq = match (writer.validator).validate(tx.conn, tx.snapshot, &self.shipped, written) {
+            Ok(seq) => seq,
+            Err(c) => {
+                drop(tx);
+                return self.conflict(c);
+            }
+        };
+        let committed = commit_through(&writer.store, &mut tx, records, frees, roots);
+        drop(tx);
+        let lsn = match committed {
+            Ok(info) if info.commit_lsn > 0 => {
+                writer.validator.logged(seq, info.commit_lsn);
+                info.commit_lsn
+            }
+            Ok(_) => {
+                writer.validator.failed(seq);
+                0
+            }
+            Err(e) => {
+                writer.validator.failed(seq);
+                return error(&e);
+            }
+        };
+        match self.moved() {
+            Ok((page_count, change)) => Response::Committed {
+                lsn,
+                page_count,
+                change,
+            },
+            Err(e) => error(&e),
+        }
+    }
+
+    /// The pages a commit writes: those its records touch (each in the
+    /// shipped set or in a block reserved for it: a client cannot write
+    /// what it has not read), the blocks it allocates and frees, and the
+    /// root directory if it sets a root.
+    fn written(
+        &self,
+        tx: &OpenTx,
+        records: &[WireRecord],
+        frees: &[u64],
+        roots: &[(String, u64, u32)],
+    ) -> Result<Pages, Response> {
+        let ps = self.store.page_size() as u64;
+        let mut written: Pages = (tx.reserved.iter())
+            .flat_map(|&(head, pages, _)| head..head + u64::from(pages))
+            .collect();
+        let invalid = |m: String| Err(refuse(ErrorCode::Invalid, m));
+        let mut touched = HashSet::new();
+        for r in records {
+            let (first, last) = match r {
+                WireRecord::Range { addr, data } => {
+                    let end = addr.checked_add(data.len().max(1) as u64 - 1);
+                    match end {
+                        Some(end) => (addr / ps, end / ps),
+                        None => {
+                            return invalid(format!("a write at {addr} runs past every address"));
+                        }
+                    }
+                }
+                WireRecord::Page { page, .. } => (*page, *page),
+            };
+            touched.extend(first..=last);
+        }
+        let store = &tx.writer.store;
+        let metadata = |p: u64| store.block_of(p).is_some_and(|(h, _)| store.is_metadata(h));
+        for &p in &touched {
+            if !self.shipped.contains(&p) && !written.contains(&p) {
+                return invalid(format!(
+                    "the transaction writes page {p}, which this connection was not sent at \
+                     its snapshot and did not allocate: a client writes only what it has read"
+                ));
+            }
+            if metadata(p) {
+                return invalid(format!("page {p} is the store's own metadata"));
+            }
+        }
+        written.extend(touched);
+        let mut freed = HashSet::new();
+        for &head in frees {
+            if !freed.insert(head) {
+                return invalid(format!("page {head} freed twice"));
+            }
+            let own = tx.reserved.iter().any(|&(h, _, _)| h == head);
+            match store.block_of(head) {
+                Some((h, _)) if h == head && store.is_metadata(h) => {
+                    return invalid(format!("page {head} is the store's own metadata"));
+                }
+                // Another transaction's reservation: its free would fail
+                // only when applied, after the commit is logged.
+                Some((h, _)) if h == head && !own && store.is_reserved(h) => {
+                    return invalid(format!(
+                        "free of page {head}, whose block no commit has allocated"
+                    ));
+                }
+                Some((h, n)) if h == head => written.extend(h..h + u64::from(n)),
+                _ => return invalid(format!("free of page {head}, which starts no block")),
+            }
+        }
+        if !roots.is_empty() {
+            written.insert(ROOT_PAGE);
+        }
+        Ok(written)
+    }
+
+    /// The answer to a commit that lost: the snapshot moved to the latest
+    /// commit, and what the client must drop.
+    fn conflict(&mut self, c: Conflict) -> Response {
+        let what = match c.page {
+            ROOT_PAGE => "the root directory".to_string(),
+            p => format!("page {p}"),
+        };
+        let by = match c.lsn {
+            Some(lsn) => format!("the commit at log position {lsn}"),
+            None => "a commit still being logged".to_string(),
+        };
+        let message = format!(
+            "{what}, which this transaction may have read, was changed by {by}, after its \
+             snapshot: nothing of it was committed; retry it"
+        );
+        match self.moved() {
+            Ok((page_count, change)) => Response::Conflict {
+                page_count,
+                change,
+                message,
+            },
+            Err(e) => error(&e),
+        }
+    }
+}
+
+/// Commits a validated transaction through the writer store: its
+/// reservations made allocations, then its records, frees and roots. On
+/// an error nothing is committed and its reservations are given back.
+fn commit_through(
+    store: &Store,
+    tx: &mut OpenTx,
+    records: &[WireRecord],
+    frees: &[u64],
+    roots: &[(String, u64, u32)],
+) -> Result<amber::internals::store::CommitInfo, Error> {
+    let mut stx = store.begin()?;
+    // From here the store transaction owns the reservations it adopts (it
+    // gives them back if it fails); the rest stay with `tx`.
+    while let Some(&(head, pages, kind)) = tx.reserved.last() {
+        stx.alloc_reserved(head, pages, kind)?;
+        tx.reserved.pop();
+    }
+    for r in records {
+        match r {
+            WireRecord::Range { addr, data } => stx.write(*addr, data)?,
+            WireRecord::Page { page, image } => stx.write_page(*page, image)?,
+        }
+    }
+    for &head in frees {
+        stx.free(head)?;
+    }
+    for (name, addr, type_id) in roots {
+        stx.set_root(name, *addr, *type_id)?;
+    }
+    stx.commit()
+}

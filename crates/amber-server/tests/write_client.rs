@@ -1,0 +1,235 @@
+//! Writes through the server with the public API (`Db::connect`, `begin`,
+//! `alloc`, `commit`, `transact`), clients in threads of this test: a
+//! client's commit is seen by another after it refreshes and is in the
+//! database after the server stops; two clients incrementing one counter
+//! under `Db::transact` lose no increment; and a serial model — clients
+//! moving amounts between accounts — ends in the balances that the
+//! committed transfers imply, in whatever order they ran: total
+//! preserved, no lost update.
+
+mod common;
+
+use amber::{Db, Options, PRef, PVec, Persistent, RemoteOptions};
+use common::{TOKEN, start, writing};
+use std::path::Path;
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Account {
+    balance: u64,
+    /// Transfers in or out of it.
+    moves: u64,
+    /// Keeps accounts on pages of their own, so that transfers between
+    /// other accounts do not conflict with this one's.
+    pad: [u64; 500],
+}
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Bank {
+    accounts: PVec<PRef<Account>>,
+}
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Counter {
+    n: u64,
+}
+
+/// A type the database does not hold until a client defines it.
+#[derive(Persistent)]
+#[repr(C)]
+struct Fresh {
+    n: u64,
+    tag: u64,
+}
+
+const START: u64 = 1_000_000;
+
+fn client_opts() -> Options {
+    Options {
+        remote: RemoteOptions {
+            token: Some(TOKEN.to_vec()),
+            ..RemoteOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn connect(addr: std::net::SocketAddr) -> Db {
+    Db::connect(&format!("amber://{addr}/bank"), client_opts()).expect("connected")
+}
+
+/// A database with `accounts` accounts of [`START`] each and a counter.
+fn create(path: &Path, accounts: usize) {
+    let mut db = Db::create(path, Options::default()).expect("created");
+    let mut tx = db.begin().expect("begun");
+    let bank = tx
+        .alloc(Bank {
+            accounts: PVec::new(),
+        })
+        .expect("allocated");
+    for _ in 0..accounts {
+        let a = tx
+            .alloc(Account {
+                balance: START,
+                moves: 0,
+                pad: [0; 500],
+            })
+            .expect("allocated");
+        tx.push(bank, |b| &mut b.accounts, a).expect("pushed");
+    }
+    tx.set_root("bank", bank).expect("root");
+    let counter = tx.alloc(Counter { n: 0 }).expect("allocated");
+    tx.set_root("counter", counter).expect("root");
+    tx.commit().expect("committed");
+    db.close().expect("closed");
+}
+
+#[test]
+fn a_clients_commit_is_seen_by_another_and_kept() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, 2);
+    let server = start(writing(&[("bank", &path)]));
+    let mut a = connect(server.addr);
+    let mut b = connect(server.addr);
+    assert!(b.root::<Fresh>("fresh").expect("roots").is_none());
+
+    let mut tx = a.begin().expect("begun");
+    let fresh = tx.alloc(Fresh { n: 41, tag: 7 }).expect("allocated");
+    tx.get_mut(fresh).n += 1;
+    tx.set_root("fresh", fresh).expect("root");
+    tx.commit().expect("committed");
+    // a sees its own commit.
+    assert_eq!(a.get(a.root::<Fresh>("fresh").unwrap().unwrap()).n, 42);
+
+    // b, at its older snapshot, does not, until it moves.
+    assert!(b.root::<Fresh>("fresh").expect("roots").is_none());
+    assert!(b.refresh().expect("refreshed"));
+    let got: PRef<Fresh> = b.root("fresh").expect("roots").expect("the root");
+    assert_eq!((b.get(got).n, b.get(got).tag), (42, 7));
+    drop((a, b));
+    server.shutdown();
+
+    let db = Db::open(&path, Options::default()).expect("opened");
+    let got: PRef<Fresh> = db.root("fresh").expect("roots").expect("the root");
+    assert_eq!((db.get(got).n, db.get(got).tag), (42, 7));
+}
+
+#[test]
+fn transact_under_contention_loses_no_increment() {
+    const CLIENTS: u64 = 3;
+    const EACH: u64 = 15;
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, 1);
+    let server = start(writing(&[("bank", &path)]));
+    let addr = server.addr;
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut db = connect(addr);
+                let counter: PRef<Counter> = db.root("counter").unwrap().unwrap();
+                for _ in 0..EACH {
+                    db.transact(|tx| {
+                        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        tx.get_mut(counter).n += 1;
+                        Ok(())
+                    })
+                    .expect("committed within transact's attempts");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a client");
+    }
+    let mut db = connect(addr);
+    let counter: PRef<Counter> = db.root("counter").unwrap().unwrap();
+    db.refresh().expect("refreshed");
+    assert_eq!(db.get(counter).n, CLIENTS * EACH);
+    eprintln!(
+        "{} increments took {} runs",
+        CLIENTS * EACH,
+        RUNS.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+#[test]
+fn transfers_between_accounts_serialize() {
+    const CLIENTS: u64 = 4;
+    const EACH: u64 = 25;
+    const ACCOUNTS: usize = 6;
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, ACCOUNTS);
+    let server = start(writing(&[("bank", &path)]));
+    let addr = server.addr;
+    let threads: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut db = connect(addr);
+                let bank: PRef<Bank> = db.root("bank").unwrap().unwrap();
+                let accounts: Vec<PRef<Account>> = db.slice(&db.get(bank).accounts).to_vec();
+                let mut seed = client * 7919 + 1;
+                let mut done = Vec::new();
+                for _ in 0..EACH {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let from = (seed >> 33) as usize % ACCOUNTS;
+                    let to = (from + 1 + (seed >> 40) as usize % (ACCOUNTS - 1)) % ACCOUNTS;
+                    let amount = 1 + (seed >> 50) % 100;
+                    let moved = db.transact(|tx| {
+                        let (f, t) = (accounts[from], accounts[to]);
+                        let b = tx.get(f).balance;
+                        tx.get_mut(f).balance = b - amount;
+                        tx.get_mut(f).moves += 1;
+                        let b = tx.get(t).balance;
+                        tx.get_mut(t).balance = b + amount;
+                        tx.get_mut(t).moves += 1;
+                        Ok(())
+                    });
+                    match moved {
+                        Ok(()) => done.push((from, to, amount)),
+                        // Lost every attempt: not committed, and not counted.
+                        Err(e) if e.is_conflict() => {}
+                        Err(e) => panic!("transfer: {e}"),
+                    }
+                }
+                done
+            })
+        })
+        .collect();
+    let done: Vec<(usize, usize, u64)> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("a client"))
+        .collect();
+    assert!(
+        done.len() as u64 > CLIENTS * EACH / 2,
+        "only {} of {} transfers committed",
+        done.len(),
+        CLIENTS * EACH
+    );
+    // Every committed transfer, applied in any order (they commute), gives
+    // the balances; a lost update would not.
+    let mut want = vec![(START as i64, 0u64); ACCOUNTS];
+    for &(f, t, amount) in &done {
+        want[f].0 -= amount as i64;
+        want[f].1 += 1;
+        want[t].0 += amount as i64;
+        want[t].1 += 1;
+    }
+    let db = connect(addr);
+    let bank: PRef<Bank> = db.root("bank").unwrap().unwrap();
+    let accounts: Vec<PRef<Account>> = db.slice(&db.get(bank).accounts).to_vec();
+    let got: Vec<(i64, u64)> = accounts
+        .iter()
+        .map(|&a| (db.get(a).balance as i64, db.get(a).moves))
+        .collect();
+    assert_eq!(got, want);
+    let total: i64 = got.iter().map(|g| g.0).sum();
+    assert_eq!(total, START as i64 * ACCOUNTS as i64);
+}
