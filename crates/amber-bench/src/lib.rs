@@ -38,6 +38,7 @@ pub mod readers;
 pub mod rng;
 pub mod serve_blocking;
 pub mod server;
+pub mod server_writes;
 pub mod storage;
 pub mod sys;
 pub mod update;

@@ -25,9 +25,10 @@
 //! server's CPU time per block it served, and the peak memory of the
 //! server and of this process (the client).
 //!
-//! Commits through the server (`commit_vs_local_plus_rtt`,
-//! `group_commit_16_vs_1`) are not measured: writing through a server is
-//! not built yet, and the report says so under `not_measured`.
+//! Then the write figures (`server_writes.rs`): a commit through the
+//! server against the same commit on a local copy of the database
+//! (`commit_vs_local_plus_rtt`, target ≤ 1.3), and 16 client processes
+//! committing at once against one (`group_commit_16_vs_1`, target ≥ 4).
 
 use std::io::Write as _;
 use std::net::{TcpListener, TcpStream};
@@ -44,12 +45,18 @@ use crate::oo1::database::{GenParams, PartId, generate};
 use crate::oo1::engine::{Answer, Engine, EngineFactory, EngineOptions};
 use crate::procfs;
 use crate::rng::Rng;
+use crate::server_writes::{self, WriteReport};
 use crate::storage::{BenchError, Environment, Summary, Workdir, environment, summarize};
 
 /// Target: a hot traversal through the server against a local one.
 pub const TARGET_HOT: f64 = 1.05;
 /// Target: a cold traversal through the server against a local one.
 pub const TARGET_COLD: f64 = 2.0;
+/// Target: a commit through the server against a local one plus a round
+/// trip.
+pub const TARGET_COMMIT: f64 = 1.3;
+/// Target: commits per second of 16 clients against one.
+pub const TARGET_GROUP: f64 = 4.0;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -68,15 +75,13 @@ pub struct ServerConfig {
     pub dir: Option<PathBuf>,
     /// The command that starts a server: the `amber` binary and `serve`.
     pub serve_cmd: Vec<String>,
-}
-
-/// A figure of the issue this run does not measure, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct NotMeasured {
-    /// The JSON key it would have.
-    pub key: &'static str,
-    /// Why it is missing.
-    pub why: &'static str,
+    /// The command that starts a client process: the `amber` binary and
+    /// the arguments before [`CLIENT_ARG`](crate::server_writes::CLIENT_ARG).
+    pub client_cmd: Vec<String>,
+    /// Transactions timed on each side for the commit figure.
+    pub commits: usize,
+    /// How long the client processes commit, per group, s.
+    pub group_seconds: f64,
 }
 
 /// What was measured.
@@ -126,8 +131,12 @@ pub struct ServerReport {
     /// This process's peak resident memory (the client and the local
     /// handle, one at a time), KiB.
     pub client_peak_rss_kib: Option<u64>,
-    /// Figures of the issue not measured here.
-    pub not_measured: Vec<NotMeasured>,
+    /// Median remote commit / (median local commit + median round trip).
+    pub commit_vs_local_plus_rtt: f64,
+    /// Commits per second of 16 client processes / of one.
+    pub group_commit_16_vs_1: f64,
+    /// The write figures in full.
+    pub writes: WriteReport,
     /// The machine.
     pub environment: Environment,
 }
@@ -306,6 +315,18 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
         .build(&dir, &generated, &EngineOptions::default())
         .map_err(|e| BenchError::new(format!("bench server: building OO1: {e}")))?;
     let path = AmberFactory::file(&dir);
+    // The local side of the commit figure writes a copy: the server holds
+    // the database itself open for writing.
+    let local_dir = dir.join("local");
+    let local_copy = AmberFactory::file(&local_dir);
+    let copy = |suffix: &str| {
+        let name = |p: &Path| format!("{}{suffix}", p.display());
+        std::fs::copy(name(&path), name(&local_copy))
+    };
+    std::fs::create_dir_all(&local_dir)
+        .and_then(|_| copy(""))
+        .and_then(|_| copy("-wal"))
+        .map_err(|e| BenchError::new(format!("bench server: copying the database: {e}")))?;
     let token_path = dir.join("token");
     let token = format!(
         "bench-{:016x}",
@@ -364,6 +385,51 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
         local.push(l);
         remote.push(r);
     }
+    // The write figures.
+    let rtt_median = summarize(&rtt).median;
+    let (local_commit_ms, remote_commit_ms, local_tx_ms, remote_tx_ms, commit_ratio) =
+        server_writes::one_client(
+            &local_copy,
+            &url,
+            &remote_opts,
+            cfg.commits,
+            rtt_median,
+            server_writes::per_client(cfg.parts),
+        )?;
+    let mut groups = Vec::new();
+    for clients in [1, 16] {
+        let cpu = server.cpu_s();
+        let g = server_writes::group(
+            &cfg.client_cmd,
+            &url,
+            &token,
+            (clients, server_writes::per_client(cfg.parts)),
+            cfg.group_seconds,
+        )?;
+        let server_cpu = server.cpu_s() - cpu;
+        groups.push((g, server_cpu));
+    }
+    let cores = procfs::cores().max(1) as f64;
+    let busy = |(g, s): &(server_writes::Group, f64)| (g.cpu_s + s) / (g.wall_s * cores);
+    let per_commit = |(g, s): &(server_writes::Group, f64)| s * 1e6 / g.commits.max(1) as f64;
+    let writes = WriteReport {
+        local_commit_ms,
+        remote_commit_ms,
+        local_tx_ms,
+        remote_tx_ms,
+        commit_vs_local_plus_rtt: commit_ratio,
+        one_client_tx_per_s: groups[0].0.tx_per_s,
+        sixteen_clients_tx_per_s: groups[1].0.tx_per_s,
+        group_commit_16_vs_1: groups[1].0.tx_per_s / groups[0].0.tx_per_s,
+        sixteen_clients_retries: groups[1].0.retries,
+        server_cpu_us_per_commit: [per_commit(&groups[0]), per_commit(&groups[1])],
+        cpu_busy: [busy(&groups[0]), busy(&groups[1])],
+        saturates: if busy(&groups[1]) > 0.8 {
+            "cpu"
+        } else {
+            "the log's syncs (disk)"
+        },
+    };
     let server_peak_rss_kib = procfs::peak_rss_kib_of(&server.pid());
     drop(server);
 
@@ -400,16 +466,9 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
         server_cpu_us_per_block: server_cpu * 1e6 / served.max(1) as f64,
         server_peak_rss_kib,
         client_peak_rss_kib: procfs::peak_rss_kib(),
-        not_measured: vec![
-            NotMeasured {
-                key: "commit_vs_local_plus_rtt",
-                why: "writing through a server is not built yet (issue 18, next step)",
-            },
-            NotMeasured {
-                key: "group_commit_16_vs_1",
-                why: "writing through a server is not built yet (issue 18, next step)",
-            },
-        ],
+        commit_vs_local_plus_rtt: writes.commit_vs_local_plus_rtt,
+        group_commit_16_vs_1: writes.group_commit_16_vs_1,
+        writes,
         environment: environment(&dir),
     })
 }
@@ -458,8 +517,35 @@ pub fn render(r: &ServerReport) -> String {
         kib(r.server_peak_rss_kib),
         kib(r.client_peak_rss_kib)
     );
-    for n in &r.not_measured {
-        out += &format!("  not measured: {} ({})\n", n.key, n.why);
-    }
+    let w = &r.writes;
+    out += &row("local commit ms", &w.local_commit_ms);
+    out += &row("remote commit ms", &w.remote_commit_ms);
+    out += &row("local transaction ms", &w.local_tx_ms);
+    out += &row("remote transaction ms", &w.remote_tx_ms);
+    out += &format!(
+        "  commit_vs_local_plus_rtt {:.3} (target ≤ {TARGET_COMMIT}: {})\n",
+        r.commit_vs_local_plus_rtt,
+        verdict(r.commit_vs_local_plus_rtt, TARGET_COMMIT)
+    );
+    out += &format!(
+        "  group commit: 1 client {:.0} tx/s, 16 clients {:.0} tx/s ({} retries); group_commit_16_vs_1 {:.2} (target ≥ {TARGET_GROUP}: {})\n",
+        w.one_client_tx_per_s,
+        w.sixteen_clients_tx_per_s,
+        w.sixteen_clients_retries,
+        r.group_commit_16_vs_1,
+        if r.group_commit_16_vs_1 >= TARGET_GROUP {
+            "met"
+        } else {
+            "MISSED"
+        }
+    );
+    out += &format!(
+        "  server CPU per commit {:.0} µs (1 client), {:.0} µs (16); CPU busy {:.2} / {:.2}: {} saturates\n",
+        w.server_cpu_us_per_commit[0],
+        w.server_cpu_us_per_commit[1],
+        w.cpu_busy[0],
+        w.cpu_busy[1],
+        w.saturates
+    );
     out
 }

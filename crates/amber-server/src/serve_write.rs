@@ -21,7 +21,7 @@ use amber::Error;
 use amber::internals::format::page::BlockKind;
 use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
-use amber::internals::wire::{ErrorCode, Response, WireRecord};
+use amber::internals::wire::{Change, ErrorCode, Response, WireRecord};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -207,15 +207,18 @@ impl Served {
             Ok(w) => w,
             Err(r) => return r,
         };
-        let seq = match (writer.validator).validate(tx.conn, tx.snapshot, &self.shipped, written) {
+        let own = written.clone();
+        let seq = match (writer.validator).validate(tx.snapshot, &self.shipped, written) {
             Ok(seq) => seq,
             Err(c) => {
                 drop(tx);
                 return self.conflict(c);
             }
         };
+        // The transaction stays open (registered with the validator at
+        // its snapshot) until the answer is made: the entries of the
+        // commits since its snapshot are kept for `own_kept` meanwhile.
         let committed = commit_through(&writer.store, &mut tx, records, frees, roots);
-        drop(tx);
         let lsn = match committed {
             Ok(info) if info.commit_lsn > 0 => {
                 writer.validator.logged(seq, info.commit_lsn);
@@ -230,14 +233,36 @@ impl Served {
                 return error(&e);
             }
         };
-        match self.moved() {
+        let answer = match self.moved() {
             Ok((page_count, change)) => Response::Committed {
                 lsn,
                 page_count,
-                change,
+                change: self.own_kept(
+                    change,
+                    &own,
+                    &writer.validator.written_since(seq, tx.snapshot),
+                ),
             },
             Err(e) => error(&e),
-        }
+        };
+        drop(tx);
+        answer
+    }
+
+    /// `change` without the pages this commit wrote that no other commit
+    /// since the snapshot wrote: the client holds them as they are now
+    /// committed, and need not fetch them again (they go back into the
+    /// shipped set). Every other commit since the snapshot has its entry in
+    /// the validator (`others`), kept while this transaction is open.
+    fn own_kept(&mut self, change: Change, own: &Pages, others: &Pages) -> Change {
+        let Change::Pages { lsn, pages } = change else {
+            return change;
+        };
+        let (kept, pages): (Vec<u64>, Vec<u64>) = pages
+            .into_iter()
+            .partition(|p| own.contains(p) && !others.contains(p));
+        self.shipped.extend(kept);
+        Change::Pages { lsn, pages }
     }
 
     /// The pages a commit writes: those its records touch (each in the

@@ -74,21 +74,15 @@ impl Validator {
         v.prune();
     }
 
-    /// Validates connection `conn`'s transaction, which began at
+    /// Validates a transaction that began at
     /// `snapshot`, may have read the pages in `read` and in `written`, and
     /// writes those of `written`: `Ok(seq)` and its entry is pushed
     /// (logged at [`logged`](Self::logged), or dropped by
-    /// [`failed`](Self::failed)), or the conflict. Either way the
-    /// transaction is no longer open.
-    pub fn validate(
-        &self,
-        conn: u64,
-        snapshot: u64,
-        read: &Pages,
-        written: Pages,
-    ) -> Result<u64, Conflict> {
+    /// [`failed`](Self::failed)), or the conflict. The transaction stays
+    /// open until [`end`](Self::end): its commit's answer needs the entries
+    /// since its snapshot ([`written_since`](Self::written_since)).
+    pub fn validate(&self, snapshot: u64, read: &Pages, written: Pages) -> Result<u64, Conflict> {
         let mut v = self.lock();
-        v.open.remove(&conn);
         let outside = |e: &&Entry| e.lsn.is_none_or(|l| l >= snapshot);
         for e in v.entries.iter().filter(outside) {
             let hit = [read, &written].into_iter().find_map(|set| {
@@ -118,6 +112,17 @@ impl Validator {
     }
 
     /// Entry `seq`'s commit record is at `lsn` in the log, durable.
+    /// The pages written by the commits other than `seq` that are not in
+    /// snapshot `snapshot` (no LSN yet, or at or past it): what else may
+    /// have changed since that snapshot.
+    pub fn written_since(&self, seq: u64, snapshot: u64) -> Pages {
+        let v = self.lock();
+        (v.entries.iter())
+            .filter(|e| e.seq != seq && e.lsn.is_none_or(|l| l >= snapshot))
+            .flat_map(|e| e.written.iter().copied())
+            .collect()
+    }
+
     pub fn logged(&self, seq: u64, lsn: u64) {
         let mut v = self.lock();
         if let Some(e) = v.entries.iter_mut().find(|e| e.seq == seq) {
@@ -165,19 +170,19 @@ mod tests {
         v.begin(1, 100);
         v.begin(2, 100);
         v.begin(3, 100);
-        let s1 = v.validate(1, 100, &pages(&[5, 6]), pages(&[5])).unwrap();
+        let s1 = v.validate(100, &pages(&[5, 6]), pages(&[5])).unwrap();
         // Not logged yet: outside every snapshot.
-        let c = v.validate(2, 100, &pages(&[5]), pages(&[5])).unwrap_err();
+        let c = v.validate(100, &pages(&[5]), pages(&[5])).unwrap_err();
         assert_eq!(c, Conflict { page: 5, lsn: None });
         v.logged(s1, 150);
         // Logged past 3's snapshot: still a conflict; a disjoint one is not.
-        assert!(v.validate(3, 100, &pages(&[7]), pages(&[7])).is_ok());
+        assert!(v.validate(100, &pages(&[7]), pages(&[7])).is_ok());
         v.begin(2, 100);
-        let c = v.validate(2, 100, &pages(&[5]), pages(&[])).unwrap_err();
+        let c = v.validate(100, &pages(&[5]), pages(&[])).unwrap_err();
         assert_eq!(c.lsn, Some(150));
         // A snapshot past it holds it.
         v.begin(4, 200);
-        assert!(v.validate(4, 200, &pages(&[5]), pages(&[5])).is_ok());
+        assert!(v.validate(200, &pages(&[5]), pages(&[5])).is_ok());
     }
 
     #[test]
@@ -185,13 +190,20 @@ mod tests {
         let v = Validator::default();
         v.begin(1, 10);
         v.begin(2, 10);
-        let s = v.validate(1, 10, &pages(&[1]), pages(&[1])).unwrap();
+        let s = v.validate(10, &pages(&[1]), pages(&[1])).unwrap();
         v.logged(s, 20);
+        // 1 stays open until its answer is made.
+        assert_eq!(
+            v.written_since(s, 10),
+            pages(&[]),
+            "no other commit since 10"
+        );
+        v.end(1);
         assert_eq!(v.len(), 1, "2's snapshot is before it");
         v.end(2);
         assert!(v.is_empty());
         v.begin(3, 30);
-        let s = v.validate(3, 30, &pages(&[1]), pages(&[1])).unwrap();
+        let s = v.validate(30, &pages(&[1]), pages(&[1])).unwrap();
         v.failed(s);
         assert!(v.is_empty());
     }

@@ -160,6 +160,9 @@ fn client_role(url: &str, me: u64) {
                     writeln!(out, "ack {me} {v}").unwrap();
                     out.flush().unwrap();
                 }
+                // Lost to the others more often than `transact` retries:
+                // the next round tries again.
+                Err(Error::Conflict { .. }) => {}
                 // The server went away (killed, restarting): start again
                 // on a new connection.
                 Err(Error::Io { .. } | Error::Remote { .. }) => break,

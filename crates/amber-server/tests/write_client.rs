@@ -117,6 +117,49 @@ fn a_clients_commit_is_seen_by_another_and_kept() {
     assert_eq!((db.get(got).n, db.get(got).tag), (42, 7));
 }
 
+/// A client keeps what it wrote: its commit's answer leaves out the pages
+/// only it changed, so the next transaction on them fetches nothing; a
+/// page another client changed meanwhile is dropped and fetched again.
+#[test]
+fn a_client_keeps_the_pages_it_wrote() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, 2);
+    let server = start(writing(&[("bank", &path)]));
+    let (mut a, mut b) = (connect(server.addr), connect(server.addr));
+    let account = |db: &Db, i: usize| {
+        let bank: PRef<Bank> = db.root("bank").expect("roots").expect("the bank");
+        db.slice(&db.get(bank).accounts)[i]
+    };
+    let (a0, a1) = (account(&a, 0), account(&a, 1));
+    let bump = |db: &mut Db, p: PRef<Account>| {
+        db.transact(|tx| {
+            tx.get_mut(p).moves += 1;
+            Ok(())
+        })
+        .expect("committed")
+    };
+    bump(&mut a, a0);
+    let fetched = a.stats().fetched;
+    for _ in 0..5 {
+        bump(&mut a, a0);
+    }
+    assert_eq!(a.stats().fetched, fetched, "its own pages stay");
+    assert_eq!(a.get(a0).moves, 6);
+    // Another client changes account 1: a drops that page at its next
+    // begin and fetches it again.
+    let b1 = account(&b, 1);
+    bump(&mut b, b1);
+    bump(&mut a, a1);
+    assert!(
+        a.stats().fetched > fetched,
+        "a page another client changed is fetched again"
+    );
+    assert_eq!(a.get(a1).moves, 2);
+    drop((a, b));
+    server.shutdown();
+}
+
 #[test]
 fn transact_under_contention_loses_no_increment() {
     const CLIENTS: u64 = 3;

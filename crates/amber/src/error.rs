@@ -245,10 +245,7 @@ impl fmt::Display for Error {
                 write!(f, "schema mismatch for type `{type_name}`: {what}")
             }
             Error::Remote { url, what } => write!(f, "{url}: {what}"),
-            Error::Conflict { what } => write!(
-                f,
-                "conflict: another transaction committed a change to what this one read ({what}); nothing of this one was committed: run it again"
-            ),
+            Error::Conflict { what } => write!(f, "conflict: {what}"),
         }
     }
 }
@@ -310,7 +307,10 @@ mod tests {
             },
             Error::internal("a broken invariant"),
             Error::Conflict {
-                what: "page 17, changed by the commit at LSN 4096".into(),
+                what: "page 17, which this transaction may have read, was changed by the commit \
+                       at log position 4096, after its snapshot: nothing of it was committed; \
+                       retry it"
+                    .into(),
             },
             Error::Remote {
                 url: "amber://127.0.0.1:7878/parts".into(),

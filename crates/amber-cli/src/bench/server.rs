@@ -27,6 +27,12 @@ struct ServerArgs {
     /// Round trips timed on one connection.
     #[arg(long, default_value_t = 1000)]
     round_trips: usize,
+    /// Transactions timed on each side for the commit figure.
+    #[arg(long, default_value_t = 300)]
+    commits: usize,
+    /// How long each group of client processes commits, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    group_seconds: f64,
     /// Seed of the database and the traversal roots.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -38,8 +44,30 @@ struct ServerArgs {
     json: Option<PathBuf>,
 }
 
-/// `amber bench server`.
+/// `amber bench server`, and the client processes it starts
+/// (`amber bench server __server-client URL TOKEN ME PARTS START_MS SECONDS`).
 pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
+    if args.first().map(String::as_str) == Some(amber_bench::server_writes::CLIENT_ARG) {
+        let [_, url, token, me, per, start, seconds] = args else {
+            return Err(CliError::msg(
+                "bench server: a client takes URL TOKEN ME PARTS START_MS SECONDS",
+            ));
+        };
+        let num = |s: &String| {
+            s.parse::<f64>()
+                .map_err(|_| CliError::msg(format!("bench server: `{s}` is not a number")))
+        };
+        let line = amber_bench::server_writes::run_client(
+            url,
+            token,
+            (num(me)? as u32, num(per)? as u32),
+            num(start)? as u64,
+            num(seconds)?,
+        )?;
+        out.push_str(&line);
+        out.push('\n');
+        return Ok(ExitCode::SUCCESS);
+    }
     let a: ServerArgs = parse("server", args)?;
     check_json_target(a.json.as_deref())?;
     let exe = std::env::current_exe()
@@ -52,6 +80,9 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliErro
         seed: a.seed,
         dir: a.dir,
         serve_cmd: vec![exe.display().to_string(), "serve".into()],
+        client_cmd: vec![exe.display().to_string(), "bench".into(), "server".into()],
+        commits: a.commits,
+        group_seconds: a.group_seconds,
     })?;
     out.push_str(&amber_bench::server::render(&r));
     write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;

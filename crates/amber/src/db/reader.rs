@@ -38,15 +38,17 @@ impl Db {
         Self::start(store.clone(), Some(store), &opts)
     }
 
-    /// Opens a database served by `amber serve`, read-only, at
+    /// Opens a database served by `amber serve` at
     /// `url` = `amber://host:port/name`, authenticating with
     /// `opts.remote.token`. Pointers, `get`, indexes and
     /// [`refresh`](Self::refresh) work as on a database opened with
     /// [`open_read_only`](Self::open_read_only): pages are fetched from the
     /// server on first touch (a fetch cluster per fault, as from a file) and
     /// kept across refreshes unless they changed, at a snapshot that moves
-    /// only on `refresh`. Writing through a server is not built yet:
-    /// `begin` is refused.
+    /// only on `refresh` (and `begin`). Transactions commit through the
+    /// server, which validates them against concurrent ones: a lost commit
+    /// is [`Error::Conflict`](crate::Error::Conflict), which
+    /// [`transact`](Self::transact) retries.
     ///
     /// A lost connection makes every later fetch fail: a page first touched
     /// through a plain pointer load then aborts the process with the reason
@@ -63,7 +65,7 @@ impl Db {
     /// writable database, [`Error::Invalid`]: it always sees its own
     /// commits.
     pub fn refresh(&mut self) -> Result<bool> {
-        if !self.source.read_only() {
+        if !self.source.at_snapshot() {
             return Err(Error::invalid(
                 "refresh: the database is open for writing, and sees its own commits",
             ));

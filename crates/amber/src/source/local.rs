@@ -62,7 +62,7 @@ impl Source for Store {
         Core::stats(core(self))
     }
 
-    fn read_only(&self) -> bool {
+    fn at_snapshot(&self) -> bool {
         Core::options(core(self)).read_only
     }
 

@@ -75,8 +75,10 @@ pub trait Source: Send + Sync + fmt::Debug {
     /// Numbers about the store under the source.
     fn stats(&self) -> StoreStats;
 
-    /// Whether the database is read-only here (writes are refused).
-    fn read_only(&self) -> bool;
+    /// Whether the database is read at a snapshot that only a refresh (or,
+    /// on a server, a `begin`) moves: a read-only handle's, or a server's
+    /// database. A local writer always reads its own last commit.
+    fn at_snapshot(&self) -> bool;
 
     /// Starts a transaction. For a server's database this also moves the
     /// snapshot to the latest commit: what changed since is then in

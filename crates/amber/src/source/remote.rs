@@ -590,7 +590,7 @@ impl Source for Remote {
         }
     }
 
-    fn read_only(&self) -> bool {
+    fn at_snapshot(&self) -> bool {
         true
     }
 
