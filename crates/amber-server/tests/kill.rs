@@ -275,7 +275,10 @@ fn killed_clients_and_a_killed_server_lose_no_acknowledged_commit() {
         .collect();
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let (mut killed_clients, mut killed_servers) = (0, 0);
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // About 60 ms per kill here; a generous bound that grows with them.
+    let deadline = Instant::now()
+        + Duration::from_secs(60)
+        + Duration::from_millis(300 * (client_kills + server_kills));
     while (killed_clients < client_kills || killed_servers < server_kills)
         && Instant::now() < deadline
     {
