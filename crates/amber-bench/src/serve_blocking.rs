@@ -116,6 +116,9 @@ fn start(path: &Path, blocking: Blocking) -> Result<Running, BenchError> {
         databases: vec![("bench".into(), path.to_path_buf())],
         insecure_no_auth: true,
         blocking,
+        // The direct arm reads the same database in this process: the
+        // server reads it only, as reading is all this measures.
+        read_only: true,
         ..ServeOptions::default()
     };
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
