@@ -51,8 +51,10 @@ pub const TRAILER: usize = 4;
 pub const PAGE_IMAGE: usize = 20;
 /// Bytes of a commit record.
 pub const COMMIT_SIZE: usize = 16 + TRAILER;
-/// The shortest record (a commit record).
-pub const MIN_RECORD: usize = COMMIT_SIZE;
+/// The shortest record any header decodes to: an intent record with no
+/// entries (the store never writes one, but the decoder takes it, so the
+/// backward walk must too).
+pub const MIN_RECORD: usize = 12 + TRAILER;
 /// Largest after-image one range record carries.
 pub const MAX_RANGE: usize = u16::MAX as usize;
 /// Most entries in one intent record.
