@@ -219,6 +219,7 @@ impl Served {
     /// Moves the snapshot to the latest commit: the new page count, and
     /// what the client must drop, which leaves the shipped set too.
     pub(crate) fn moved(&mut self) -> Result<(u64, Change), Error> {
+        let catalog_before = self.store.catalog_changes();
         let change = match self.store.refresh()? {
             Refreshed::Unchanged => Change::Unchanged,
             // The snapshot has moved: an answer refused as too large would
@@ -228,7 +229,11 @@ impl Served {
             Refreshed::Pages { lsn, pages } if pages.len() * 8 > self.limit => {
                 Change::Everything { lsn }
             }
-            Refreshed::Pages { lsn, pages } => Change::Pages { lsn, pages },
+            Refreshed::Pages { lsn, pages } => Change::Pages {
+                lsn,
+                pages,
+                catalog: self.store.catalog_changes() != catalog_before,
+            },
             Refreshed::Everything { lsn } => Change::Everything { lsn },
         };
         match &change {

@@ -255,14 +255,23 @@ impl Served {
     /// shipped set). Every other commit since the snapshot has its entry in
     /// the validator (`others`), kept while this transaction is open.
     fn own_kept(&mut self, change: Change, own: &Pages, others: &Pages) -> Change {
-        let Change::Pages { lsn, pages } = change else {
+        let Change::Pages {
+            lsn,
+            pages,
+            catalog,
+        } = change
+        else {
             return change;
         };
         let (kept, pages): (Vec<u64>, Vec<u64>) = pages
             .into_iter()
             .partition(|p| own.contains(p) && !others.contains(p));
         self.shipped.extend(kept);
-        Change::Pages { lsn, pages }
+        Change::Pages {
+            lsn,
+            pages,
+            catalog,
+        }
     }
 
     /// The pages a commit writes: those its records touch (each in the

@@ -52,12 +52,12 @@ fn authentication_comes_first() {
 fn other_versions_and_other_protocols_are_told_so() {
     let (_dir, path) = fixture(10);
     let server = start(options(&[("items", &path)]));
-    // A client of version 2, whose Hello goes on in a layout this version
-    // does not know.
+    // A client of the next version, whose Hello goes on in a layout this
+    // version does not know.
     let mut c = Client::connect(server.addr);
     let mut body = vec![0x01];
     body.extend_from_slice(&MAGIC);
-    body.extend_from_slice(&2u16.to_le_bytes());
+    body.extend_from_slice(&(VERSION + 1).to_le_bytes());
     body.extend_from_slice(b"anything at all");
     let mut frame = (body.len() as u32).to_le_bytes().to_vec();
     frame.extend_from_slice(&body);
@@ -66,7 +66,10 @@ fn other_versions_and_other_protocols_are_told_so() {
     assert_eq!(code, ErrorCode::Version);
     assert_eq!(
         m,
-        format!("the client speaks wire protocol version 2, this server {VERSION}")
+        format!(
+            "the client speaks wire protocol version {}, this server {VERSION}",
+            VERSION + 1
+        )
     );
     c.expect_closed();
 

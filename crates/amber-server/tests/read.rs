@@ -137,10 +137,19 @@ fn the_snapshot_moves_only_on_refresh() {
     };
     // The writer's open installed nothing (the database was closed
     // cleanly) and no checkpoint ran since: the pages changed are listed.
-    let Change::Pages { lsn, pages } = change else {
+    let Change::Pages {
+        lsn,
+        pages,
+        catalog,
+    } = change
+    else {
         panic!("{change:?}");
     };
     assert!(!pages.is_empty());
+    assert!(
+        catalog,
+        "the root moved: the catalog is to be fetched again"
+    );
     assert!(lsn > snapshot_lsn);
     let after = local(&path);
     assert_eq!(page_count, after.page_count());

@@ -430,3 +430,39 @@ fn share_log_syncs(blocking: Blocking) {
     }
     drop(writer);
 }
+
+/// A `Change` says whether the catalog moved too: a commit of pages only
+/// leaves it, so a client does not fetch it again after every commit; a
+/// root set by another connection moves it.
+#[test]
+fn a_change_says_whether_the_catalog_moved() {
+    let (_dir, path, heads, ps) = raw_db(1);
+    let server = server(&path);
+    let (mut a, _) = Client::welcomed(server.addr, "raw");
+    let (mut b, _) = Client::welcomed(server.addr, "raw");
+    begin(&mut b);
+    begin(&mut a);
+    read(&mut a, heads[0]);
+    committed(commit(&mut a, vec![range(heads[0] * ps + AT, b"pages")]));
+    match begin(&mut b) {
+        Change::Pages { pages, catalog, .. } => {
+            assert!(pages.contains(&heads[0]), "{pages:?}");
+            assert!(!catalog, "a commit of pages only moved the catalog");
+        }
+        other => panic!("{other:?}"),
+    }
+    begin(&mut a);
+    committed(a.ask(&Request::Commit {
+        records: vec![],
+        frees: vec![],
+        roots: vec![("top".into(), heads[0] * ps + AT, 0)],
+    }));
+    match begin(&mut b) {
+        Change::Pages { catalog, .. } => assert!(catalog, "a root was set"),
+        other => panic!("{other:?}"),
+    }
+    match b.ask(&Request::Catalog) {
+        Response::Catalog { roots, .. } => assert_eq!(roots.len(), 1, "{roots:?}"),
+        other => panic!("Catalog: {other:?}"),
+    }
+}

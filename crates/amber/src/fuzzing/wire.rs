@@ -113,6 +113,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             change: Change::Pages {
                 lsn: 600,
                 pages: vec![3, 5],
+                catalog: false,
             },
         },
         Response::Refreshed {
@@ -140,6 +141,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             change: Change::Pages {
                 lsn: 900,
                 pages: vec![5, 41],
+                catalog: true,
             },
         },
         Response::Conflict {
@@ -147,6 +149,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             change: Change::Pages {
                 lsn: 950,
                 pages: vec![5],
+                catalog: false,
             },
             message: "page 5, changed by the commit at LSN 950".into(),
         },

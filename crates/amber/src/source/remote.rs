@@ -296,12 +296,17 @@ impl Remote {
 
     /// The server moved the connection's snapshot (a refresh, a begin, a
     /// commit or its refusal): what the client keeps of the old one goes,
-    /// and what changed waits for the object layer (`take_changed`).
+    /// the catalog is fetched again if types or roots changed, and what
+    /// changed waits for the object layer (`take_changed`).
     pub(crate) fn moved(&self, page_count: u64, change: Change) -> Result<Refreshed> {
-        let refreshed = match change {
+        let (refreshed, catalog) = match change {
             Change::Unchanged => return Ok(Refreshed::Unchanged),
-            Change::Pages { lsn, pages } => Refreshed::Pages { lsn, pages },
-            Change::Everything { lsn } => Refreshed::Everything { lsn },
+            Change::Pages {
+                lsn,
+                pages,
+                catalog,
+            } => (Refreshed::Pages { lsn, pages }, catalog),
+            Change::Everything { lsn } => (Refreshed::Everything { lsn }, true),
         };
         {
             let mut snap = self.snap();
@@ -311,7 +316,9 @@ impl Remote {
                 snap.lsn = *lsn;
             }
         }
-        self.load_catalog()?;
+        if catalog {
+            self.load_catalog()?;
+        }
         *self.changed.lock().unwrap_or_else(|e| e.into_inner()) = Some(refreshed.clone());
         Ok(refreshed)
     }

@@ -88,6 +88,7 @@ impl State {
             } => {
                 let name =
                     std::str::from_utf8(name).map_err(|_| "root name is not UTF-8".to_string())?;
+                self.catalog_changes += 1;
                 if addr == 0 {
                     self.roots.remove(name);
                 } else {
@@ -104,6 +105,7 @@ impl State {
             Record::Type { type_id, desc, .. } => {
                 crate::format::meta::check_type_id(type_id)?;
                 self.catalog.insert(type_id, desc.to_vec());
+                self.catalog_changes += 1;
                 self.next_type_id = self.next_type_id.max(type_id + 1);
             }
             Record::Commit { .. } | Record::Intent { .. } => {}

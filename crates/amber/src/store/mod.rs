@@ -331,6 +331,13 @@ impl Core {
         self.lock().roots.get(name).cloned()
     }
 
+    /// A count that moves whenever a root is set or a type defined in this
+    /// store's state: equal before and after a refresh, the catalog and
+    /// roots did not change.
+    pub fn catalog_changes(&self) -> u64 {
+        self.lock().catalog_changes
+    }
+
     /// The schema catalog: type id and descriptor bytes.
     pub fn types(&self) -> Vec<(u32, Vec<u8>)> {
         self.lock()

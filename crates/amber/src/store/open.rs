@@ -94,6 +94,7 @@ impl Store {
             roots: BTreeMap::new(),
             catalog: BTreeMap::new(),
             next_type_id: 1,
+            catalog_changes: 0,
             pending: IntMap::default(),
             pending_bytes: 0,
             installing: None,

@@ -26,6 +26,10 @@ pub(crate) struct State {
     pub(crate) roots: BTreeMap<String, RootEntry>,
     pub(crate) catalog: BTreeMap<u32, Vec<u8>>,
     pub(crate) next_type_id: u32,
+    /// Goes up with every root or type record applied (not persisted: what
+    /// it tells is whether the catalog moved between two looks at one
+    /// state, as a served connection's refresh asks).
+    pub(crate) catalog_changes: u64,
     /// Committed changes not yet installed (during a checkpoint: since its
     /// cut, which no commit can be until it ends).
     pub(crate) pending: IntMap<PageNo, Patch>,
@@ -68,6 +72,7 @@ impl State {
             roots: BTreeMap::new(),
             catalog: BTreeMap::new(),
             next_type_id: 0,
+            catalog_changes: 0,
             pending: IntMap::default(),
             pending_bytes: 0,
             installing: None,
@@ -248,6 +253,7 @@ pub(super) fn load_state(
         roots: roots.into_iter().map(|r| (r.name.clone(), r)).collect(),
         catalog: catalog.into_iter().collect(),
         next_type_id,
+        catalog_changes: 0,
         pending: IntMap::default(),
         pending_bytes: 0,
         installing: None,

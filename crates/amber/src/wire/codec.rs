@@ -43,6 +43,7 @@ const ERROR: u8 = 0xFF;
 const UNCHANGED: u8 = 0;
 const PAGES: u8 = 1;
 const EVERYTHING: u8 = 2;
+const PAGES_AND_CATALOG: u8 = 3;
 
 /// The fewest bytes one element of each vector takes: what a count is
 /// checked against before anything is reserved for it.
@@ -616,8 +617,12 @@ impl Frame {
     fn change(&mut self, change: &Change) {
         match change {
             Change::Unchanged => self.u8(UNCHANGED),
-            Change::Pages { lsn, pages } => {
-                self.u8(PAGES);
+            Change::Pages {
+                lsn,
+                pages,
+                catalog,
+            } => {
+                self.u8(if *catalog { PAGES_AND_CATALOG } else { PAGES });
                 self.u64(*lsn);
                 self.count(pages.len());
                 pages.iter().for_each(|&p| self.u64(p));
@@ -757,21 +762,25 @@ impl<'a> Fields<'a> {
     fn change(&mut self) -> Result<Change, WireError> {
         Ok(match self.u8("change")? {
             UNCHANGED => Change::Unchanged,
-            PAGES => {
+            tag @ (PAGES | PAGES_AND_CATALOG) => {
                 let lsn = self.u64("lsn")?;
                 let n = self.count("pages", PAGE_ENTRY)?;
                 let mut pages = Vec::with_capacity(n);
                 for _ in 0..n {
                     pages.push(self.u64("page")?);
                 }
-                Change::Pages { lsn, pages }
+                Change::Pages {
+                    lsn,
+                    pages,
+                    catalog: tag == PAGES_AND_CATALOG,
+                }
             }
             EVERYTHING => Change::Everything {
                 lsn: self.u64("lsn")?,
             },
             t => {
                 return Err(WireError::Malformed(format!(
-                    "{}'s change tag {t} is unknown (0, 1 or 2)",
+                    "{}'s change tag {t} is unknown (0 to 3)",
                     self.msg
                 )));
             }

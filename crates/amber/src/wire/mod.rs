@@ -26,7 +26,7 @@ use std::io::Read;
 /// The protocol version this build speaks. A peer of another version is
 /// refused with [`ErrorCode::Version`], whose frame (and the start of
 /// `Hello` that carries the version) every version lays out the same.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// The four bytes after `Hello`'s kind: what tells an Amber client from
 /// anything else that connects.
@@ -266,6 +266,10 @@ pub enum Change {
         lsn: u64,
         /// The pages changed, ascending.
         pages: Vec<u64>,
+        /// Whether a type was defined or a root set too: only then does
+        /// the client fetch the catalog again (a round trip that would
+        /// otherwise follow every commit).
+        catalog: bool,
     },
     /// The snapshot moved to `lsn` past a checkpoint: any page may have
     /// changed.

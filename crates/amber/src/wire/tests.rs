@@ -71,8 +71,16 @@ fn wire_block() -> impl Strategy<Value = WireBlock> {
 fn change() -> impl Strategy<Value = Change> {
     prop_oneof![
         Just(Change::Unchanged),
-        (any::<u64>(), proptest::collection::vec(any::<u64>(), 0..6))
-            .prop_map(|(lsn, pages)| Change::Pages { lsn, pages }),
+        (
+            any::<u64>(),
+            proptest::collection::vec(any::<u64>(), 0..6),
+            any::<bool>()
+        )
+            .prop_map(|(lsn, pages, catalog)| Change::Pages {
+                lsn,
+                pages,
+                catalog
+            }),
         any::<u64>().prop_map(|lsn| Change::Everything { lsn }),
     ]
 }
