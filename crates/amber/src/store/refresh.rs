@@ -21,7 +21,7 @@ use super::state::{State, load_state};
 use super::{Core, open};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
-use crate::io::OpenMode;
+use crate::io::{IoFile, OpenMode};
 use std::sync::Mutex;
 
 /// A reader's place in the table and what its next refresh goes on from.
@@ -37,13 +37,23 @@ struct Snapshot {
     lsn: u64,
     /// Transactions with records before `lsn` and no commit record yet.
     open: OpenTxs,
+    /// The log, opened at the first refresh and kept: a refresh of a
+    /// served connection follows every commit, and opening the file each
+    /// time costs as much as reading the few records it brings. The writer
+    /// recycles the log in place (`LogWriter::recycle`), so the handle stays
+    /// the log's; a reload opens it again all the same.
+    log: Option<Box<dyn IoFile>>,
 }
 
 impl Reader {
     pub(crate) fn new(slot: u32, lsn: u64, open: OpenTxs) -> Reader {
         Reader {
             slot,
-            inner: Mutex::new(Snapshot { lsn, open }),
+            inner: Mutex::new(Snapshot {
+                lsn,
+                open,
+                log: None,
+            }),
         }
     }
 }
@@ -107,10 +117,10 @@ impl Core {
             return Ok(Refreshed::Unchanged);
         }
         let (sb, _) = open::read_superblock(&*self.file, &self.path)?;
-        let logf = self
-            .vfs
-            .open(&self.wal_path, OpenMode::ReadOnly)
-            .map_err(|e| Error::io("open log", &self.wal_path, e))?;
+        let logf = match snap.log.take() {
+            Some(f) => f,
+            None => self.open_log()?,
+        };
         let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
         // The state is replayed in place, the lock held (nothing reads a
         // state halfway); it is never held while frame memory is touched.
@@ -151,6 +161,7 @@ impl Core {
         *st = new;
         drop(st);
         snap.open = open;
+        snap.log = Some(logf);
         if report.end_lsn == snap.lsn {
             return Ok(Refreshed::Unchanged);
         }
@@ -164,14 +175,17 @@ impl Core {
         })
     }
 
+    fn open_log(&self) -> Result<Box<dyn IoFile>> {
+        (self.vfs)
+            .open(&self.wal_path, OpenMode::ReadOnly)
+            .map_err(|e| Error::io("open log", &self.wal_path, e))
+    }
+
     /// Loads the newest checkpoint and the log up to the published end, as
     /// an open does, holding the table's lock `g`.
     fn reload(&self, t: &Table, g: Locked<'_>, slot: u32, snap: &mut Snapshot) -> Result<Refreshed> {
         let (sb, sb_slot) = open::read_superblock(&*self.file, &self.path)?;
-        let logf = self
-            .vfs
-            .open(&self.wal_path, OpenMode::ReadOnly)
-            .map_err(|e| Error::io("open log", &self.wal_path, e))?;
+        let logf = self.open_log()?;
         let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
         let source = LogSource {
             file: Some(&*logf),
@@ -192,6 +206,7 @@ impl Core {
         *self.lock() = st;
         snap.lsn = report.end_lsn;
         snap.open = open;
+        snap.log = Some(logf);
         t.set_snapshot(slot, snap.lsn)?;
         drop(g);
         Ok(Refreshed::Everything { lsn: snap.lsn })
