@@ -339,9 +339,19 @@ async fn send(
         }
         .encode();
     }
+    // Most answers fit in the socket's buffer: written at once, without
+    // arming the timeout (a timer costs more than a small answer's write).
+    let sent = match stream.try_write(&frame) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => return Err(End::Lost(format!("writing an answer: {e}"))),
+    };
+    if sent == frame.len() {
+        return Ok(());
+    }
     let mut deadline = Instant::now() + opts.idle_timeout;
     let mut stopping = false;
-    let write = stream.write_all(&frame);
+    let write = stream.write_all(&frame[sent..]);
     tokio::pin!(write);
     loop {
         tokio::select! {
