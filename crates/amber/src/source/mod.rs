@@ -19,6 +19,7 @@
 //! keeps it beside its source when it has one, and a database without one
 //! says so.
 
+mod clean;
 pub(crate) mod local;
 pub mod remote;
 mod remote_tx;

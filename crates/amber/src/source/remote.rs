@@ -19,6 +19,7 @@
 //! the process with that message, as a damaged page does; `try_get` returns
 //! it.
 
+use super::clean::CleanImages;
 use super::remote_tx::RemoteTx;
 use super::{Source, SourceTx};
 use crate::error::{Error, FileKind, Location, Result};
@@ -56,6 +57,11 @@ pub struct RemoteOptions {
     /// --idle-timeout`) does not close it under a program that works on
     /// resident pages for a while; `None`: never.
     pub keepalive: Option<Duration>,
+    /// Bytes of committed block images the program keeps, in persistent
+    /// form, so that a commit diffs a written block against its clean
+    /// version without asking the server for it (`source/clean.rs`); 0
+    /// keeps none (each commit then reads its blocks' images back).
+    pub clean_images: usize,
 }
 
 impl Default for RemoteOptions {
@@ -65,6 +71,7 @@ impl Default for RemoteOptions {
             timeout: Duration::from_secs(30),
             max_frame: wire::DEFAULT_MAX_FRAME,
             keepalive: Some(Duration::from_secs(60)),
+            clean_images: 64 << 20,
         }
     }
 }
@@ -109,6 +116,8 @@ pub struct Remote {
     /// Transaction ids, for the object layer's bookkeeping (the server
     /// numbers the transactions it logs).
     next_txid: AtomicU32,
+    /// Committed images of blocks read whole, for commits to diff against.
+    pub(crate) clean: CleanImages,
 }
 
 #[derive(Debug)]
@@ -247,6 +256,7 @@ impl Remote {
             keepalive,
             changed: Mutex::new(None),
             next_txid: AtomicU32::new(1),
+            clean: CleanImages::new(page_size, opts.clean_images),
         };
         r.load_catalog()?;
         Ok(r)
@@ -308,6 +318,10 @@ impl Remote {
             } => (Refreshed::Pages { lsn, pages }, catalog),
             Change::Everything { lsn } => (Refreshed::Everything { lsn }, true),
         };
+        match &refreshed {
+            Refreshed::Pages { pages, .. } => self.clean.changed(pages),
+            _ => self.clean.clear(),
+        }
         {
             let mut snap = self.snap();
             snap.page_count = page_count;
@@ -494,8 +508,14 @@ impl Source for Remote {
     }
 
     fn read_block(&self, head: PageNo) -> Result<Vec<u8>> {
+        if let Some(img) = self.clean.get(head) {
+            return Ok(img);
+        }
         match self.call(&Request::ReadBlock { head })? {
-            Response::Block(img) if !img.is_empty() && img.len() % self.page_size == 0 => Ok(img),
+            Response::Block(img) if !img.is_empty() && img.len() % self.page_size == 0 => {
+                self.clean.put(head, &img);
+                Ok(img)
+            }
             Response::Block(img) => Err(remote(
                 &self.url,
                 format!("block {head}: an image of {} bytes is not whole pages", img.len()),

@@ -181,6 +181,10 @@ impl SourceTx for RemoteTx<'_> {
                 page_count,
                 change,
             } => {
+                // Before the move, which drops what others changed.
+                if let Request::Commit { records, frees, .. } = &req {
+                    self.remote.clean.committed(records, frees);
+                }
                 self.remote.moved(page_count, change)?;
                 Ok(CommitInfo {
                     commit_lsn: lsn,
