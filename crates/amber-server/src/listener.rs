@@ -6,6 +6,7 @@
 
 use crate::serve_read::read_only;
 use crate::serve_write::Writer;
+use crate::status::Registry;
 use crate::{ServeError, ServeOptions, session};
 use amber::StoreOptions;
 use amber::internals::io::real::RealVfs;
@@ -29,6 +30,8 @@ pub struct Shared {
     pub databases: HashMap<String, PathBuf>,
     /// Their writers, by name (none when served `read_only`).
     pub writers: HashMap<String, Arc<Writer>>,
+    /// The connections and counters `Status` reports.
+    pub status: Registry,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -78,9 +81,11 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             what: format!("listening on {}", opts.listen),
             source,
         })?;
+    let listening = listener.local_addr().unwrap_or(opts.listen);
     Ok(Server {
         listener,
         shared: Arc::new(Shared {
+            status: Registry::new(databases.keys(), listening),
             opts,
             databases,
             writers,
