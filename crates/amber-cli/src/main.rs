@@ -221,6 +221,13 @@ enum Command {
         /// server.
         #[arg(long)]
         read_only: bool,
+        /// Bound the server's memory to about N MiB: a quarter for the
+        /// writers' pending changes (each checkpoints at its share), half
+        /// for the connections' buffers (--max-buffered and a request
+        /// frame each: a connection beyond what fits is told the server
+        /// is busy), a quarter left for the rest.
+        #[arg(long, value_name = "N")]
+        memory_mib: Option<usize>,
     },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
@@ -296,6 +303,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             idle_timeout,
             hello_timeout,
             read_only,
+            memory_mib,
         } => serve::serve(serve::Args {
             databases,
             listen,
@@ -307,6 +315,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             idle_timeout,
             hello_timeout,
             read_only,
+            memory_mib,
         }),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }

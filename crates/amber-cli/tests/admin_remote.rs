@@ -471,3 +471,43 @@ fn verify_through_the_server_finds_a_damaged_page() {
     let ck = server.run(&["checkpoint"]);
     assert_error(&ck, "read-only");
 }
+
+#[test]
+fn a_memory_budget_admits_the_connections_whose_buffers_fit() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("a directory");
+    let db = dir.path().join("m.amber");
+    create_model(&db);
+    let small = ["--max-buffered", "1048576", "--max-frame", "1048576"];
+    // 1 MiB of buffers and a commit frame of 1 MiB held twice: 3 MiB a
+    // connection; half of 8 MiB holds one.
+    let server = Server::start(
+        dir.path(),
+        &db,
+        &[&small[..], &["--memory-mib", "8"]].concat(),
+    );
+    let st = server.status();
+    assert_eq!(st["server"]["max_connections"], 1, "{st}");
+    assert_eq!(st["server"]["memory_budget_bytes"], 8 << 20, "{st}");
+    let mut a = server.connect();
+    step(&mut a).expect("a step");
+    let r = server.run(&["status"]);
+    assert_error(&r, "server busy");
+    drop(a);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.run(&["status"]).code != 0 {
+        assert!(Instant::now() < deadline, "the place was not given back");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A budget with room for no connection is refused at start.
+    let r = amber(&[
+        "serve",
+        s(&db),
+        "--insecure-no-auth",
+        "--listen",
+        "127.0.0.1:0",
+        "--memory-mib",
+        "4",
+    ]);
+    assert_error(&r, "lower --max-buffered");
+}

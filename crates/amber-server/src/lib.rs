@@ -25,6 +25,8 @@
 //!   the writer store.
 //! - [`validator`]: backward validation at page granularity.
 //! - [`status`]: what `amber status` reports (the `Status` request).
+//! - [`budget`]: the memory budget, shared out between the writers and
+//!   the connections.
 //! - [`admin`]: operations run on the server for a client: an online
 //!   backup's pinned state, `verify`, `checkpoint`.
 //!
@@ -33,6 +35,7 @@
 #![deny(unsafe_code)]
 
 pub mod admin;
+pub mod budget;
 pub mod config;
 pub mod listener;
 pub mod serve_read;

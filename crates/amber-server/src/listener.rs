@@ -7,8 +7,7 @@
 use crate::serve_read::read_only;
 use crate::serve_write::Writer;
 use crate::status::Registry;
-use crate::{ServeError, ServeOptions, session};
-use amber::StoreOptions;
+use crate::{ServeError, ServeOptions, budget, session};
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use std::collections::HashMap;
@@ -54,13 +53,14 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     for (name, path) in &opts.databases {
         let (n, p) = (name.clone(), path.clone());
         let served_read_only = opts.read_only;
+        let writer_opts = budget::writer_options(&opts);
         let writer = tokio::task::spawn_blocking(move || {
             let opened = if served_read_only {
                 Store::open(Arc::new(RealVfs), &p, read_only())
                     .and_then(Store::close)
                     .map(|()| None)
             } else {
-                Store::open(Arc::new(RealVfs), &p, StoreOptions::default()).map(Some)
+                Store::open(Arc::new(RealVfs), &p, writer_opts).map(Some)
             };
             opened.map_err(|source| ServeError::Database {
                 name: n,
@@ -124,7 +124,8 @@ impl Server {
             addr
         );
         let (stop, stopped) = watch::channel(false);
-        let permits = Arc::new(Semaphore::new(opts.max_connections));
+        let limit = budget::connection_limit(opts);
+        let permits = Arc::new(Semaphore::new(limit));
         let mut sessions = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -144,7 +145,7 @@ impl Server {
                             Err(_) => sessions.spawn(session::refuse_busy(
                                 stream,
                                 peer,
-                                opts.max_connections,
+                                limit,
                                 opts.hello_timeout,
                             )),
                         };
