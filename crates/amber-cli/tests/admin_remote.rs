@@ -486,19 +486,43 @@ fn a_memory_budget_admits_the_connections_whose_buffers_fit() {
         &db,
         &[&small[..], &["--memory-mib", "8"]].concat(),
     );
-    let st = server.status();
-    assert_eq!(st["server"]["max_connections"], 1, "{st}");
-    assert_eq!(st["server"]["memory_budget_bytes"], 8 << 20, "{st}");
+    let st0 = server.status();
+    assert_eq!(st0["server"]["max_connections"], 1, "{st0}");
+    assert_eq!(st0["server"]["memory_budget_bytes"], 8 << 20, "{st0}");
     let mut a = server.connect();
     step(&mut a).expect("a step");
     let r = server.run(&["status"]);
     assert_error(&r, "server busy");
+    // The writer's share is 2 MiB of log: 3.6 MB of commits pass it, and
+    // the session checkpoints after its commit (its own snapshot would
+    // defer the store's checkpointer).
+    for _ in 0..6 {
+        let mut tx = a.begin().expect("begun");
+        tx.new_string(&"y".repeat(600_000)).expect("a string");
+        tx.commit().expect("committed");
+    }
     drop(a);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while server.run(&["status"]).code != 0 {
+    let st = loop {
+        let r = server.run(&["status", "--json"]);
+        if r.code == 0 {
+            break serde_json::from_str::<serde_json::Value>(&r.stdout).expect("JSON");
+        }
         assert!(Instant::now() < deadline, "the place was not given back");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
+    let w = &st["databases"][0]["writer"];
+    let before = st0["databases"][0]["writer"]["generation"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        w["generation"].as_u64().unwrap() > before,
+        "no checkpoint: {w}"
+    );
+    assert!(
+        w["log_bytes_since_checkpoint"].as_u64().unwrap() <= 2 << 20,
+        "{w}"
+    );
     // A budget with room for no connection is refused at start.
     let r = amber(&[
         "serve",

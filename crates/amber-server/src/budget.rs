@@ -27,9 +27,11 @@
 //! checkpoint deferred by a connection's old snapshot lets its writer's
 //! pending changes outgrow the share until that connection moves.
 
+use crate::listener::Shared;
 use crate::{ServeError, ServeOptions};
 use amber::StoreOptions;
 use amber::internals::wire::MAX_TOKEN;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The request frame a connection may make the server hold on a database
 /// served read-only: the longest `Hello` (as `session.rs` bounds it).
@@ -66,6 +68,54 @@ pub fn writer_options(opts: &ServeOptions) -> StoreOptions {
         o.checkpoint_log_bytes = o.checkpoint_log_bytes.min(share as u64);
     }
     o
+}
+
+/// The writer's share of the budget, in bytes of log since the last
+/// checkpoint.
+fn writer_share(opts: &ServeOptions) -> Option<u64> {
+    opts.memory_budget
+        .map(|_| writer_options(opts).checkpoint_log_bytes)
+}
+
+/// After a commit to `database` was answered: with a budget, a checkpoint
+/// of its writer (on the blocking pool, waited for by this session only)
+/// once its log since the last checkpoint passed the writer's share,
+/// unless another session's is running. The store's own checkpointer
+/// tries at the commit, but the committing connection's snapshot is then
+/// still behind the commit and defers it; here the connection has moved
+/// past its commit. Another connection's older snapshot still defers it
+/// (the attempt fails and is made again after a later commit). Waited
+/// for, not left running, so that shutdown finds the writer free to close.
+pub async fn relieve(shared: &Shared, database: &str) {
+    let (Some(share), Some(writer), Some(running)) = (
+        writer_share(&shared.opts),
+        shared.writers.get(database),
+        shared.checkpointing.get(database),
+    ) else {
+        return;
+    };
+    let s = writer.store.stats();
+    if s.end_lsn.saturating_sub(s.checkpoint_lsn) <= share || running.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let writer = writer.clone();
+    let done = tokio::task::spawn_blocking(move || writer.store.checkpoint()).await;
+    running.store(false, Ordering::Release);
+    match done {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => log::debug!("checkpoint for the memory budget: {e}"),
+        Err(e) => log::error!("checkpoint for the memory budget: {e}"),
+    }
+}
+
+/// One flag per database written: a budget's checkpoint is running.
+pub fn flags<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+) -> std::collections::HashMap<String, std::sync::Arc<AtomicBool>> {
+    names
+        .into_iter()
+        .map(|n| (n.clone(), Default::default()))
+        .collect()
 }
 
 /// Refuses a budget that leaves room for no connection.

@@ -31,6 +31,9 @@ pub struct Shared {
     pub writers: HashMap<String, Arc<Writer>>,
     /// The connections and counters `Status` reports.
     pub status: Registry,
+    /// Per database written: a checkpoint for the memory budget is
+    /// running (`budget::relieve`).
+    pub checkpointing: HashMap<String, Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -86,6 +89,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
         listener,
         shared: Arc::new(Shared {
             status: Registry::new(databases.keys(), listening),
+            checkpointing: budget::flags(writers.keys()),
             opts,
             databases,
             writers,

@@ -257,6 +257,9 @@ async fn requests(
             Ok(n) => registered.sent(n),
             Err(end) => return end,
         }
+        if let Response::Committed { .. } = resp {
+            crate::budget::relieve(shared, database).await;
+        }
     }
 }
 
