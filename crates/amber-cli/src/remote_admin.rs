@@ -15,6 +15,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Whether a database argument names a served database.
 pub fn is_url(arg: &Path) -> bool {
@@ -22,10 +23,13 @@ pub fn is_url(arg: &Path) -> bool {
 }
 
 /// A connection to the served database `url`, authenticated with the token
-/// in `token_file` if one is given.
+/// in `token_file` if one is given; an answer may take an hour.
 pub fn connect(url: &str, token_file: Option<&Path>) -> Result<Remote, CliError> {
     let mut opts = RemoteOptions {
         keepalive: None,
+        // A deep verification or a checkpoint of a large database runs
+        // on the server before its one answer comes.
+        timeout: Duration::from_secs(3600),
         ..RemoteOptions::default()
     };
     if let Some(f) = token_file {
