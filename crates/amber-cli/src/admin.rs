@@ -66,54 +66,113 @@ pub fn verify(path: &Path, deep: bool, out: &mut String) -> Result<ExitCode, Cli
     if let [e @ Error::NotADatabase { .. }] = rep.problems.as_slice() {
         return Err(CliError::msg(e.to_string()));
     }
-    for p in &rep.problems {
+    let name = path.display().to_string();
+    let problems: Vec<String> = rep.problems.iter().map(ToString::to_string).collect();
+    verify_lines(&name, &problems, &rep.notes, rep.blocks, rep.records, out);
+    let deep_damage = deep
+        && match inspect::verify_deep(path) {
+            Ok(r) => deep_lines(&name, &DeepSummary::of(&r), out),
+            // The first half reported why the store cannot be opened.
+            Err(e) if e.is_corruption() => deep_not_run(&name, &e.to_string(), out),
+            Err(e) => return Err(e.into()),
+        };
+    Ok(verify_status(rep.is_ok() && !deep_damage))
+}
+
+/// `verify`'s exit status.
+pub fn verify_status(sound: bool) -> ExitCode {
+    if sound {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The lines of `verify` (of a local file or through a server).
+pub fn verify_lines(
+    name: &str,
+    problems: &[String],
+    notes: &[String],
+    blocks: u64,
+    records: u64,
+    out: &mut String,
+) {
+    for p in problems {
         let _ = writeln!(out, "problem: {p}");
     }
-    for n in &rep.notes {
+    for n in notes {
         let _ = writeln!(out, "note: {n}");
     }
     let _ = writeln!(
         out,
-        "{}: checked {} blocks and {} log records: {}",
-        path.display(),
-        rep.blocks,
-        rep.records,
-        if rep.is_ok() {
+        "{name}: checked {blocks} blocks and {records} log records: {}",
+        if problems.is_empty() {
             "no damage found".to_string()
         } else {
-            format!("{} problem(s)", rep.problems.len())
+            format!("{} problem(s)", problems.len())
         }
     );
-    let deep_damage = deep && verify_deep(path, out)?;
-    Ok(if rep.is_ok() && !deep_damage {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+}
+
+/// What `verify --deep` prints, from a local report or a server's.
+#[derive(Debug, Default)]
+pub struct DeepSummary {
+    /// Class (`damage` or `dangling`) and text of each finding listed.
+    pub findings: Vec<(String, String)>,
+    /// Findings of class damage (all, listed or not).
+    pub damage: u64,
+    /// Dangling references (all, listed or not).
+    pub dangling: u64,
+    /// What was not checked, and why.
+    pub notes: Vec<String>,
+    /// Blocks read.
+    pub blocks: u64,
+    /// Objects found.
+    pub objects: u64,
+    /// Pointers checked.
+    pub pointers: u64,
+    /// Pointers not checked.
+    pub unchecked: u64,
+}
+
+impl DeepSummary {
+    fn of(rep: &inspect::DeepReport) -> DeepSummary {
+        DeepSummary {
+            findings: (rep.findings.iter())
+                .map(|f| {
+                    let class = match f.class {
+                        FindingClass::Damage => "damage",
+                        FindingClass::Dangling => "dangling",
+                    };
+                    (class.to_string(), f.to_string())
+                })
+                .collect(),
+            damage: rep.damage,
+            dangling: rep.dangling,
+            notes: rep.notes.clone(),
+            blocks: rep.blocks,
+            objects: rep.objects,
+            pointers: rep.pointers,
+            unchecked: rep.unchecked,
+        }
+    }
+}
+
+/// The line of a deep check that could not run (the store cannot be
+/// opened); counts as damage.
+pub fn deep_not_run(name: &str, why: &str, out: &mut String) -> bool {
+    let _ = writeln!(
+        out,
+        "{name}: deep: not run (the database cannot be opened: {why})"
+    );
+    true
 }
 
 /// The `--deep` half of `verify`: every pointer of every object. Returns
 /// whether it found damage (dangling references are not).
-fn verify_deep(path: &Path, out: &mut String) -> Result<bool, CliError> {
-    let rep = match inspect::verify_deep(path) {
-        Ok(r) => r,
-        // The first half reported why the store cannot be opened.
-        Err(e) if e.is_corruption() => {
-            let _ = writeln!(
-                out,
-                "{}: deep: not run (the database cannot be opened: {e})",
-                path.display()
-            );
-            return Ok(true);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    for f in &rep.findings {
-        let class = match f.class {
-            FindingClass::Damage => "damage",
-            FindingClass::Dangling => "dangling",
-        };
-        let _ = writeln!(out, "{class}: {f}");
+pub fn deep_lines(name: &str, rep: &DeepSummary, out: &mut String) -> bool {
+    for (class, text) in &rep.findings {
+        let _ = writeln!(out, "{class}: {text}");
     }
     let omitted = (rep.damage + rep.dangling).saturating_sub(rep.findings.len() as u64);
     if omitted > 0 {
@@ -130,7 +189,7 @@ fn verify_deep(path: &Path, out: &mut String) -> Result<bool, CliError> {
     } else {
         String::new()
     };
-    let damage = if rep.is_damaged() {
+    let damage = if rep.damage > 0 {
         format!("{} problem(s)", rep.damage)
     } else {
         "no damage found".to_string()
@@ -145,13 +204,10 @@ fn verify_deep(path: &Path, out: &mut String) -> Result<bool, CliError> {
     };
     let _ = writeln!(
         out,
-        "{}: deep: checked {} pointer(s){unchecked} of {} object(s) in {} block(s): {damage}{dangling}",
-        path.display(),
-        rep.pointers,
-        rep.objects,
-        rep.blocks
+        "{name}: deep: checked {} pointer(s){unchecked} of {} object(s) in {} block(s): {damage}{dangling}",
+        rep.pointers, rep.objects, rep.blocks
     );
-    Ok(rep.is_damaged())
+    rep.damage > 0
 }
 
 fn installed(ck: &Installed) -> String {
@@ -175,7 +231,13 @@ pub fn checkpoint(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
         );
         let _ = writeln!(out, "open: installed {}", installed(ck));
     }
-    let ck = &o.checkpoint;
+    checkpoint_line(&o.checkpoint, out);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The line of what a checkpoint installed (of a local file or through a
+/// server).
+pub fn checkpoint_line(ck: &Installed, out: &mut String) {
     if ck.is_nothing() {
         let _ = writeln!(
             out,
@@ -185,7 +247,6 @@ pub fn checkpoint(path: &Path, out: &mut String) -> Result<ExitCode, CliError> {
     } else {
         let _ = writeln!(out, "checkpoint: installed {}", installed(ck));
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `amber gc PATH`: collects the database and reports what it kept and

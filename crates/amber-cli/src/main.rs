@@ -9,10 +9,12 @@
 #![deny(clippy::unwrap_used)]
 
 mod admin;
+mod backup;
 mod bench;
 mod error;
 mod inspect;
 mod objects;
+mod remote_admin;
 mod serve;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -59,10 +61,14 @@ enum Command {
         object: Option<String>,
     },
     /// Check every superblock copy, log header copy, log record and block;
-    /// exit status 1 if anything is damaged.
+    /// exit status 1 if anything is damaged. Of `amber://host:port/name`,
+    /// the server checks the latest commit of the database it serves.
     Verify {
-        /// The database file.
+        /// The database file, or `amber://host:port/name`.
         path: PathBuf,
+        /// For a served database: the file holding the server's token.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
         /// Also check every pointer of every object: that it is null only
         /// where its type allows, and otherwise the start of a live object
         /// of the field's type; that every vector's buffer holds its
@@ -71,10 +77,47 @@ enum Command {
         #[arg(long)]
         deep: bool,
     },
-    /// Install every committed change into the page file and recycle the log.
+    /// Install every committed change into the page file and recycle the
+    /// log. Of `amber://host:port/name`, the server's writer does it
+    /// (deferred while a client's snapshot is older than the log's end).
     Checkpoint {
-        /// The database file.
+        /// The database file, or `amber://host:port/name`.
         path: PathBuf,
+        /// For a served database: the file holding the server's token.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+    },
+    /// Copy one committed state of a database into a new database DEST
+    /// (DEST and DEST-wal), while other programs keep committing: the
+    /// backup holds exactly the commits up to the moment it was taken,
+    /// opens on its own and verifies. SRC is a database file (a writer may
+    /// have it open) or `amber://host:port/name` (the server streams it).
+    /// Refuses to overwrite; a backup cut short leaves only
+    /// DEST.amber-backup-partial files, which are not a database.
+    Backup {
+        /// The database file, or `amber://host:port/name`.
+        src: String,
+        /// The new database file.
+        dest: PathBuf,
+        /// For a served database: the file holding the server's token.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+    },
+    /// Report on a running server (`amber serve`): per database its mode,
+    /// commits, conflicts, aborts, pages served and the writer store's log
+    /// and checkpoint state; per connection its peer, snapshot, open
+    /// transaction, pages shipped, requests and bytes; the server's CPU
+    /// time and memory. Locks: none (the server validates at commit).
+    Status {
+        /// `amber://host:port/name`: the server, and a database it serves
+        /// (the report covers all of them).
+        url: String,
+        /// The file holding the server's token.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Run recovery, install what it rebuilt, and report what it found.
     Recover {
@@ -178,6 +221,13 @@ enum Command {
         /// server.
         #[arg(long)]
         read_only: bool,
+        /// Bound the server's memory to about N MiB: a quarter for the
+        /// writers' pending changes (each checkpoints at its share), half
+        /// for the connections' buffers (--max-buffered and a request
+        /// frame each: a connection beyond what fits is told the server
+        /// is busy), a quarter left for the rest.
+        #[arg(long, value_name = "N")]
+        memory_mib: Option<usize>,
     },
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
@@ -203,8 +253,30 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             };
             inspect::inspect(&path, &show, out)
         }
-        Command::Verify { path, deep } => admin::verify(&path, deep, out),
-        Command::Checkpoint { path } => admin::checkpoint(&path, out),
+        Command::Verify {
+            path,
+            deep,
+            token_file,
+        } => match remote_admin::is_url(&path) {
+            true => remote_admin::verify(&path.to_string_lossy(), token_file.as_deref(), deep, out),
+            false => {
+                local_only(token_file.as_deref()).and_then(|()| admin::verify(&path, deep, out))
+            }
+        },
+        Command::Checkpoint { path, token_file } => match remote_admin::is_url(&path) {
+            true => remote_admin::checkpoint(&path.to_string_lossy(), token_file.as_deref(), out),
+            false => local_only(token_file.as_deref()).and_then(|()| admin::checkpoint(&path, out)),
+        },
+        Command::Backup {
+            src,
+            dest,
+            token_file,
+        } => backup::backup(&src, &dest, token_file.as_deref(), out),
+        Command::Status {
+            url,
+            token_file,
+            json,
+        } => remote_admin::status(&url, token_file.as_deref(), json, out),
         Command::Recover {
             path,
             salvage,
@@ -231,6 +303,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             idle_timeout,
             hello_timeout,
             read_only,
+            memory_mib,
         } => serve::serve(serve::Args {
             databases,
             listen,
@@ -242,8 +315,19 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             idle_timeout,
             hello_timeout,
             read_only,
+            memory_mib,
         }),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
+    }
+}
+
+/// Refuses `--token-file` for a local database.
+fn local_only(token_file: Option<&std::path::Path>) -> Result<(), CliError> {
+    match token_file {
+        Some(_) => Err(CliError::msg(
+            "--token-file is for a served database (amber://host:port/name)",
+        )),
+        None => Ok(()),
     }
 }
 

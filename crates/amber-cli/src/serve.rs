@@ -22,6 +22,7 @@ pub struct Args {
     pub idle_timeout: f64,
     pub hello_timeout: f64,
     pub read_only: bool,
+    pub memory_mib: Option<usize>,
 }
 
 fn seconds(v: f64, flag: &str) -> Result<Duration, CliError> {
@@ -53,6 +54,7 @@ pub fn serve(a: Args) -> Result<ExitCode, CliError> {
         idle_timeout: seconds(a.idle_timeout, "--idle-timeout")?,
         hello_timeout: seconds(a.hello_timeout, "--hello-timeout")?,
         read_only: a.read_only,
+        memory_budget: a.memory_mib.map(|m| m.saturating_mul(1 << 20)),
         ..ServeOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

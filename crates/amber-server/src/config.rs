@@ -57,6 +57,10 @@ pub struct ServeOptions {
     /// read, and a program beside the server may hold a database open for
     /// writing (the server would otherwise take its exclusive lock).
     pub read_only: bool,
+    /// A bound on the server's memory, in bytes, shared out between the
+    /// writers' pending changes and the connections' buffers
+    /// (`budget.rs`); `None`: no bound beyond the per-connection ones.
+    pub memory_budget: Option<usize>,
 }
 
 /// How a session runs a request's blocking store calls. `amber bench
@@ -90,6 +94,7 @@ impl Default for ServeOptions {
             hello_timeout: Duration::from_secs(10),
             blocking: Blocking::InPlace,
             read_only: false,
+            memory_budget: None,
         }
     }
 }
@@ -118,6 +123,7 @@ impl ServeOptions {
         if self.idle_timeout.is_zero() || self.hello_timeout.is_zero() {
             return bad("timeouts must be above 0".into());
         }
+        crate::budget::check(self)?;
         let loopback = self.listen.ip().is_loopback();
         let mut warnings = Vec::new();
         match (&self.token, self.insecure_no_auth) {

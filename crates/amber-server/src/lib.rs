@@ -24,16 +24,24 @@
 //! - [`serve_write`]: transactions — reservations, types, commits through
 //!   the writer store.
 //! - [`validator`]: backward validation at page granularity.
+//! - [`status`]: what `amber status` reports (the `Status` request).
+//! - [`budget`]: the memory budget, shared out between the writers and
+//!   the connections.
+//! - [`admin`]: operations run on the server for a client: an online
+//!   backup's pinned state, `verify`, `checkpoint`.
 //!
 //! Every bound is in [`ServeOptions`]; a malformed or hostile frame closes
 //! that connection with a logged reason and an `Error` frame, never more.
 #![deny(unsafe_code)]
 
+pub mod admin;
+pub mod budget;
 pub mod config;
 pub mod listener;
 pub mod serve_read;
 pub mod serve_write;
 pub mod session;
+pub mod status;
 pub mod validator;
 
 pub use config::{Blocking, DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};

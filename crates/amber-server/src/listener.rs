@@ -6,8 +6,8 @@
 
 use crate::serve_read::read_only;
 use crate::serve_write::Writer;
-use crate::{ServeError, ServeOptions, session};
-use amber::StoreOptions;
+use crate::status::Registry;
+use crate::{ServeError, ServeOptions, budget, session};
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use std::collections::HashMap;
@@ -29,6 +29,11 @@ pub struct Shared {
     pub databases: HashMap<String, PathBuf>,
     /// Their writers, by name (none when served `read_only`).
     pub writers: HashMap<String, Arc<Writer>>,
+    /// The connections and counters `Status` reports.
+    pub status: Registry,
+    /// Per database written: a checkpoint for the memory budget is
+    /// running (`budget::relieve`).
+    pub checkpointing: HashMap<String, Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -51,13 +56,14 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     for (name, path) in &opts.databases {
         let (n, p) = (name.clone(), path.clone());
         let served_read_only = opts.read_only;
+        let writer_opts = budget::writer_options(&opts);
         let writer = tokio::task::spawn_blocking(move || {
             let opened = if served_read_only {
                 Store::open(Arc::new(RealVfs), &p, read_only())
                     .and_then(Store::close)
                     .map(|()| None)
             } else {
-                Store::open(Arc::new(RealVfs), &p, StoreOptions::default()).map(Some)
+                Store::open(Arc::new(RealVfs), &p, writer_opts).map(Some)
             };
             opened.map_err(|source| ServeError::Database {
                 name: n,
@@ -78,9 +84,12 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             what: format!("listening on {}", opts.listen),
             source,
         })?;
+    let listening = listener.local_addr().unwrap_or(opts.listen);
     Ok(Server {
         listener,
         shared: Arc::new(Shared {
+            status: Registry::new(databases.keys(), listening),
+            checkpointing: budget::flags(writers.keys()),
             opts,
             databases,
             writers,
@@ -119,7 +128,8 @@ impl Server {
             addr
         );
         let (stop, stopped) = watch::channel(false);
-        let permits = Arc::new(Semaphore::new(opts.max_connections));
+        let limit = budget::connection_limit(opts);
+        let permits = Arc::new(Semaphore::new(limit));
         let mut sessions = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -139,7 +149,7 @@ impl Server {
                             Err(_) => sessions.spawn(session::refuse_busy(
                                 stream,
                                 peer,
-                                opts.max_connections,
+                                limit,
                                 opts.hello_timeout,
                             )),
                         };

@@ -21,6 +21,7 @@
 use crate::serve_write::{OpenTx, Writer, next_conn};
 use crate::validator::{Pages, ROOT_PAGE};
 use amber::internals::io::real::RealVfs;
+use amber::internals::store::backup::Pinned;
 use amber::internals::store::{Refreshed, Store};
 use amber::internals::wire::{Change, ErrorCode, Request, Response, VERSION, WireBlock};
 use amber::{Error, StoreOptions};
@@ -41,6 +42,8 @@ pub struct Served {
     pub(crate) shipped: Pages,
     /// Its open transaction.
     pub(crate) tx: Option<OpenTx>,
+    /// The state an online backup is copying (`admin.rs`).
+    pub(crate) backup: Option<Pinned>,
     /// The most bytes of images one answer may carry.
     limit: usize,
     /// The fetch-cluster buffer, kept from one `ReadCluster` to the next.
@@ -84,6 +87,7 @@ impl Served {
             conn: next_conn(),
             shipped: Pages::new(),
             tx: None,
+            backup: None,
             limit,
             buf: Vec::new(),
         })
@@ -174,9 +178,14 @@ impl Served {
                 ref roots,
             } => self.commit(records, frees, roots),
             Request::Abort => self.abort(),
-            Request::Hello { .. } | Request::Bye => refuse(
+            Request::BackupBegin => self.backup_begin(),
+            Request::BackupRead { file, offset, len } => self.backup_read(file, offset, len),
+            Request::BackupEnd => self.backup_end(),
+            Request::Verify { deep } => self.verify(deep),
+            Request::Checkpoint => self.checkpoint(),
+            Request::Hello { .. } | Request::Bye | Request::Status => refuse(
                 ErrorCode::Internal,
-                "the session answers Hello and Bye itself".into(),
+                "the session answers Hello, Bye and Status itself".into(),
             ),
         }
     }
@@ -258,6 +267,11 @@ impl Served {
     /// page by page, so a range past the file would cost time for nothing.
     fn clamp(&self, from: u64, pages: u64) -> u64 {
         pages.min(self.store.page_count().saturating_sub(from))
+    }
+
+    /// The most bytes of images one answer may carry.
+    pub(crate) fn answer_limit(&self) -> usize {
+        self.limit
     }
 
     fn too_large(&self, what: &str, bytes: usize) -> Response {

@@ -17,7 +17,7 @@
 
 use crate::listener::Shared;
 use crate::serve_read::{Served, code_of};
-use crate::{Blocking, ServeOptions};
+use crate::{Blocking, ServeOptions, status};
 use amber::internals::wire::{
     self, ErrorCode, MAX_TOKEN, Request, Response, VERSION, WireError, body_len,
 };
@@ -205,11 +205,16 @@ async fn requests(
     } else {
         limit
     };
+    let database = (shared.databases.iter())
+        .find(|(_, p)| p.as_path() == served.store.path())
+        .map_or("?", |(n, _)| n.as_str());
+    let registered = shared.status.register(peer, database, &served);
     loop {
         let body = match next_frame(stream, shutdown, opts.idle_timeout, limit, "request").await {
             Ok(b) => b,
             Err(end) => return end,
         };
+        registered.received(4 + body.len());
         let req = match Request::decode(&body) {
             Ok(Request::Bye) => return End::Left,
             Ok(Request::Hello { .. }) => {
@@ -222,6 +227,13 @@ async fn requests(
         // the frame's bytes go first.
         drop(body);
         log::trace!("{peer}: {}", name(&req));
+        if req == Request::Status {
+            match send(stream, &status::report(shared), opts, shutdown).await {
+                Ok(n) => registered.sent(n),
+                Err(end) => return end,
+            }
+            continue;
+        }
         let resp = if in_place {
             tokio::task::block_in_place(|| served.answer(&req))
         } else {
@@ -240,8 +252,13 @@ async fn requests(
         if let Response::Error { code, message } = &resp {
             log::debug!("{peer}: request refused: {code}: {message}");
         }
-        if let Err(end) = send(stream, &resp, opts, shutdown).await {
-            return end;
+        registered.answered(&resp, &served);
+        match send(stream, &resp, opts, shutdown).await {
+            Ok(n) => registered.sent(n),
+            Err(end) => return end,
+        }
+        if let Response::Committed { .. } = resp {
+            crate::budget::relieve(shared, database).await;
         }
     }
 }
@@ -319,14 +336,14 @@ async fn read_frame(stream: &mut TcpStream, limit: u32) -> Result<Option<Vec<u8>
 }
 
 /// Sends `resp`, or a `TooLarge` refusal in its place if its frame is over
-/// the limit. A client that does not take it within the idle timeout is
-/// dropped; once the server shuts down, within 5 s.
+/// the limit; the bytes sent. A client that does not take it within the
+/// idle timeout is dropped; once the server shuts down, within 5 s.
 async fn send(
     stream: &mut TcpStream,
     resp: &Response,
     opts: &ServeOptions,
     shutdown: &mut watch::Receiver<bool>,
-) -> Result<(), End> {
+) -> Result<usize, End> {
     let mut frame = resp.encode();
     if frame.len() - 4 > opts.max_frame as usize {
         frame = Response::Error {
@@ -356,7 +373,9 @@ async fn send(
     loop {
         tokio::select! {
             done = &mut write => {
-                return done.map_err(|e| End::Lost(format!("writing an answer: {e}")));
+                return done
+                    .map(|()| frame.len())
+                    .map_err(|e| End::Lost(format!("writing an answer: {e}")));
             }
             () = tokio::time::sleep_until(deadline) => {
                 let why = if stopping { "the shutdown's grace" } else { "the idle timeout" };
@@ -398,6 +417,12 @@ fn name(r: &Request) -> &'static str {
         Request::DefineType { .. } => "DefineType",
         Request::Commit { .. } => "Commit",
         Request::Abort => "Abort",
+        Request::Status => "Status",
+        Request::BackupBegin => "BackupBegin",
+        Request::BackupRead { .. } => "BackupRead",
+        Request::BackupEnd => "BackupEnd",
+        Request::Verify { .. } => "Verify",
+        Request::Checkpoint => "Checkpoint",
     }
 }
 

@@ -42,6 +42,10 @@ struct ServerArgs {
     /// Write the result as JSON to this file.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// An option for the server it starts (`amber serve`), repeated for
+    /// each word: `--serve-arg=--memory-mib --serve-arg=32`.
+    #[arg(long = "serve-arg", value_name = "ARG", allow_hyphen_values = true)]
+    serve_args: Vec<String>,
 }
 
 /// `amber bench server`, and the client processes it starts
@@ -79,7 +83,10 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliErro
         round_trips: a.round_trips,
         seed: a.seed,
         dir: a.dir,
-        serve_cmd: vec![exe.display().to_string(), "serve".into()],
+        serve_cmd: [exe.display().to_string(), "serve".into()]
+            .into_iter()
+            .chain(a.serve_args)
+            .collect(),
         client_cmd: vec![exe.display().to_string(), "bench".into(), "server".into()],
         commits: a.commits,
         group_seconds: a.group_seconds,

@@ -72,6 +72,16 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             roots: vec![("top".into(), 4096 + 64, 1)],
         },
         Request::Abort,
+        Request::Status,
+        Request::BackupBegin,
+        Request::BackupRead {
+            file: 1,
+            offset: 8192,
+            len: 1 << 20,
+        },
+        Request::BackupEnd,
+        Request::Verify { deep: true },
+        Request::Checkpoint,
     ];
     let responses = [
         Response::Welcome {
@@ -154,6 +164,16 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             message: "page 5, changed by the commit at LSN 950".into(),
         },
         Response::Aborted,
+        Response::Report("{\"connections\":[]}".into()),
+        Response::BackupPinned {
+            snapshot_lsn: 900,
+            page_size: 4096,
+            data_len: 1 << 20,
+            log_len: 8192 + 300,
+            max_read: 1 << 20,
+        },
+        Response::BackupBytes(vec![9; 16]),
+        Response::BackupDone,
     ];
     (requests.iter().map(Request::encode))
         .chain(responses.iter().map(Response::encode))

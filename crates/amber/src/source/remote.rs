@@ -269,6 +269,13 @@ impl Remote {
         conn.call(&self.url, self.max_frame, req)
     }
 
+    /// One request of Amber's own tools (`amber status`, `amber backup`,
+    /// `amber verify` through the server) and its answer; an `Error`
+    /// answer becomes the error it names.
+    pub fn request(&self, req: &Request) -> Result<Response> {
+        self.call(req)
+    }
+
     /// Fetches the catalog and roots of the snapshot.
     fn load_catalog(&self) -> Result<()> {
         match self.call(&Request::Catalog)? {
@@ -290,7 +297,7 @@ impl Remote {
     }
 
     /// The error for an answer that does not fit the request.
-    pub(crate) fn unexpected(&self, asked: &str, got: &Response) -> Error {
+    pub fn unexpected(&self, asked: &str, got: &Response) -> Error {
         unexpected(&self.url, asked, got)
     }
 

@@ -21,6 +21,7 @@
 
 pub mod alloc;
 pub mod apply;
+pub mod backup;
 pub mod checkpoint;
 mod checkpointer;
 pub(crate) mod open;

@@ -22,6 +22,12 @@ const ALLOC: u8 = 0x0A;
 const DEFINE_TYPE: u8 = 0x0B;
 const COMMIT: u8 = 0x0C;
 const ABORT: u8 = 0x0D;
+const STATUS: u8 = 0x0E;
+const BACKUP_BEGIN: u8 = 0x0F;
+const BACKUP_READ: u8 = 0x10;
+const BACKUP_END: u8 = 0x11;
+const VERIFY: u8 = 0x12;
+const CHECKPOINT: u8 = 0x13;
 
 const WELCOME: u8 = 0x81;
 const BLOCKS_OF: u8 = 0x82;
@@ -36,6 +42,10 @@ const TYPE_DEFINED: u8 = 0x8A;
 const COMMITTED: u8 = 0x8B;
 const CONFLICT: u8 = 0x8C;
 const ABORTED: u8 = 0x8D;
+const REPORT: u8 = 0x8E;
+const BACKUP_PINNED: u8 = 0x8F;
+const BACKUP_BYTES: u8 = 0x90;
+const BACKUP_DONE: u8 = 0x91;
 /// The error frame's kind: the same in every version.
 const ERROR: u8 = 0xFF;
 
@@ -129,6 +139,20 @@ impl Request {
                 w.roots(roots);
             }
             Request::Abort => w.u8(ABORT),
+            Request::Status => w.u8(STATUS),
+            Request::BackupBegin => w.u8(BACKUP_BEGIN),
+            Request::BackupRead { file, offset, len } => {
+                w.u8(BACKUP_READ);
+                w.u8(*file);
+                w.u64(*offset);
+                w.u32(*len);
+            }
+            Request::BackupEnd => w.u8(BACKUP_END),
+            Request::Verify { deep } => {
+                w.u8(VERIFY);
+                w.u8(u8::from(*deep));
+            }
+            Request::Checkpoint => w.u8(CHECKPOINT),
         }
         w.finish()
     }
@@ -233,6 +257,32 @@ impl Request {
                 })?
             }
             ABORT => fixed("Abort", 0)?.end(Request::Abort)?,
+            STATUS => fixed("Status", 0)?.end(Request::Status)?,
+            BACKUP_BEGIN => fixed("BackupBegin", 0)?.end(Request::BackupBegin)?,
+            BACKUP_READ => {
+                let mut f = fixed("BackupRead", 13)?;
+                let v = Request::BackupRead {
+                    file: f.u8("file")?,
+                    offset: f.u64("offset")?,
+                    len: f.u32("len")?,
+                };
+                f.end(v)?
+            }
+            BACKUP_END => fixed("BackupEnd", 0)?.end(Request::BackupEnd)?,
+            VERIFY => {
+                let mut f = fixed("Verify", 1)?;
+                let deep = match f.u8("deep")? {
+                    0 => false,
+                    1 => true,
+                    b => {
+                        return Err(WireError::Malformed(format!(
+                            "Verify's deep is {b}, not 0 or 1"
+                        )));
+                    }
+                };
+                f.end(Request::Verify { deep })?
+            }
+            CHECKPOINT => fixed("Checkpoint", 0)?.end(Request::Checkpoint)?,
             k => return Err(unknown_kind("request", k)),
         };
         Ok(req)
@@ -366,6 +416,29 @@ impl Response {
                 w.str(message);
             }
             Response::Aborted => w.u8(ABORTED),
+            Response::Report(json) => {
+                w.u8(REPORT);
+                w.bytes(json.as_bytes());
+            }
+            Response::BackupPinned {
+                snapshot_lsn,
+                page_size,
+                data_len,
+                log_len,
+                max_read,
+            } => {
+                w.u8(BACKUP_PINNED);
+                w.u64(*snapshot_lsn);
+                w.u32(*page_size);
+                w.u64(*data_len);
+                w.u64(*log_len);
+                w.u32(*max_read);
+            }
+            Response::BackupBytes(b) => {
+                w.u8(BACKUP_BYTES);
+                w.bytes(b);
+            }
+            Response::BackupDone => w.u8(BACKUP_DONE),
         }
         w.finish()
     }
@@ -484,6 +557,31 @@ impl Response {
                 })?
             }
             ABORTED => Fields::fixed("Aborted", rest, 0)?.end(Response::Aborted)?,
+            REPORT => {
+                let mut f = Fields::new("Report", rest);
+                let json = f.bytes("document", usize::MAX)?;
+                let json = String::from_utf8(json).map_err(|e| {
+                    WireError::Malformed(format!("Report's document is not UTF-8 ({e})"))
+                })?;
+                f.end(Response::Report(json))?
+            }
+            BACKUP_PINNED => {
+                let mut f = Fields::fixed("BackupPinned", rest, 8 + 4 + 8 + 8 + 4)?;
+                let v = Response::BackupPinned {
+                    snapshot_lsn: f.u64("snapshot_lsn")?,
+                    page_size: f.u32("page_size")?,
+                    data_len: f.u64("data_len")?,
+                    log_len: f.u64("log_len")?,
+                    max_read: f.u32("max_read")?,
+                };
+                f.end(v)?
+            }
+            BACKUP_BYTES => {
+                let mut f = Fields::new("BackupBytes", rest);
+                let b = f.bytes("bytes", usize::MAX)?;
+                f.end(Response::BackupBytes(b))?
+            }
+            BACKUP_DONE => Fields::fixed("BackupDone", rest, 0)?.end(Response::BackupDone)?,
             k => return Err(unknown_kind("response", k)),
         };
         Ok(resp)

@@ -110,7 +110,41 @@ pub enum Request {
     },
     /// Abandons the open transaction.
     Abort,
+    /// The server's state: its databases, connections and resources
+    /// (answered with a [`Response::Report`]).
+    Status,
+    /// Pins the database's latest committed state for an online backup
+    /// (a read-only store of its own, whose snapshot the writer's
+    /// checkpoints wait for), until `BackupEnd` or the connection's end.
+    BackupBegin,
+    /// Bytes of the pinned state's files.
+    BackupRead {
+        /// Which file: [`BACKUP_DATA`] or [`BACKUP_LOG`].
+        file: u8,
+        /// Byte offset.
+        offset: u64,
+        /// Bytes wanted.
+        len: u32,
+    },
+    /// Checks that the copy is of one state (no checkpoint rewrote the
+    /// files while they were read) and lets the pin go.
+    BackupEnd,
+    /// Verifies the database on the server (`amber verify`), on a
+    /// read-only store of the latest commit; answered with a
+    /// [`Response::Report`].
+    Verify {
+        /// Also check every pointer (`amber verify --deep`).
+        deep: bool,
+    },
+    /// Checkpoints the database's writer store on the server (`amber
+    /// checkpoint`); answered with a [`Response::Report`].
+    Checkpoint,
 }
+
+/// [`Request::BackupRead`]'s file: the page file.
+pub const BACKUP_DATA: u8 = 0;
+/// [`Request::BackupRead`]'s file: the log.
+pub const BACKUP_LOG: u8 = 1;
 
 /// A change a transaction ships: the log generator's record on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,6 +273,31 @@ pub enum Response {
     },
     /// The answer to [`Request::Abort`].
     Aborted,
+    /// The answer to [`Request::Status`], [`Request::Verify`] and
+    /// [`Request::Checkpoint`]: a JSON document (docs/design.md §10.10
+    /// lists its keys), so that a field added later needs no new version.
+    Report(String),
+    /// The answer to [`Request::BackupBegin`]: what was pinned.
+    BackupPinned {
+        /// The pinned snapshot's LSN: the backup holds exactly the commits
+        /// up to it.
+        snapshot_lsn: u64,
+        /// The database's page size.
+        page_size: u32,
+        /// Bytes of the page file to copy.
+        data_len: u64,
+        /// Bytes of the log to copy (its headers, then its records up to
+        /// the snapshot's end).
+        log_len: u64,
+        /// The most bytes one `BackupRead` may ask for (the connection's
+        /// share of the server's memory).
+        max_read: u32,
+    },
+    /// The answer to [`Request::BackupRead`].
+    BackupBytes(Vec<u8>),
+    /// The answer to [`Request::BackupEnd`]: the bytes read are of the
+    /// pinned state.
+    BackupDone,
 }
 
 /// One block of a [`Response::Cluster`].

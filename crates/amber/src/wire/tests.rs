@@ -43,6 +43,13 @@ fn request() -> impl Strategy<Value = Request> {
                 roots,
             }),
         Just(Request::Abort),
+        Just(Request::Status),
+        Just(Request::BackupBegin),
+        (any::<u8>(), any::<u64>(), any::<u32>())
+            .prop_map(|(file, offset, len)| Request::BackupRead { file, offset, len }),
+        Just(Request::BackupEnd),
+        any::<bool>().prop_map(|deep| Request::Verify { deep }),
+        Just(Request::Checkpoint),
     ]
 }
 
@@ -131,6 +138,18 @@ fn response() -> impl Strategy<Value = Response> {
             message,
         }),
         Just(Response::Aborted),
+        text().prop_map(Response::Report),
+        (u(), any::<u32>(), u(), u(), any::<u32>()).prop_map(|(a, b, c, d, e)| {
+            Response::BackupPinned {
+                snapshot_lsn: a,
+                page_size: b,
+                data_len: c,
+                log_len: d,
+                max_read: e,
+            }
+        }),
+        bytes(64).prop_map(Response::BackupBytes),
+        Just(Response::BackupDone),
     ]
 }
 
@@ -186,8 +205,8 @@ proptest! {
 fn random_bodies_decode_or_are_refused() {
     let mut rng = crate::io::crash::SplitMix::new(0x5eed_a3be);
     let kinds = [
-        0x01u8, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86,
-        0x87, 0xFF,
+        0x01u8, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13,
+        0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x8E, 0x8F, 0x90, 0x91, 0xFF,
     ];
     let mut decoded = 0;
     for _ in 0..8000 {

@@ -1,0 +1,254 @@
+//! `amber status`, and `amber verify` / `checkpoint` of a database given as
+//! `amber://host:port/name`: the operation runs on the server (the wire's
+//! `Status`, `Verify`, `Checkpoint` requests, docs/design.md §10.10), and
+//! its report is printed as for a local file.
+
+use crate::admin::{
+    DeepSummary, checkpoint_line, deep_lines, deep_not_run, verify_lines, verify_status,
+};
+use crate::error::CliError;
+use amber::RemoteOptions;
+use amber::inspect::Installed;
+use amber::internals::source::remote::Remote;
+use amber::internals::wire::{Request, Response};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Whether a database argument names a served database.
+pub fn is_url(arg: &Path) -> bool {
+    arg.to_str().is_some_and(|s| s.starts_with("amber://"))
+}
+
+/// A connection to the served database `url`, authenticated with the token
+/// in `token_file` if one is given; an answer may take an hour.
+pub fn connect(url: &str, token_file: Option<&Path>) -> Result<Remote, CliError> {
+    let mut opts = RemoteOptions {
+        keepalive: None,
+        // A deep verification or a checkpoint of a large database runs
+        // on the server before its one answer comes.
+        timeout: Duration::from_secs(3600),
+        ..RemoteOptions::default()
+    };
+    if let Some(f) = token_file {
+        opts = opts.with_token_file(f)?;
+    }
+    Ok(Remote::connect(url, &opts)?)
+}
+
+/// A request whose answer is a JSON report.
+fn report(remote: &Remote, req: &Request) -> Result<Value, CliError> {
+    match remote.request(req)? {
+        Response::Report(doc) => serde_json::from_str(&doc)
+            .map_err(|e| CliError::msg(format!("the server's report is not JSON: {e}"))),
+        other => Err(CliError::msg(format!(
+            "the server answered a report request with {other:?}"
+        ))),
+    }
+}
+
+fn u(v: &Value, key: &str) -> u64 {
+    v[key].as_u64().unwrap_or(0)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    (v.as_array().into_iter().flatten())
+        .map(|s| s.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// `amber status amber://host:port/name [--json]`.
+pub fn status(
+    url: &str,
+    token_file: Option<&Path>,
+    json: bool,
+    out: &mut String,
+) -> Result<ExitCode, CliError> {
+    let remote = connect(url, token_file)?;
+    let doc = report(&remote, &Request::Status)?;
+    drop(remote);
+    if json {
+        let _ = writeln!(out, "{doc:#}");
+    } else {
+        status_lines(&doc, out);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The human-readable status report.
+fn status_lines(doc: &Value, out: &mut String) {
+    let s = &doc["server"];
+    let micros = |k: &str| s[k].as_f64().map_or("-".into(), |v| format!("{v:.1} µs"));
+    let _ = writeln!(
+        out,
+        "server {} (pid {}, wire protocol {}): up {:.1} s, {} connection(s) of at most {}",
+        s["listen"].as_str().unwrap_or("?"),
+        u(s, "pid"),
+        u(s, "protocol_version"),
+        s["uptime_s"].as_f64().unwrap_or(0.0),
+        u(s, "connections"),
+        u(s, "max_connections"),
+    );
+    let _ = writeln!(
+        out,
+        "  CPU {} s ({} per page served, {} per commit, all work included); \
+         memory: resident {} KiB, peak {} KiB",
+        s["cpu_s"]
+            .as_f64()
+            .map_or("-".into(), |v| format!("{v:.2}")),
+        micros("cpu_us_per_page_served"),
+        micros("cpu_us_per_commit"),
+        u(s, "rss_kib"),
+        u(s, "peak_rss_kib"),
+    );
+    let _ = writeln!(out, "  locks: {}", s["locks"].as_str().unwrap_or("?"));
+    for d in doc["databases"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "database {} ({}), {}: {} connection(s) ({} since start); {} commit(s), \
+             {} conflict(s), {} abort(s); {} page(s) served",
+            d["name"].as_str().unwrap_or("?"),
+            d["path"].as_str().unwrap_or("?"),
+            d["mode"].as_str().unwrap_or("?"),
+            u(d, "connections"),
+            u(d, "connections_since_start"),
+            u(d, "commits"),
+            u(d, "conflicts"),
+            u(d, "aborts"),
+            u(d, "pages_served"),
+        );
+        let w = &d["writer"];
+        if w.is_object() {
+            let _ = writeln!(
+                out,
+                "  writer store: log end LSN {}, checkpoint LSN {} ({} log bytes since); \
+                 {} block(s) with changes not installed, {} page(s) logged whole; \
+                 {} log sync(s); superblock generation {}",
+                u(w, "end_lsn"),
+                u(w, "checkpoint_lsn"),
+                u(w, "log_bytes_since_checkpoint"),
+                u(w, "pending_blocks"),
+                u(w, "logged_pages"),
+                u(w, "log_syncs"),
+                u(w, "generation"),
+            );
+            let _ = writeln!(
+                out,
+                "  {} page(s) of {} bytes ({} free), {} block(s); {} recent commit(s) kept for validation",
+                u(w, "page_count"),
+                u(w, "page_size"),
+                u(w, "free_pages"),
+                u(w, "blocks"),
+                u(w, "validator_entries"),
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  served read-only: its writer, if any, runs beside the server"
+            );
+        }
+    }
+    for c in doc["connections"].as_array().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "connection {} from {} to {}, for {:.1} s: snapshot LSN {}, {}, {} page(s) shipped; \
+             {} request(s), {} bytes received, {} bytes sent{}",
+            u(c, "id"),
+            c["peer"].as_str().unwrap_or("?"),
+            c["database"].as_str().unwrap_or("?"),
+            c["connected_s"].as_f64().unwrap_or(0.0),
+            u(c, "snapshot_lsn"),
+            if c["in_transaction"].as_bool() == Some(true) {
+                "in a transaction"
+            } else {
+                "no transaction"
+            },
+            u(c, "shipped_pages"),
+            u(c, "requests"),
+            u(c, "bytes_received"),
+            u(c, "bytes_sent"),
+            if c["backup_pinned"].as_bool() == Some(true) {
+                ", copying a backup"
+            } else {
+                ""
+            },
+        );
+    }
+}
+
+/// `amber verify [--deep] amber://host:port/name`.
+pub fn verify(
+    url: &str,
+    token_file: Option<&Path>,
+    deep: bool,
+    out: &mut String,
+) -> Result<ExitCode, CliError> {
+    let remote = connect(url, token_file)?;
+    let doc = report(&remote, &Request::Verify { deep })?;
+    let problems = strings(&doc["problems"]);
+    if doc["not_a_database"].as_bool() == Some(true) {
+        return Err(CliError::msg(problems.join("; ")));
+    }
+    verify_lines(
+        url,
+        &problems,
+        &strings(&doc["notes"]),
+        u(&doc, "blocks"),
+        u(&doc, "records"),
+        out,
+    );
+    let d = &doc["deep"];
+    let deep_damage = if let Some(why) = d["not_run"].as_str() {
+        deep_not_run(url, why, out)
+    } else if d.is_object() {
+        let summary = DeepSummary {
+            findings: (d["findings"].as_array().into_iter().flatten())
+                .map(|f| {
+                    let s = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+                    (s("class"), s("text"))
+                })
+                .collect(),
+            damage: u(d, "damage"),
+            dangling: u(d, "dangling"),
+            notes: strings(&d["notes"]),
+            blocks: u(d, "blocks"),
+            objects: u(d, "objects"),
+            pointers: u(d, "pointers"),
+            unchecked: u(d, "unchecked"),
+        };
+        deep_lines(url, &summary, out)
+    } else {
+        false
+    };
+    Ok(verify_status(problems.is_empty() && !deep_damage))
+}
+
+/// `amber checkpoint amber://host:port/name`: the server's writer store
+/// checkpoints. The connection moves to the latest commit first: its
+/// snapshot would defer the checkpoint.
+pub fn checkpoint(
+    url: &str,
+    token_file: Option<&Path>,
+    out: &mut String,
+) -> Result<ExitCode, CliError> {
+    let remote = connect(url, token_file)?;
+    match remote.request(&Request::Refresh)? {
+        Response::Refreshed { .. } => {}
+        other => {
+            return Err(CliError::msg(format!(
+                "the server answered Refresh with {other:?}"
+            )));
+        }
+    }
+    let doc = report(&remote, &Request::Checkpoint)?;
+    let ck = Installed {
+        blocks: u(&doc, "blocks"),
+        bytes: u(&doc, "bytes"),
+        lsn: u(&doc, "lsn"),
+        generation: u(&doc, "generation"),
+    };
+    checkpoint_line(&ck, out);
+    Ok(ExitCode::SUCCESS)
+}
