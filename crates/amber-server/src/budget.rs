@@ -70,25 +70,25 @@ pub fn writer_options(opts: &ServeOptions) -> StoreOptions {
     o
 }
 
-/// The writer's share of the budget, in bytes of log since the last
-/// checkpoint.
-fn writer_share(opts: &ServeOptions) -> Option<u64> {
-    opts.memory_budget
-        .map(|_| writer_options(opts).checkpoint_log_bytes)
+/// The log a writer may hold since its last checkpoint: its share of the
+/// budget, or the store's default threshold without one.
+fn writer_share(opts: &ServeOptions) -> u64 {
+    writer_options(opts).checkpoint_log_bytes
 }
 
-/// After a commit to `database` was answered: with a budget, a checkpoint
-/// of its writer (on the blocking pool, waited for by this session only)
-/// once its log since the last checkpoint passed the writer's share,
-/// unless another session's is running. The store's own checkpointer
+/// After a commit to `database` was answered: a checkpoint of its writer
+/// (on the blocking pool, waited for by this session only) once its log
+/// since the last checkpoint passed the writer's share (the store's
+/// default threshold without a budget), unless another session's is
+/// running. The store's own checkpointer
 /// tries at the commit, but the committing connection's snapshot is then
 /// still behind the commit and defers it; here the connection has moved
 /// past its commit. Another connection's older snapshot still defers it
 /// (the attempt fails and is made again after a later commit). Waited
 /// for, not left running, so that shutdown finds the writer free to close.
 pub async fn relieve(shared: &Shared, database: &str) {
-    let (Some(share), Some(writer), Some(running)) = (
-        writer_share(&shared.opts),
+    let share = writer_share(&shared.opts);
+    let (Some(writer), Some(running)) = (
         shared.writers.get(database),
         shared.checkpointing.get(database),
     ) else {

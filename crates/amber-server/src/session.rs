@@ -364,7 +364,7 @@ async fn send(
         Err(e) => return Err(End::Lost(format!("writing an answer: {e}"))),
     };
     if sent == frame.len() {
-        return Ok(());
+        return Ok(sent);
     }
     let mut deadline = Instant::now() + opts.idle_timeout;
     let mut stopping = false;
