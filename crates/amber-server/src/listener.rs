@@ -6,7 +6,7 @@
 
 use crate::serve_read::read_only;
 use crate::serve_write::Writer;
-use crate::{ServeError, ServeOptions, session};
+use crate::{ServeError, ServeOptions, session, tls};
 use amber::StoreOptions;
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
@@ -29,6 +29,8 @@ pub struct Shared {
     pub databases: HashMap<String, PathBuf>,
     /// Their writers, by name (none when served `read_only`).
     pub writers: HashMap<String, Arc<Writer>>,
+    /// The TLS configuration, when served over TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -38,7 +40,8 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
-/// Checks `opts` (logging its warnings), opens each database for writing
+/// Checks `opts` (logging its warnings), reads the TLS certificates and
+/// keys, opens each database for writing
 /// (its exclusive lock, held until shutdown) or, served `read_only`,
 /// read-only once to check that it is an Amber database this build reads,
 /// and binds the listening socket.
@@ -46,6 +49,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     for w in opts.check()? {
         log::warn!("{w}");
     }
+    let tls = opts.tls.as_ref().map(tls::server_config).transpose()?;
     let mut databases = HashMap::new();
     let mut writers = HashMap::new();
     for (name, path) in &opts.databases {
@@ -84,6 +88,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             opts,
             databases,
             writers,
+            tls,
         }),
     })
 }
@@ -111,12 +116,17 @@ impl Server {
         let Server { listener, shared } = self;
         let opts = &shared.opts;
         log::info!(
-            "serving {} on {}",
+            "serving {} on {}{}",
             (opts.databases.iter())
                 .map(|(n, p)| format!("{n} ({})", p.display()))
                 .collect::<Vec<_>>()
                 .join(", "),
-            addr
+            addr,
+            match &opts.tls {
+                Some(t) if t.client_ca.is_some() => " over TLS, client certificates required",
+                Some(_) => " over TLS",
+                None => "",
+            }
         );
         let (stop, stopped) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(opts.max_connections));
