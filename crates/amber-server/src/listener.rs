@@ -116,17 +116,17 @@ impl Server {
         let Server { listener, shared } = self;
         let opts = &shared.opts;
         log::info!(
-            "serving {} on {}{}",
+            "serving {}{} on {}",
             (opts.databases.iter())
                 .map(|(n, p)| format!("{n} ({})", p.display()))
                 .collect::<Vec<_>>()
                 .join(", "),
-            addr,
             match &opts.tls {
-                Some(t) if t.client_ca.is_some() => " over TLS, client certificates required",
+                Some(t) if t.client_ca.is_some() => " over TLS, client certificates required,",
                 Some(_) => " over TLS",
                 None => "",
-            }
+            },
+            addr
         );
         let (stop, stopped) = watch::channel(false);
         let permits = Arc::new(Semaphore::new(opts.max_connections));

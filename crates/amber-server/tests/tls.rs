@@ -147,7 +147,7 @@ fn reads_and_commits_over_mutual_tls() {
     assert_eq!(other.get(head).id, 59);
     drop((db, other));
     server.shutdown();
-    logged(&["over TLS, client certificates required"]);
+    logged(&["over TLS, client certificates required, on 127.0.0.1:"]);
 }
 
 #[test]
