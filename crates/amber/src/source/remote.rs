@@ -187,7 +187,7 @@ impl Remote {
                         .and_then(|_| s.set_nodelay(true))
                         .map_err(|e| io_err("set up the connection", e))?;
                     let stream: Box<dyn Stream> = match &opts.tls {
-                        Some(tls) => Box::new(tls.connect(s, &parsed.host, url)?),
+                        Some(tls) => Box::new(super::tls::connect(tls, s, &parsed.host, url)?),
                         None => Box::new(s),
                     };
                     return Remote::over(stream, url, &parsed.name, opts);

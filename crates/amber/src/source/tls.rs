@@ -84,39 +84,40 @@ impl TlsOptions {
             cert: None,
         })
     }
+}
 
-    /// Makes the TLS handshake on `tcp` with the server at `host`
-    /// (`host:port`, as in the URL).
-    pub(crate) fn connect(&self, tcp: TcpStream, host: &str, url: &str) -> Result<TlsStream> {
-        let name = host
-            .rsplit_once(':')
-            .map_or(host, |(h, _)| h)
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let remote = |what: String| Error::Remote {
-            url: url.to_string(),
-            what,
-        };
-        let name = ServerName::try_from(name.to_string())
-            .map_err(|e| remote(format!("{name:?} is not a name TLS can check: {e}")))?;
-        let conn = ClientConnection::new(self.config.clone(), name)
-            .map_err(|e| remote(format!("starting TLS: {e}")))?;
-        let mut stream = TlsStream {
-            inner: StreamOwned::new(conn, tcp),
-            opts: self.clone(),
-        };
-        while stream.inner.conn.is_handshaking() {
-            let TlsStream { inner, .. } = &mut stream;
-            if let Err(e) = inner.conn.complete_io(&mut inner.sock) {
-                let e = stream.explained(e);
-                return Err(match e.get_ref().and_then(|i| i.downcast_ref::<TlsFailure>()) {
-                    Some(f) => remote(f.0.clone()),
-                    None => Error::io("make the TLS handshake with the server", url, e),
-                });
-            }
+/// Makes the TLS handshake of `opts` on `tcp` with the server at `host`
+/// (`host:port`, as in the URL `url`). `amber bench server` measures its
+/// round trips over such a stream.
+pub fn connect(opts: &TlsOptions, tcp: TcpStream, host: &str, url: &str) -> Result<TlsStream> {
+    let name = host
+        .rsplit_once(':')
+        .map_or(host, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let remote = |what: String| Error::Remote {
+        url: url.to_string(),
+        what,
+    };
+    let name = ServerName::try_from(name.to_string())
+        .map_err(|e| remote(format!("{name:?} is not a name TLS can check: {e}")))?;
+    let conn = ClientConnection::new(opts.config.clone(), name)
+        .map_err(|e| remote(format!("starting TLS: {e}")))?;
+    let mut stream = TlsStream {
+        inner: StreamOwned::new(conn, tcp),
+        opts: opts.clone(),
+    };
+    while stream.inner.conn.is_handshaking() {
+        let TlsStream { inner, .. } = &mut stream;
+        if let Err(e) = inner.conn.complete_io(&mut inner.sock) {
+            let e = stream.explained(e);
+            return Err(match e.get_ref().and_then(|i| i.downcast_ref::<TlsFailure>()) {
+                Some(f) => remote(f.0.clone()),
+                None => Error::io("make the TLS handshake with the server", url, e),
+            });
         }
-        Ok(stream)
     }
+    Ok(stream)
 }
 
 fn builder(ca: &Path) -> Result<rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>> {
@@ -149,7 +150,7 @@ fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
 /// A TLS connection to a server: its reads and writes fail with
 /// [`TlsFailure`] inside the `io::Error` when TLS is what failed.
 #[derive(Debug)]
-pub(crate) struct TlsStream {
+pub struct TlsStream {
     inner: StreamOwned<ClientConnection, TcpStream>,
     opts: TlsOptions,
 }
