@@ -151,6 +151,7 @@ impl Server {
                                 peer,
                                 opts.max_connections,
                                 opts.hello_timeout,
+                                shared.tls.clone(),
                             )),
                         };
                     }

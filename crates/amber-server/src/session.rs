@@ -167,8 +167,17 @@ async fn close<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, linger: Durati
     .await;
 }
 
-/// Answers a connection over the limit with `Busy`, and closes it.
-pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wait: Duration) {
+/// Answers a connection over the limit with `Busy`, and closes it; on a
+/// TLS server (`tls`), inside TLS once its handshake is done, so that the
+/// client can read it (a client certificate is checked as for any
+/// connection).
+pub async fn refuse_busy(
+    stream: TcpStream,
+    peer: SocketAddr,
+    max: usize,
+    wait: Duration,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     let wait = wait.min(Duration::from_secs(5));
     log::warn!("{peer}: refused: already serving {max} connections");
     let frame = Response::Error {
@@ -176,8 +185,22 @@ pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wa
         message: format!("the server is serving its limit of {max} connections: try later"),
     }
     .encode();
-    let _ = timeout(wait, stream.write_all(&frame)).await;
-    close(&mut stream, wait).await;
+    async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+        mut stream: S,
+        frame: &[u8],
+        wait: Duration,
+    ) {
+        let _ = timeout(wait, write_flushed(&mut stream, frame)).await;
+        close(&mut stream, wait).await;
+    }
+    match tls {
+        None => answer(stream, &frame, wait).await,
+        Some(config) => {
+            if let Ok(Ok(stream)) = timeout(wait, TlsAcceptor::from(config).accept(stream)).await {
+                answer(stream, &frame, wait).await;
+            }
+        }
+    }
 }
 
 /// The first frame, checked (whole by `by`); the database opened for the

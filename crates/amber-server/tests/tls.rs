@@ -5,8 +5,9 @@
 //! plaintext client to a TLS server and a TLS client to a plaintext
 //! server, a client that never finishes its handshake — is refused with an
 //! error that says what failed, on the client's side and in the server's
-//! log, within the timeouts. Certificates are made at test time by the
-//! code of `amber serve --gen-certs` (no key is committed).
+//! log, within the timeouts; a client over the connection limit is told,
+//! inside TLS, that the server is busy. Certificates are made at test time
+//! by the code of `amber serve --gen-certs` (no key is committed).
 //!
 //! The server runs in this test process on a runtime of its own (this
 //! binary is the process of its tests alone); its log is captured.
@@ -253,6 +254,24 @@ fn a_tls_client_of_a_plaintext_server_is_told_the_server_is_not_tls() {
         "{e}"
     );
     logged(&["the client began a TLS handshake, but this server is not serving TLS"]);
+}
+
+#[test]
+fn a_tls_client_over_the_limit_is_told_the_server_is_busy() {
+    capture_log();
+    let (_d, path) = fixture(5);
+    let (_c, c) = certs();
+    let mut opts = tls_options(&path, &c, None);
+    opts.max_connections = 1;
+    let server = start(opts);
+    let first = connect(server.addr, Some(client_tls(&c)), None).expect("the first client");
+    let t = Instant::now();
+    let e = refused(t, connect(server.addr, Some(client_tls(&c)), None));
+    assert!(
+        e.contains("busy") && e.contains("limit of 1 connections"),
+        "{e}"
+    );
+    drop(first);
 }
 
 #[test]
