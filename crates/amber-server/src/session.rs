@@ -60,15 +60,20 @@ pub async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
-    shutdown: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
 ) {
     let opts = &shared.opts;
     let hello_by = Instant::now() + opts.hello_timeout;
-    let starts_with_tls = tls::starts_with_tls(&stream, opts.hello_timeout).await;
+    // A shutdown does not wait for a client that has sent nothing yet.
+    let looked = tokio::select! {
+        t = tls::starts_with_tls(&stream, opts.hello_timeout) => Some(t),
+        _ = shutdown.wait_for(|&s| s) => None,
+    };
     let Some(config) = &shared.tls else {
-        let start = match starts_with_tls {
-            Some(true) => Err(End::Refuse(
+        let start = match looked {
+            None => Err(shutting_down()),
+            Some(Some(true)) => Err(End::Refuse(
                 ErrorCode::Malformed,
                 "the client began a TLS handshake, but this server is not serving TLS \
                  (started without --tls-cert)"
@@ -77,6 +82,11 @@ pub async fn serve(
             _ => Ok(hello_by),
         };
         return session(stream, peer, &shared, shutdown, permit, start).await;
+    };
+    let Some(starts_with_tls) = looked else {
+        // It cannot read a plaintext `ShuttingDown`.
+        log::info!("{peer}: closed before its TLS handshake: the server is shutting down");
+        return;
     };
     if starts_with_tls == Some(false) {
         let refused = End::Refuse(
@@ -88,7 +98,14 @@ pub async fn serve(
         return session(stream, peer, &shared, shutdown, permit, Err(refused)).await;
     }
     let accept = TlsAcceptor::from(config.clone()).accept(stream);
-    match timeout_at(hello_by, accept.into_fallible()).await {
+    let accepted = tokio::select! {
+        a = timeout_at(hello_by, accept.into_fallible()) => a,
+        _ = shutdown.wait_for(|&s| s) => {
+            log::info!("{peer}: closed during its TLS handshake: the server is shutting down");
+            return;
+        }
+    };
+    match accepted {
         Ok(Ok(stream)) => session(stream, peer, &shared, shutdown, permit, Ok(hello_by)).await,
         Ok(Err((e, mut stream))) => {
             drop(permit);

@@ -304,6 +304,22 @@ fn the_hello_timeout_bounds_the_tls_handshake() {
 }
 
 #[test]
+fn shutdown_does_not_wait_for_a_tls_handshake() {
+    capture_log();
+    let (_d, path) = fixture(5);
+    let (_c, c) = certs();
+    let server = start(tls_options(&path, &c, None));
+    // One client silent, one inside its handshake (half a record sent).
+    let _silent = std::net::TcpStream::connect(server.addr).expect("connected");
+    let mut half = std::net::TcpStream::connect(server.addr).expect("connected");
+    half.write_all(&[0x16, 0x03, 0x01, 0x01, 0x00, 0x01])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let took = server.shutdown();
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
+
+#[test]
 fn off_loopback_the_server_requires_mutual_tls() {
     let (_d, path) = fixture(1);
     let (_c, c) = certs();
