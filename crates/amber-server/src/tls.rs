@@ -1,4 +1,4 @@
-//! TLS for the server (docs/design.md §10.9): rustls with the `ring`
+//! TLS for the server (docs/design.md §10.14): rustls with the `ring`
 //! provider, TLS 1.3 only, and — given a client CA — mutual TLS: a client
 //! must present a certificate that CA signed, or the handshake fails
 //! before a byte of the wire protocol is read.

@@ -1,4 +1,4 @@
-//! TLS to a server (`amber serve --tls-cert`; docs/design.md §10.9):
+//! TLS to a server (`amber serve --tls-cert`; docs/design.md §10.14):
 //! rustls with the `ring` provider, TLS 1.3 only, blocking
 //! (`rustls::StreamOwned` over the `TcpStream`, whose read and write
 //! timeouts bound every step of the handshake too).
