@@ -3,8 +3,11 @@
 //!
 //! The OO1 database (20,000 parts by default) is built once with Amber's
 //! OO1 engine. A server is started as a child process (the `amber` binary
-//! itself: `amber serve PATH --listen 127.0.0.1:PORT --token-file F`), so
-//! that its CPU time and memory are its own. Then, for each round, with a
+//! itself: `amber serve PATH --listen 127.0.0.1:PORT --token-file F
+//! --tls-cert --tls-key --tls-client-ca`, with certificates generated in
+//! the run's directory), so that its CPU time and memory are its own.
+//! Every connection is mutual TLS with the token, as a client off loopback
+//! would connect (`"tls": true` in the JSON). Then, for each round, with a
 //! traversal root drawn for the round:
 //!
 //! - **local**: the database opened read-only in this process (the
@@ -36,8 +39,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use amber::internals::source::tls;
 use amber::internals::wire::{self, Request, Response};
 use amber::{Db, Options, RemoteOptions};
+use amber_server::certs::CertFiles;
 use serde::Serialize;
 
 use crate::oo1::amber_engine::{AmberFactory, AmberOo1};
@@ -89,6 +94,10 @@ pub struct ServerConfig {
 pub struct ServerReport {
     /// `"server"`.
     pub benchmark: &'static str,
+    /// Every connection of the run is mutual TLS (TLS 1.3, client
+    /// certificates) with the token: the connects, traversals, round trips
+    /// and commits all pay for it.
+    pub tls: bool,
     /// OO1 parts.
     pub parts: u32,
     /// Rounds.
@@ -147,7 +156,13 @@ struct Server {
 }
 
 impl Server {
-    fn start(cmd: &[String], db: &Path, token: &Path) -> Result<(Server, String), BenchError> {
+    /// Serves `db` with mutual TLS (`certs`) and the token in file `token`.
+    fn start(
+        cmd: &[String],
+        db: &Path,
+        token: &Path,
+        certs: &CertFiles,
+    ) -> Result<(Server, String), BenchError> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| BenchError::new(format!("bench server: a free port: {e}")))?
@@ -162,6 +177,12 @@ impl Server {
             .arg(db)
             .args(["--listen", &addr, "--token-file"])
             .arg(token)
+            .arg("--tls-cert")
+            .arg(&certs.server_cert)
+            .arg("--tls-key")
+            .arg(&certs.server_key)
+            .arg("--tls-client-ca")
+            .arg(&certs.ca)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()
@@ -264,22 +285,31 @@ fn connect_when_up(url: &str, opts: &Options) -> Result<Db, BenchError> {
     }
 }
 
-/// `n` round trips on one authenticated connection, µs each: a `Stats`
-/// request (the server answers from memory) and its answer.
-fn round_trips(addr: &str, name: &str, token: &[u8], n: usize) -> Result<Vec<f64>, BenchError> {
+/// `n` round trips on one authenticated connection (mutual TLS as `opts`
+/// says, and the token), µs each: a `Stats` request (the server answers
+/// from memory) and its answer.
+fn round_trips(
+    (addr, name): (&str, &str),
+    opts: &RemoteOptions,
+    n: usize,
+) -> Result<Vec<f64>, BenchError> {
     let fail =
         |e: &dyn std::fmt::Display| BenchError::new(format!("bench server: round trips: {e}"));
-    let mut s = TcpStream::connect(addr).map_err(|e| fail(&e))?;
-    s.set_nodelay(true).map_err(|e| fail(&e))?;
+    let tcp = TcpStream::connect(addr).map_err(|e| fail(&e))?;
+    tcp.set_nodelay(true).map_err(|e| fail(&e))?;
+    let tls = opts.tls.as_ref().ok_or_else(|| fail(&"no TLS options"))?;
+    let mut s = tls::connect(tls, tcp, addr, &format!("amber://{addr}/{name}"))?;
     let mut ask = |req: &Request| -> Result<Response, BenchError> {
-        s.write_all(&req.encode()).map_err(|e| fail(&e))?;
+        s.write_all(&req.encode())
+            .and_then(|()| s.flush())
+            .map_err(|e| fail(&e))?;
         let body = wire::read_frame(&mut s, wire::DEFAULT_MAX_FRAME).map_err(|e| fail(&e))?;
         Response::decode(&body).map_err(|e| fail(&e))
     };
     let hello = Request::Hello {
         version: wire::VERSION,
         database: name.to_string(),
-        token: token.to_vec(),
+        token: opts.token.clone().unwrap_or_default(),
     };
     match ask(&hello)? {
         Response::Welcome { .. } => {}
@@ -335,22 +365,21 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
     std::fs::File::create(&token_path)
         .and_then(|mut f| f.write_all(token.as_bytes()))
         .map_err(|e| BenchError::new(format!("bench server: writing the token: {e}")))?;
-    let (server, addr) = Server::start(&cfg.serve_cmd, &path, &token_path)?;
+    // Every figure is over mutual TLS (and the token): what a client off
+    // loopback pays.
+    let certs_dir = dir.join("certs");
+    let certs = amber_server::certs::generate(&certs_dir, &[])
+        .map_err(|e| BenchError::new(format!("bench server: {e}")))?;
+    let (server, addr) = Server::start(&cfg.serve_cmd, &path, &token_path, &certs)?;
     let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("oo1");
     let url = format!("amber://{addr}/{name}");
-    let remote_opts = Options {
-        remote: RemoteOptions {
-            token: Some(token.as_bytes().to_vec()),
-            ..RemoteOptions::default()
-        },
-        ..Options::default()
-    };
+    let remote_opts = server_writes::remote_options(&token, &certs_dir)?;
 
     // The first connection also waits for the server to be up.
     let db = connect_when_up(&url, &remote_opts)?;
     let backend = db.backend().to_string();
     drop(db);
-    let rtt = round_trips(&addr, name, token.as_bytes(), cfg.round_trips)?;
+    let rtt = round_trips((&addr, name), &remote_opts.remote, cfg.round_trips)?;
 
     let mut rng = Rng::seed_from_u64(cfg.seed);
     let (mut local, mut remote) = (Vec::new(), Vec::new());
@@ -402,7 +431,7 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
         let g = server_writes::group(
             &cfg.client_cmd,
             &url,
-            &token,
+            (&token, &certs_dir),
             (clients, server_writes::per_client(cfg.parts)),
             cfg.group_seconds,
         )?;
@@ -447,6 +476,7 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
     let median = |v: Vec<f64>| summarize(&v).median;
     Ok(ServerReport {
         benchmark: "server",
+        tls: remote_opts.remote.tls.is_some(),
         parts: cfg.parts,
         rounds: cfg.rounds,
         hot: cfg.hot,
@@ -483,8 +513,12 @@ pub fn render(r: &ServerReport) -> String {
         )
     };
     let mut out = format!(
-        "OO1 through `amber serve` against the same database opened locally: {} parts, {} rounds, {} hot traversals each, backend {}\n",
-        r.parts, r.rounds, r.hot, r.backend
+        "OO1 through `amber serve`{} against the same database opened locally: {} parts, {} rounds, {} hot traversals each, backend {}\n",
+        if r.tls { " (mutual TLS)" } else { "" },
+        r.parts,
+        r.rounds,
+        r.hot,
+        r.backend
     );
     out += &row("local open ms", &r.local_open_ms);
     out += &row("remote connect ms", &r.remote_open_ms);

@@ -75,6 +75,21 @@ pub struct WriteReport {
     pub saturates: &'static str,
 }
 
+/// How every client of the benchmark connects: mutual TLS with the
+/// certificates `amber_server::certs` generated in `certs`, and the token.
+pub(crate) fn remote_options(token: &str, certs: &Path) -> Result<Options, BenchError> {
+    let f = amber_server::certs::CertFiles::in_dir(certs);
+    let tls = amber::TlsOptions::from_files(&f.ca, &f.client_cert, &f.client_key)?;
+    Ok(Options {
+        remote: amber::RemoteOptions {
+            token: Some(token.as_bytes().to_vec()),
+            tls: Some(tls),
+            ..amber::RemoteOptions::default()
+        },
+        ..Options::default()
+    })
+}
+
 /// One transaction: `x += 1` on `part`; (commit ms, whole ms).
 fn bump(
     db: &mut Db,
@@ -147,7 +162,7 @@ pub(crate) struct Group {
 pub(crate) fn group(
     cmd: &[String],
     url: &str,
-    token: &str,
+    (token, certs): (&str, &Path),
     (clients, per): (u32, u32),
     seconds: f64,
 ) -> Result<Group, BenchError> {
@@ -170,6 +185,7 @@ pub(crate) fn group(
                 CLIENT_ARG,
                 url,
                 token,
+                &certs.display().to_string(),
                 &me.to_string(),
                 &per.to_string(),
                 &start_ms.to_string(),
@@ -215,23 +231,18 @@ pub(crate) fn group(
     })
 }
 
-/// A client process: connects, waits for the common start, runs
-/// transactions on its own parts for `seconds`, prints `commits N RETRIES
-/// SECONDS CPU_SECONDS`.
+/// A client process: connects (mutual TLS with the certificates in
+/// `certs`, and `token`), waits for the common start, runs transactions on
+/// its own parts for `seconds`, prints `commits N RETRIES SECONDS
+/// CPU_SECONDS`.
 pub fn run_client(
     url: &str,
-    token: &str,
+    (token, certs): (&str, &Path),
     (me, per): (u32, u32),
     start_ms: u64,
     seconds: f64,
 ) -> Result<String, BenchError> {
-    let opts = Options {
-        remote: amber::RemoteOptions {
-            token: Some(token.as_bytes().to_vec()),
-            ..amber::RemoteOptions::default()
-        },
-        ..Options::default()
-    };
+    let opts = remote_options(token, certs)?;
     let mut e =
         AmberOo1::over(Db::connect(url, opts)?).map_err(|err| BenchError::new(err.to_string()))?;
     let mine = parts(&e, 1 + me * per, per)?;

@@ -20,7 +20,6 @@ mod serve;
 use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -163,72 +162,7 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Serve databases to client programs over the network: a client
-    /// opens a database by name, faults its pages in over the wire, reads
-    /// a committed snapshot that moves only when it refreshes or begins a
-    /// transaction, and commits transactions that the server validates
-    /// against each other and logs (the server holds each database open
-    /// for writing; with --read-only clients only read, and a writer may
-    /// keep the database open beside the server).
-    /// Runs until SIGINT or SIGTERM, then tells connected clients it is
-    /// shutting down, closes their connections and exits 0. Logs go to
-    /// stderr; RUST_LOG=debug (or trace) says more. Authentication is a
-    /// shared token from a file; TLS comes in a later release, so until
-    /// then the token and every page travel in clear.
-    Serve {
-        /// The databases: PATH, served under its file stem (`dir/a.amber`
-        /// as `a`), or NAME=PATH. Each is checked at start to be an Amber
-        /// database.
-        #[arg(required = true, value_name = "[NAME=]PATH")]
-        databases: Vec<String>,
-        /// The address to listen on. Loopback by default; a non-loopback
-        /// address needs --token-file (and is warned about: no TLS yet) or
-        /// --insecure-no-auth.
-        #[arg(long, value_name = "ADDR", default_value_t = amber_server::DEFAULT_LISTEN)]
-        listen: SocketAddr,
-        /// A file holding the token every client must present: its bytes,
-        /// one trailing newline trimmed, not empty, at most 4096 bytes.
-        #[arg(long, value_name = "FILE", conflicts_with = "insecure_no_auth")]
-        token_file: Option<PathBuf>,
-        /// Serve without authentication: anyone who reaches the address
-        /// reads every database served. Required when no --token-file is
-        /// given, on loopback too.
-        #[arg(long)]
-        insecure_no_auth: bool,
-        /// The largest frame the server sends, in bytes; an answer that
-        /// would be larger (a fetch cluster of many pages) is refused and
-        /// the client asks for less. Requests are at most ~70 KB.
-        #[arg(long, value_name = "BYTES", default_value_t = amber::internals::wire::DEFAULT_MAX_FRAME)]
-        max_frame: u32,
-        /// The most bytes one connection may have the server hold at once
-        /// (an answer's images and its frame): a connection's answers
-        /// carry at most half of this.
-        #[arg(long, value_name = "BYTES", default_value_t = amber_server::ServeOptions::default().max_buffered)]
-        max_buffered: usize,
-        /// The most connections served at once; one more is told the
-        /// server is busy and closed.
-        #[arg(long, value_name = "N", default_value_t = amber_server::ServeOptions::default().max_connections)]
-        max_connections: usize,
-        /// A connection that sends no request for this long (or is this
-        /// slow to send a frame or take an answer) is told so and closed.
-        #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
-        idle_timeout: f64,
-        /// The time a new connection has to authenticate.
-        #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
-        hello_timeout: f64,
-        /// Serve without opening the databases for writing: clients only
-        /// read, and another program may write a database beside the
-        /// server.
-        #[arg(long)]
-        read_only: bool,
-        /// Bound the server's memory to about N MiB: a quarter for the
-        /// writers' pending changes (each checkpoints at its share), half
-        /// for the connections' buffers (--max-buffered and a request
-        /// frame each: a connection beyond what fits is told the server
-        /// is busy), a quarter left for the rest.
-        #[arg(long, value_name = "N")]
-        memory_mib: Option<usize>,
-    },
+    Serve(serve::Args),
     /// Run a benchmark: `amber bench <NAME> [ARGS]...`; `amber bench list`
     /// lists them, `amber bench <NAME> --help` gives a benchmark's options.
     #[command(disable_help_flag = true)]
@@ -292,31 +226,7 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             schema,
             dry_run,
         } => admin::migrate(&path, &schema, dry_run, out),
-        Command::Serve {
-            databases,
-            listen,
-            token_file,
-            insecure_no_auth,
-            max_frame,
-            max_buffered,
-            max_connections,
-            idle_timeout,
-            hello_timeout,
-            read_only,
-            memory_mib,
-        } => serve::serve(serve::Args {
-            databases,
-            listen,
-            token_file,
-            insecure_no_auth,
-            max_frame,
-            max_buffered,
-            max_connections,
-            idle_timeout,
-            hello_timeout,
-            read_only,
-            memory_mib,
-        }),
+        Command::Serve(args) => serve::serve(args, out),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
     }
 }

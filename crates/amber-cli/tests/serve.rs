@@ -1,6 +1,8 @@
-//! `amber serve` as a program: refusals at start (exit 2, one line), and a
+//! `amber serve` as a program: refusals at start (exit 2, one line), a
 //! SIGTERM with a client connected — the client is told the server is
-//! shutting down, and the server exits 0.
+//! shutting down, and the server exits 0 — and `--gen-certs`: the six
+//! files, the keys readable by their owner only, certificates a mutual TLS
+//! server and client accept, and no file overwritten.
 
 use amber::internals::wire::{self, DEFAULT_MAX_FRAME, ErrorCode, Request, Response, VERSION};
 use std::io::{BufRead, BufReader, Write};
@@ -29,7 +31,7 @@ fn serve_refuses_what_it_cannot_serve() {
     std::fs::write(&not_db, vec![7u8; 8192]).expect("written");
 
     let r = amber(&["serve", s(&db)]);
-    assert_error(&r, "no token: give --token-file FILE");
+    assert_error(&r, "no authentication: give --tls-cert");
     let r = amber(&["serve", s(&db), "--listen", "0.0.0.0:0"]);
     assert_error(&r, "without authentication");
     let r = amber(&[
@@ -68,7 +70,12 @@ fn serve_refuses_what_it_cannot_serve() {
         "--max-connections",
         "--idle-timeout",
         "--hello-timeout",
-        "TLS",
+        "--tls-cert",
+        "--tls-key",
+        "--tls-client-ca",
+        "--insecure-token-only",
+        "--gen-certs",
+        "--cert-host",
     ] {
         assert!(help.stdout.contains(opt), "--help lacks {opt}");
     }
@@ -141,4 +148,98 @@ fn sigterm_with_a_client_connected_exits_cleanly() {
     let rest: Vec<String> = log.lines().map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("SIGTERM")), "{rest:?}");
     assert!(rest.iter().any(|l| l.contains("stopped")), "{rest:?}");
+}
+
+#[test]
+fn gen_certs_writes_a_ca_and_certificates_and_overwrites_nothing() {
+    use std::os::unix::fs::PermissionsExt;
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("a directory");
+    let certs = dir.path().join("certs");
+    let r = amber(&[
+        "serve",
+        "--gen-certs",
+        s(&certs),
+        "--cert-host",
+        "db.example",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for (file, mode) in [
+        ("ca.pem", 0o644),
+        ("ca.key", 0o600),
+        ("server.pem", 0o644),
+        ("server.key", 0o600),
+        ("client.pem", 0o644),
+        ("client.key", 0o600),
+    ] {
+        let meta = std::fs::metadata(certs.join(file)).expect(file);
+        // The umask may take from a certificate's mode, never add to a key's.
+        let got = meta.permissions().mode() & 0o777;
+        assert_eq!(got & !mode, 0, "{file}: mode {got:o}");
+        if mode == 0o600 {
+            assert_eq!(got, 0o600, "{file}");
+        }
+        let text = std::fs::read_to_string(certs.join(file)).expect(file);
+        assert!(text.starts_with("-----BEGIN "), "{file}: {text}");
+    }
+    // It says how to use them.
+    assert!(r.stdout.contains("--tls-client-ca"), "{}", r.stdout);
+    assert!(r.stdout.contains("TlsOptions::from_files"), "{}", r.stdout);
+    // A second run overwrites nothing, even with one file missing.
+    let key = std::fs::read(certs.join("client.key")).expect("the key");
+    std::fs::remove_file(certs.join("ca.key")).expect("removed");
+    let r = amber(&["serve", "--gen-certs", s(&certs)]);
+    assert_error(&r, "does not overwrite");
+    assert!(!certs.join("ca.key").exists(), "nothing written");
+    assert_eq!(
+        std::fs::read(certs.join("client.key")).expect("the key"),
+        key
+    );
+
+    // The certificates serve: a mutual TLS server starts with them, and a
+    // client with the client's certificate reads the database.
+    let db = dir.path().join("a.amber");
+    assert_eq!(amber(&["create", s(&db)]).code, 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(["serve", s(&db), "--listen", "127.0.0.1:0"])
+        .args(["--tls-cert", s(&certs.join("server.pem"))])
+        .args(["--tls-key", s(&certs.join("server.key"))])
+        .args(["--tls-client-ca", s(&certs.join("ca.pem"))])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("amber serve started");
+    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    log.read_line(&mut line).expect("a log line");
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        line.contains("over TLS, client certificates required"),
+        "{line}"
+    );
+    let tls = amber::TlsOptions::from_files(
+        certs.join("ca.pem"),
+        certs.join("client.pem"),
+        certs.join("client.key"),
+    )
+    .expect("client TLS options");
+    let opts = amber::Options {
+        remote: amber::RemoteOptions {
+            tls: Some(tls),
+            ..amber::RemoteOptions::default()
+        },
+        ..amber::Options::default()
+    };
+    let got = amber::Db::connect(&format!("amber://{addr}/a"), opts)
+        .map(|db| amber::View::roots(&db).len());
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let status = child.wait().expect("the server exits");
+    assert_eq!(got.expect("connected over mutual TLS"), 0);
+    assert!(status.success(), "{status}");
 }

@@ -1,10 +1,12 @@
 //! What a server is told: where to listen, which databases under which
 //! names, how clients authenticate, and the bounds that keep one client
 //! from taking the server's memory, connections or time. [`ServeOptions::check`]
-//! refuses a combination that would serve without authentication unless
-//! that was asked for by name.
+//! refuses a combination that would serve without authentication, or a
+//! non-loopback address without mutual TLS, unless that was asked for by
+//! a flag whose name says it is insecure.
 
 use crate::ServeError;
+use crate::tls::TlsFiles;
 use amber::internals::wire::{DEFAULT_MAX_FRAME, MAX_TOKEN};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -27,10 +29,17 @@ pub struct ServeOptions {
     /// authentication, which [`check`](Self::check) allows only with
     /// `insecure_no_auth`.
     pub token: Option<Vec<u8>>,
-    /// Serve without a token. Required to run without one, on loopback
-    /// too: authentication comes before anything else unless refused by
-    /// name.
+    /// Serve without authentication (no token, no client certificates).
+    /// Required to run without either, on loopback too: authentication
+    /// comes before anything else unless refused by name.
     pub insecure_no_auth: bool,
+    /// TLS: the server's certificate and key, and the CA of the client
+    /// certificates it requires (mutual TLS); `None`: plaintext.
+    pub tls: Option<TlsFiles>,
+    /// Serve a non-loopback address with the token as the only
+    /// authentication. Without it, a non-loopback address needs mutual
+    /// TLS: the token is for loopback development.
+    pub insecure_token_only: bool,
     /// The largest frame body the server sends; a client's frames are
     /// bounded by the largest request instead (a `Hello` with the longest
     /// names and token), or this if smaller.
@@ -87,6 +96,8 @@ impl Default for ServeOptions {
             databases: Vec::new(),
             token: None,
             insecure_no_auth: false,
+            tls: None,
+            insecure_token_only: false,
             max_frame: DEFAULT_MAX_FRAME,
             max_buffered: 2 * DEFAULT_MAX_FRAME as usize,
             max_connections: 100,
@@ -101,9 +112,11 @@ impl Default for ServeOptions {
 
 impl ServeOptions {
     /// Refuses a configuration that cannot or must not be served: no
-    /// database, two of one name, a zero bound, and no token without
-    /// `insecure_no_auth`. Returns the warnings to log (a token sent in
-    /// clear to a non-loopback address).
+    /// database, two of one name, a zero bound, no authentication (neither
+    /// a token nor mutual TLS) without `insecure_no_auth`, and a
+    /// non-loopback address without mutual TLS unless `insecure_no_auth`
+    /// or `insecure_token_only` says so. Returns the warnings to log (what
+    /// those two flags let through).
     pub fn check(&self) -> Result<Vec<String>, ServeError> {
         let bad = |m: String| Err(ServeError::Config(m));
         if self.databases.is_empty() {
@@ -124,45 +137,72 @@ impl ServeOptions {
             return bad("timeouts must be above 0".into());
         }
         crate::budget::check(self)?;
-        let loopback = self.listen.ip().is_loopback();
         let mut warnings = Vec::new();
-        match (&self.token, self.insecure_no_auth) {
-            (Some(t), _) if t.is_empty() => return bad("the token is empty".into()),
-            (Some(t), _) if t.len() > MAX_TOKEN => {
+        match &self.token {
+            Some(t) if t.is_empty() => return bad("the token is empty".into()),
+            Some(t) if t.len() > MAX_TOKEN => {
                 return bad(format!(
                     "the token is {} bytes, more than the {MAX_TOKEN} a client may send",
                     t.len()
                 ));
             }
-            (Some(_), true) => {
-                return bad("--token-file and --insecure-no-auth contradict each other".into());
-            }
-            (Some(_), false) if !loopback => warnings.push(format!(
-                "listening on {}, which is not loopback: the token and every page travel \
-                 in clear until TLS lands",
-                self.listen
-            )),
-            (Some(_), false) => {}
-            (None, false) if loopback => {
+            _ => {}
+        }
+        let mutual_tls = self.tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+        let token = self.token.is_some();
+        let listen = self.listen;
+        let loopback = listen.ip().is_loopback();
+        if self.insecure_no_auth && (token || mutual_tls) {
+            return bad(
+                "--insecure-no-auth contradicts --token-file and --tls-client-ca: it serves \
+                 without authentication"
+                    .into(),
+            );
+        }
+        if self.insecure_token_only && !token {
+            return bad("--insecure-token-only needs --token-file".into());
+        }
+        if self.insecure_no_auth {
+            warnings.push(format!(
+                "serving {listen} without authentication (--insecure-no-auth): anyone who \
+                 reaches it reads the databases"
+            ));
+        } else if !token && !mutual_tls {
+            return bad(if loopback {
+                format!(
+                    "no authentication: give --tls-cert, --tls-key and --tls-client-ca \
+                     (mutual TLS), or --token-file FILE, or serve {listen} without \
+                     authentication with --insecure-no-auth"
+                )
+            } else {
+                format!(
+                    "refusing to serve {listen}, which is not loopback, without \
+                     authentication: give --tls-cert, --tls-key and --tls-client-ca (mutual \
+                     TLS), or --insecure-no-auth to allow anyone who reaches it"
+                )
+            });
+        } else if !loopback && !mutual_tls {
+            // The token is for loopback development: off loopback, a
+            // client proves itself with a certificate.
+            if !self.insecure_token_only {
                 return bad(format!(
-                    "no token: give --token-file FILE, or serve {} without authentication \
-                     with --insecure-no-auth",
-                    self.listen
+                    "refusing to serve {listen}, which is not loopback, with a token as the \
+                     only authentication: give --tls-cert, --tls-key and --tls-client-ca \
+                     (mutual TLS), or --insecure-token-only to accept the token alone"
                 ));
             }
-            (None, false) => {
-                return bad(format!(
-                    "refusing to serve {}, which is not loopback, without authentication: \
-                     give --token-file FILE (or --insecure-no-auth to allow anyone who \
-                     reaches it)",
-                    self.listen
-                ));
-            }
-            (None, true) => warnings.push(format!(
-                "serving {} without authentication (--insecure-no-auth): anyone who \
-                 reaches it reads the databases",
-                self.listen
-            )),
+            warnings.push(if self.tls.is_some() {
+                format!(
+                    "serving {listen} with a token as the only authentication \
+                     (--insecure-token-only): whoever learns it reads and writes the databases"
+                )
+            } else {
+                format!(
+                    "serving {listen} with a token as the only authentication, without TLS \
+                     (--insecure-token-only): the token and every page cross the network in \
+                     clear"
+                )
+            });
         }
         Ok(warnings)
     }
@@ -243,10 +283,57 @@ mod tests {
             opts("127.0.0.1:1", Some(b"t"), false).check().unwrap(),
             Vec::<String>::new()
         );
-        let w = opts("0.0.0.0:1", Some(b"t"), false).check().unwrap();
-        assert!(w[0].contains("in clear until TLS"), "{w:?}");
+        // Off loopback, the token alone is refused unless asked by name.
+        let e = err(opts("0.0.0.0:1", Some(b"t"), false));
+        assert!(
+            e.contains("not loopback") && e.contains("--insecure-token-only"),
+            "{e}"
+        );
+        let mut o = opts("0.0.0.0:1", Some(b"t"), false);
+        o.insecure_token_only = true;
+        let w = o.check().unwrap();
+        assert!(w[0].contains("in clear"), "{w:?}");
+        o.tls = Some(tls(None));
+        let w = o.check().unwrap();
+        assert!(
+            w[0].contains("only authentication") && !w[0].contains("clear"),
+            "{w:?}"
+        );
+        let mut o = opts("127.0.0.1:1", None, false);
+        o.insecure_token_only = true;
+        assert!(err(o).contains("needs --token-file"));
         let w = opts("[::]:1", None, true).check().unwrap();
         assert!(w[0].contains("without authentication"), "{w:?}");
+    }
+
+    fn tls(client_ca: Option<&str>) -> TlsFiles {
+        TlsFiles {
+            cert: "s.pem".into(),
+            key: "s.key".into(),
+            client_ca: client_ca.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn a_non_loopback_address_needs_mutual_tls() {
+        let err = |o: ServeOptions| o.check().unwrap_err().to_string();
+        // TLS without client certificates authenticates nobody.
+        let mut o = opts("0.0.0.0:1", None, false);
+        o.tls = Some(tls(None));
+        assert!(err(o.clone()).contains("without authentication"));
+        // A token over TLS is still a token alone.
+        o.token = Some(b"t".to_vec());
+        assert!(err(o.clone()).contains("--insecure-token-only"));
+        // Mutual TLS, with or without a token, serves anywhere.
+        o.tls = Some(tls(Some("ca.pem")));
+        assert_eq!(o.check().unwrap(), Vec::<String>::new());
+        o.token = None;
+        assert_eq!(o.check().unwrap(), Vec::<String>::new());
+        o.insecure_no_auth = true;
+        assert!(err(o).contains("contradicts"));
+        let mut o = opts("127.0.0.1:1", None, false);
+        o.tls = Some(tls(Some("ca.pem")));
+        assert_eq!(o.check().unwrap(), Vec::<String>::new());
     }
 
     #[test]

@@ -15,10 +15,13 @@
 //! table, as they wait for any reader's.
 //!
 //! - [`config`]: what a server is told, and the refusal to serve without
-//!   authentication unless asked by name.
+//!   authentication (or off loopback without mutual TLS) unless asked by
+//!   name.
+//! - [`tls`]: TLS 1.3 with rustls, client certificates (mutual TLS).
+//! - [`certs`]: the self-signed CA and certificates of `--gen-certs`.
 //! - [`listener`]: the accept loop, the connection limit, shutdown.
-//! - [`session`]: one connection — `Hello` first, within a deadline, the
-//!   token compared in constant time, then requests until `Bye`, an idle
+//! - [`session`]: one connection — the TLS handshake and `Hello` first,
+//!   within a deadline, the token compared in constant time, then requests until `Bye`, an idle
 //!   timeout, a bad frame or shutdown.
 //! - [`serve_read`]: the answers, from the connection's store.
 //! - [`serve_write`]: transactions — reservations, types, commits through
@@ -36,16 +39,19 @@
 
 pub mod admin;
 pub mod budget;
+pub mod certs;
 pub mod config;
 pub mod listener;
 pub mod serve_read;
 pub mod serve_write;
 pub mod session;
 pub mod status;
+pub mod tls;
 pub mod validator;
 
 pub use config::{Blocking, DEFAULT_LISTEN, ServeOptions, parse_database, read_token_file};
 pub use listener::{Server, bind, shutdown_signal};
+pub use tls::TlsFiles;
 
 use std::fmt;
 use std::path::PathBuf;

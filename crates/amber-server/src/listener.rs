@@ -7,7 +7,7 @@
 use crate::serve_read::read_only;
 use crate::serve_write::Writer;
 use crate::status::Registry;
-use crate::{ServeError, ServeOptions, budget, session};
+use crate::{ServeError, ServeOptions, budget, session, tls};
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use std::collections::HashMap;
@@ -34,6 +34,8 @@ pub struct Shared {
     /// Per database written: a checkpoint for the memory budget is
     /// running (`budget::relieve`).
     pub checkpointing: HashMap<String, Arc<std::sync::atomic::AtomicBool>>,
+    /// The TLS configuration, when served over TLS.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -43,7 +45,8 @@ pub struct Server {
     shared: Arc<Shared>,
 }
 
-/// Checks `opts` (logging its warnings), opens each database for writing
+/// Checks `opts` (logging its warnings), reads the TLS certificates and
+/// keys, opens each database for writing
 /// (its exclusive lock, held until shutdown) or, served `read_only`,
 /// read-only once to check that it is an Amber database this build reads,
 /// and binds the listening socket.
@@ -51,6 +54,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     for w in opts.check()? {
         log::warn!("{w}");
     }
+    let tls = opts.tls.as_ref().map(tls::server_config).transpose()?;
     let mut databases = HashMap::new();
     let mut writers = HashMap::new();
     for (name, path) in &opts.databases {
@@ -93,6 +97,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             opts,
             databases,
             writers,
+            tls,
         }),
     })
 }
@@ -120,11 +125,16 @@ impl Server {
         let Server { listener, shared } = self;
         let opts = &shared.opts;
         log::info!(
-            "serving {} on {}",
+            "serving {}{} on {}",
             (opts.databases.iter())
                 .map(|(n, p)| format!("{n} ({})", p.display()))
                 .collect::<Vec<_>>()
                 .join(", "),
+            match &opts.tls {
+                Some(t) if t.client_ca.is_some() => " over TLS, client certificates required,",
+                Some(_) => " over TLS",
+                None => "",
+            },
             addr
         );
         let (stop, stopped) = watch::channel(false);
@@ -151,6 +161,7 @@ impl Server {
                                 peer,
                                 limit,
                                 opts.hello_timeout,
+                                shared.tls.clone(),
                             )),
                         };
                     }

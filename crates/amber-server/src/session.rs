@@ -1,7 +1,13 @@
 //! One connection, from its `Hello` to its close.
 //!
-//! The handshake comes before anything else: the first frame must arrive
-//! within the hello timeout and be a `Hello` of this protocol version
+//! The handshake comes before anything else. On a TLS server, the TLS
+//! handshake first (a client that does not start one is told in a
+//! plaintext `Error` frame that the server requires TLS; with a client CA,
+//! a client without a certificate that CA signed fails the handshake,
+//! which is logged); on a plaintext server, a client that starts a TLS
+//! handshake is refused as such. Then, over TLS or not, the first frame
+//! must arrive — all of it within the hello timeout of the connection's
+//! accept — and be a `Hello` of this protocol version
 //! (read before the rest of it, so that a client of another version is
 //! told so), with the server's token (compared in constant time) and the
 //! name of a served database. Only then is the database opened for the
@@ -17,17 +23,18 @@
 
 use crate::listener::Shared;
 use crate::serve_read::{Served, code_of};
-use crate::{Blocking, ServeOptions, status};
+use crate::{Blocking, ServeOptions, status, tls};
 use amber::internals::wire::{
     self, ErrorCode, MAX_TOKEN, Request, Response, VERSION, WireError, body_len,
 };
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, watch};
-use tokio::time::{Instant, timeout};
+use tokio::time::{Instant, timeout, timeout_at};
+use tokio_rustls::TlsAcceptor;
 
 /// The largest request body before the handshake, and after it on a
 /// database served read-only: a `Hello` with a database name and a token
@@ -50,17 +57,89 @@ enum End {
 /// Serves one connection; `permit` is its place under the connection
 /// limit, given back when the session ends.
 pub async fn serve(
-    mut stream: TcpStream,
+    stream: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
     permit: OwnedSemaphorePermit,
 ) {
     let opts = &shared.opts;
+    let hello_by = Instant::now() + opts.hello_timeout;
+    // A shutdown does not wait for a client that has sent nothing yet.
+    let looked = tokio::select! {
+        t = tls::starts_with_tls(&stream, opts.hello_timeout) => Some(t),
+        _ = shutdown.wait_for(|&s| s) => None,
+    };
+    let Some(config) = &shared.tls else {
+        let start = match looked {
+            None => Err(shutting_down()),
+            Some(Some(true)) => Err(End::Refuse(
+                ErrorCode::Malformed,
+                "the client began a TLS handshake, but this server is not serving TLS \
+                 (started without --tls-cert)"
+                    .into(),
+            )),
+            _ => Ok(hello_by),
+        };
+        return session(stream, peer, &shared, shutdown, permit, start).await;
+    };
+    let Some(starts_with_tls) = looked else {
+        // It cannot read a plaintext `ShuttingDown`.
+        log::info!("{peer}: closed before its TLS handshake: the server is shutting down");
+        return;
+    };
+    if starts_with_tls == Some(false) {
+        let refused = End::Refuse(
+            ErrorCode::Auth,
+            "this server requires TLS: connect with TLS options (the CA to trust, and a \
+             client certificate if the server asks for one)"
+                .into(),
+        );
+        return session(stream, peer, &shared, shutdown, permit, Err(refused)).await;
+    }
+    let accept = TlsAcceptor::from(config.clone()).accept(stream);
+    let accepted = tokio::select! {
+        a = timeout_at(hello_by, accept.into_fallible()) => a,
+        _ = shutdown.wait_for(|&s| s) => {
+            log::info!("{peer}: closed during its TLS handshake: the server is shutting down");
+            return;
+        }
+    };
+    match accepted {
+        Ok(Ok(stream)) => session(stream, peer, &shared, shutdown, permit, Ok(hello_by)).await,
+        Ok(Err((e, mut stream))) => {
+            drop(permit);
+            log::info!("{peer}: refused: the TLS handshake failed: {e}");
+            // The alert rustls sent says why; unread bytes left at the
+            // close would reset the connection and could destroy it.
+            close(&mut stream, close_wait(opts)).await;
+        }
+        Err(_) => log::info!(
+            "{peer}: closed: no TLS handshake within the hello timeout of {} s",
+            opts.hello_timeout.as_secs_f64()
+        ),
+    }
+}
+
+/// The wire protocol on `stream` (plain TCP, or TLS once its handshake
+/// is done): the `Hello` by `start`, or the refusal `start` holds, then
+/// requests.
+async fn session<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut shutdown: watch::Receiver<bool>,
+    permit: OwnedSemaphorePermit,
+    start: Result<Instant, End>,
+) {
+    let opts = &shared.opts;
     let limit = opts.max_frame.min(MAX_REQUEST);
-    let end = match handshake(&mut stream, peer, &shared, &mut shutdown, limit).await {
+    let end = match start {
         Err(end) => end,
-        Ok(served) => requests(&mut stream, peer, &shared, &mut shutdown, served, limit).await,
+        Ok(by) => match handshake(&mut stream, peer, shared, &mut shutdown, by, limit).await {
+            Err(end) => end,
+            Ok(served) => requests(&mut stream, peer, shared, &mut shutdown, served, limit).await,
+        },
     };
     // The place under the limit is given back before the close, which may
     // wait for a slow peer.
@@ -72,10 +151,14 @@ pub async fn serve(
             log::info!("{peer}: closing: {code}: {message}");
             let frame = Response::Error { code, message }.encode();
             let wait = close_wait(opts);
-            if let Ok(Ok(())) = timeout(wait, stream.write_all(&frame)).await {
-                // Only a frame refused unread, or a client that sends
-                // before it reads, leaves bytes to drain.
-                let unread = matches!(code, ErrorCode::Malformed | ErrorCode::TooLarge);
+            if let Ok(Ok(())) = timeout(wait, write_flushed(&mut stream, &frame)).await {
+                // Only a frame refused unread (a plaintext `Hello` to a
+                // TLS server is refused as `Auth`), or a client that
+                // sends before it reads, leaves bytes to drain.
+                let unread = matches!(
+                    code,
+                    ErrorCode::Malformed | ErrorCode::TooLarge | ErrorCode::Auth
+                );
                 close(&mut stream, if unread { wait } else { Duration::ZERO }).await;
             }
         }
@@ -91,7 +174,7 @@ fn close_wait(opts: &ServeOptions) -> Duration {
 /// still sends is read and dropped, until it closes too or for `linger` at
 /// most — closing a socket with unread bytes resets it, and a reset may
 /// destroy the error frame before the peer reads it.
-async fn close(stream: &mut TcpStream, linger: Duration) {
+async fn close<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, linger: Duration) {
     let _ = timeout(Duration::from_secs(1), stream.shutdown()).await;
     let _ = timeout(linger, async {
         let mut sink = [0u8; 4096];
@@ -101,8 +184,17 @@ async fn close(stream: &mut TcpStream, linger: Duration) {
     .await;
 }
 
-/// Answers a connection over the limit with `Busy`, and closes it.
-pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wait: Duration) {
+/// Answers a connection over the limit with `Busy`, and closes it; on a
+/// TLS server (`tls`), inside TLS once its handshake is done, so that the
+/// client can read it (a client certificate is checked as for any
+/// connection).
+pub async fn refuse_busy(
+    stream: TcpStream,
+    peer: SocketAddr,
+    max: usize,
+    wait: Duration,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) {
     let wait = wait.min(Duration::from_secs(5));
     log::warn!("{peer}: refused: already serving {max} connections");
     let frame = Response::Error {
@@ -110,21 +202,40 @@ pub async fn refuse_busy(mut stream: TcpStream, peer: SocketAddr, max: usize, wa
         message: format!("the server is serving its limit of {max} connections: try later"),
     }
     .encode();
-    let _ = timeout(wait, stream.write_all(&frame)).await;
-    close(&mut stream, wait).await;
+    async fn answer<S: AsyncRead + AsyncWrite + Unpin>(
+        mut stream: S,
+        frame: &[u8],
+        wait: Duration,
+    ) {
+        let _ = timeout(wait, write_flushed(&mut stream, frame)).await;
+        close(&mut stream, wait).await;
+    }
+    match tls {
+        None => answer(stream, &frame, wait).await,
+        Some(config) => {
+            if let Ok(Ok(stream)) = timeout(wait, TlsAcceptor::from(config).accept(stream)).await {
+                answer(stream, &frame, wait).await;
+            }
+        }
+    }
 }
 
-/// The first frame, checked; the database opened for the connection, and
-/// the `Welcome` sent.
-async fn handshake(
-    stream: &mut TcpStream,
+/// The first frame, checked (whole by `by`); the database opened for the
+/// connection, and the `Welcome` sent.
+async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     peer: SocketAddr,
     shared: &Shared,
     shutdown: &mut watch::Receiver<bool>,
+    by: Instant,
     limit: u32,
 ) -> Result<Served, End> {
     let opts = &shared.opts;
-    let body = next_frame(stream, shutdown, opts.hello_timeout, limit, "Hello").await?;
+    let what = format!(
+        "Hello within the hello timeout of {} s",
+        opts.hello_timeout.as_secs_f64()
+    );
+    let body = next_frame(stream, shutdown, by, limit, &what).await?;
     match wire::hello_version(&body) {
         Some(VERSION) => {}
         Some(v) => {
@@ -188,8 +299,8 @@ async fn handshake(
 }
 
 /// Requests until the connection ends.
-async fn requests(
-    stream: &mut TcpStream,
+async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
     peer: SocketAddr,
     shared: &Shared,
     shutdown: &mut watch::Receiver<bool>,
@@ -209,8 +320,13 @@ async fn requests(
         .find(|(_, p)| p.as_path() == served.store.path())
         .map_or("?", |(n, _)| n.as_str());
     let registered = shared.status.register(peer, database, &served);
+    let what = format!(
+        "request within the idle timeout of {} s",
+        opts.idle_timeout.as_secs_f64()
+    );
     loop {
-        let body = match next_frame(stream, shutdown, opts.idle_timeout, limit, "request").await {
+        let until = Instant::now() + opts.idle_timeout;
+        let body = match next_frame(stream, shutdown, until, limit, &what).await {
             Ok(b) => b,
             Err(end) => return end,
         };
@@ -271,12 +387,12 @@ fn answer_limit(max_frame: u32, max_buffered: usize) -> usize {
     (max_frame as usize).min(max_buffered / 2)
 }
 
-/// The next frame's body, within `wait`, unless the server shuts down
+/// The next frame's body, whole by `until`, unless the server shuts down
 /// first.
-async fn next_frame(
-    stream: &mut TcpStream,
+async fn next_frame<S: AsyncRead + Unpin>(
+    stream: &mut S,
     shutdown: &mut watch::Receiver<bool>,
-    wait: Duration,
+    until: Instant,
     limit: u32,
     what: &str,
 ) -> Result<Vec<u8>, End> {
@@ -284,11 +400,8 @@ async fn next_frame(
         return Err(shutting_down());
     }
     tokio::select! {
-        got = timeout(wait, read_frame(stream, limit)) => match got {
-            Err(_) => Err(End::Refuse(
-                ErrorCode::Timeout,
-                format!("no whole {what} within {} s", wait.as_secs_f64()),
-            )),
+        got = timeout_at(until, read_frame(stream, limit)) => match got {
+            Err(_) => Err(End::Refuse(ErrorCode::Timeout, format!("no whole {what}"))),
             Ok(Ok(Some(body))) => Ok(body),
             Ok(Ok(None)) => Err(End::Left),
             Ok(Err(WireError::TooLarge { len, max })) => Err(End::Refuse(
@@ -310,7 +423,10 @@ fn shutting_down() -> End {
 }
 
 /// Reads a frame: `None` if the peer closed before its first byte.
-async fn read_frame(stream: &mut TcpStream, limit: u32) -> Result<Option<Vec<u8>>, WireError> {
+async fn read_frame<S: AsyncRead + Unpin>(
+    stream: &mut S,
+    limit: u32,
+) -> Result<Option<Vec<u8>>, WireError> {
     let mut prefix = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -338,8 +454,8 @@ async fn read_frame(stream: &mut TcpStream, limit: u32) -> Result<Option<Vec<u8>
 /// Sends `resp`, or a `TooLarge` refusal in its place if its frame is over
 /// the limit; the bytes sent. A client that does not take it within the
 /// idle timeout is dropped; once the server shuts down, within 5 s.
-async fn send(
-    stream: &mut TcpStream,
+async fn send<S: AsyncWrite + Unpin>(
+    stream: &mut S,
     resp: &Response,
     opts: &ServeOptions,
     shutdown: &mut watch::Receiver<bool>,
@@ -356,27 +472,24 @@ async fn send(
         }
         .encode();
     }
-    // Most answers fit in the socket's buffer: written at once, without
-    // arming the timeout (a timer costs more than a small answer's write).
-    let sent = match stream.try_write(&frame) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(e) => return Err(End::Lost(format!("writing an answer: {e}"))),
+    let sent = |done: std::io::Result<()>| {
+        done.map(|()| frame.len())
+            .map_err(|e| End::Lost(format!("writing an answer: {e}")))
     };
-    if sent == frame.len() {
-        return Ok(sent);
+    let write = write_flushed(stream, &frame);
+    tokio::pin!(write);
+    // Most answers fit in the socket's buffer: written at the first poll,
+    // without arming the timeout (a timer costs more than a small
+    // answer's write).
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(write.as_mut().poll(cx))).await;
+    if let std::task::Poll::Ready(done) = first {
+        return sent(done);
     }
     let mut deadline = Instant::now() + opts.idle_timeout;
     let mut stopping = false;
-    let write = stream.write_all(&frame[sent..]);
-    tokio::pin!(write);
     loop {
         tokio::select! {
-            done = &mut write => {
-                return done
-                    .map(|()| frame.len())
-                    .map_err(|e| End::Lost(format!("writing an answer: {e}")));
-            }
+            done = &mut write => return sent(done),
             () = tokio::time::sleep_until(deadline) => {
                 let why = if stopping { "the shutdown's grace" } else { "the idle timeout" };
                 return Err(End::Lost(format!("the client took no answer within {why}")));
@@ -387,6 +500,13 @@ async fn send(
             }
         }
     }
+}
+
+/// Writes `frame` and flushes it: a TLS stream may hold the last record
+/// until flushed.
+async fn write_flushed<S: AsyncWrite + Unpin>(stream: &mut S, frame: &[u8]) -> std::io::Result<()> {
+    stream.write_all(frame).await?;
+    stream.flush().await
 }
 
 /// Whether `given` is the token, in time that does not depend on where

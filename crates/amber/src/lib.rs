@@ -192,6 +192,7 @@ pub use error::{Error, FileKind, Location, Result};
 pub use gc::{CollectStats, MigrateStats, Migration, Plain};
 pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 pub use source::remote::RemoteOptions;
+pub use source::tls::TlsOptions;
 pub use store::{StoreOptions, StoreStats};
 pub use vm::{Backend, BackendChoice, Field, Persistent};
 

@@ -49,12 +49,13 @@ struct ServerArgs {
 }
 
 /// `amber bench server`, and the client processes it starts
-/// (`amber bench server __server-client URL TOKEN ME PARTS START_MS SECONDS`).
+/// (`amber bench server __server-client URL TOKEN CERTS_DIR ME PARTS START_MS
+/// SECONDS`).
 pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
     if args.first().map(String::as_str) == Some(amber_bench::server_writes::CLIENT_ARG) {
-        let [_, url, token, me, per, start, seconds] = args else {
+        let [_, url, token, certs, me, per, start, seconds] = args else {
             return Err(CliError::msg(
-                "bench server: a client takes URL TOKEN ME PARTS START_MS SECONDS",
+                "bench server: a client takes URL TOKEN CERTS_DIR ME PARTS START_MS SECONDS",
             ));
         };
         let num = |s: &String| {
@@ -63,7 +64,7 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliErro
         };
         let line = amber_bench::server_writes::run_client(
             url,
-            token,
+            (token, std::path::Path::new(certs)),
             (num(me)? as u32, num(per)? as u32),
             num(start)? as u64,
             num(seconds)?,

@@ -8,7 +8,8 @@
 //!
 //! - [`Store`](crate::store::Store) itself (`local.rs`): the page file and its log, in this
 //!   process;
-//! - [`remote::Remote`]: a storage server (`amber serve`) over TCP, the
+//! - [`remote::Remote`]: a storage server (`amber serve`) over TCP or
+//!   TLS ([`tls`]), the
 //!   pages shipped whole as ESM and ObjectStore ship them (`papers/002_*`
 //!   §3.1), at the connection's snapshot, which moves only on refresh.
 //!
@@ -23,6 +24,7 @@ mod clean;
 pub(crate) mod local;
 pub mod remote;
 mod remote_tx;
+pub mod tls;
 
 use crate::error::Result;
 use crate::format::meta::RootEntry;

@@ -21,6 +21,7 @@
 
 use super::clean::CleanImages;
 use super::remote_tx::RemoteTx;
+use super::tls::{TlsFailure, TlsOptions};
 use super::{Source, SourceTx};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
@@ -46,6 +47,10 @@ pub struct RemoteOptions {
     /// anything else; `None` for a server started with
     /// `--insecure-no-auth`.
     pub token: Option<Vec<u8>>,
+    /// TLS to the server (`amber serve --tls-cert`): the CA trusted for
+    /// its certificate, and the client certificate it may require;
+    /// `None`: plain TCP.
+    pub tls: Option<TlsOptions>,
     /// How long one request may wait for its answer before the connection
     /// is given up.
     pub timeout: Duration,
@@ -68,6 +73,7 @@ impl Default for RemoteOptions {
     fn default() -> Self {
         RemoteOptions {
             token: None,
+            tls: None,
             timeout: Duration::from_secs(30),
             max_frame: wire::DEFAULT_MAX_FRAME,
             keepalive: Some(Duration::from_secs(60)),
@@ -93,7 +99,7 @@ impl RemoteOptions {
     }
 }
 
-/// A byte stream to a server: a TCP connection, or what a test puts in its
+/// A byte stream to a server: a TCP connection, a TLS one, or what a test puts in its
 /// place (a stream that fails or cuts frames on cue).
 pub trait Stream: Read + Write + Send + std::fmt::Debug {}
 
@@ -171,7 +177,8 @@ impl Url {
 }
 
 impl Remote {
-    /// Connects to the server of `url` over TCP and opens its database.
+    /// Connects to the server of `url` over TCP, or TLS if `opts.tls`
+    /// says so, and opens its database.
     pub fn connect(url: &str, opts: &RemoteOptions) -> Result<Remote> {
         let parsed = Url::parse(url)?;
         let io_err = |op, e| Error::io(op, url, e);
@@ -188,7 +195,11 @@ impl Remote {
                         .and_then(|_| s.set_write_timeout(Some(opts.timeout)))
                         .and_then(|_| s.set_nodelay(true))
                         .map_err(|e| io_err("set up the connection", e))?;
-                    return Remote::over(Box::new(s), url, &parsed.name, opts);
+                    let stream: Box<dyn Stream> = match &opts.tls {
+                        Some(tls) => Box::new(super::tls::connect(tls, s, &parsed.host, url)?),
+                        None => Box::new(s),
+                    };
+                    return Remote::over(stream, url, &parsed.name, opts);
                 }
                 Err(e) => last = e,
             }
@@ -438,7 +449,10 @@ impl Conn {
     fn broken_by(&mut self, url: &Path, e: WireError) -> Error {
         self.broken = Some(format!("an earlier request failed: {e}"));
         match e {
-            WireError::Io(e) => Error::io("talk to the server", url, e),
+            WireError::Io(e) => match e.get_ref().and_then(|i| i.downcast_ref::<TlsFailure>()) {
+                Some(tls) => remote(url, tls.0.clone()),
+                None => Error::io("talk to the server", url, e),
+            },
             other => remote(url, format!("its answer is not the protocol: {other}")),
         }
     }
