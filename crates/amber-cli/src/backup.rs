@@ -6,7 +6,7 @@
 //! `BackupEnd`).
 
 use crate::error::CliError;
-use crate::remote_admin::connect;
+use crate::remote_admin::{Auth, connect};
 use amber::Error;
 use amber::internals::io::real::RealVfs;
 use amber::internals::source::remote::Remote;
@@ -76,23 +76,14 @@ impl BackupSource for ServedSource {
     }
 }
 
-/// `amber backup SRC DEST [--token-file FILE]`.
-pub fn backup(
-    src: &str,
-    dest: &Path,
-    token_file: Option<&Path>,
-    out: &mut String,
-) -> Result<ExitCode, CliError> {
+/// `amber backup SRC DEST [--token-file FILE] [--tls-ca …]`.
+pub fn backup(src: &str, dest: &Path, auth: &Auth, out: &mut String) -> Result<ExitCode, CliError> {
     let vfs = Arc::new(RealVfs);
     let mut source: Box<dyn BackupSource> = if src.starts_with("amber://") {
-        let remote = connect(src, token_file)?;
+        let remote = connect(src, auth)?;
         Box::new(ServedSource { remote })
     } else {
-        if token_file.is_some() {
-            return Err(CliError::msg(
-                "--token-file is for a served database (amber://host:port/name)",
-            ));
-        }
+        auth.local_only()?;
         crate::admin::precheck(Path::new(src))?;
         Box::new(LocalSource::new(vfs.clone(), Path::new(src)))
     };

@@ -65,9 +65,8 @@ enum Command {
     Verify {
         /// The database file, or `amber://host:port/name`.
         path: PathBuf,
-        /// For a served database: the file holding the server's token.
-        #[arg(long, value_name = "FILE")]
-        token_file: Option<PathBuf>,
+        #[command(flatten)]
+        auth: remote_admin::Auth,
         /// Also check every pointer of every object: that it is null only
         /// where its type allows, and otherwise the start of a live object
         /// of the field's type; that every vector's buffer holds its
@@ -82,9 +81,8 @@ enum Command {
     Checkpoint {
         /// The database file, or `amber://host:port/name`.
         path: PathBuf,
-        /// For a served database: the file holding the server's token.
-        #[arg(long, value_name = "FILE")]
-        token_file: Option<PathBuf>,
+        #[command(flatten)]
+        auth: remote_admin::Auth,
     },
     /// Copy one committed state of a database into a new database DEST
     /// (DEST and DEST-wal), while other programs keep committing: the
@@ -98,9 +96,8 @@ enum Command {
         src: String,
         /// The new database file.
         dest: PathBuf,
-        /// For a served database: the file holding the server's token.
-        #[arg(long, value_name = "FILE")]
-        token_file: Option<PathBuf>,
+        #[command(flatten)]
+        auth: remote_admin::Auth,
     },
     /// Report on a running server (`amber serve`): per database its mode,
     /// commits, conflicts, aborts, pages served and the writer store's log
@@ -111,9 +108,8 @@ enum Command {
         /// `amber://host:port/name`: the server, and a database it serves
         /// (the report covers all of them).
         url: String,
-        /// The file holding the server's token.
-        #[arg(long, value_name = "FILE")]
-        token_file: Option<PathBuf>,
+        #[command(flatten)]
+        auth: remote_admin::Auth,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -187,30 +183,20 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
             };
             inspect::inspect(&path, &show, out)
         }
-        Command::Verify {
-            path,
-            deep,
-            token_file,
-        } => match remote_admin::is_url(&path) {
-            true => remote_admin::verify(&path.to_string_lossy(), token_file.as_deref(), deep, out),
-            false => {
-                local_only(token_file.as_deref()).and_then(|()| admin::verify(&path, deep, out))
-            }
+        Command::Verify { path, deep, auth } => match remote_admin::is_url(&path) {
+            true => remote_admin::verify(&path.to_string_lossy(), &auth, deep, out),
+            false => auth
+                .local_only()
+                .and_then(|()| admin::verify(&path, deep, out)),
         },
-        Command::Checkpoint { path, token_file } => match remote_admin::is_url(&path) {
-            true => remote_admin::checkpoint(&path.to_string_lossy(), token_file.as_deref(), out),
-            false => local_only(token_file.as_deref()).and_then(|()| admin::checkpoint(&path, out)),
+        Command::Checkpoint { path, auth } => match remote_admin::is_url(&path) {
+            true => remote_admin::checkpoint(&path.to_string_lossy(), &auth, out),
+            false => auth
+                .local_only()
+                .and_then(|()| admin::checkpoint(&path, out)),
         },
-        Command::Backup {
-            src,
-            dest,
-            token_file,
-        } => backup::backup(&src, &dest, token_file.as_deref(), out),
-        Command::Status {
-            url,
-            token_file,
-            json,
-        } => remote_admin::status(&url, token_file.as_deref(), json, out),
+        Command::Backup { src, dest, auth } => backup::backup(&src, &dest, &auth, out),
+        Command::Status { url, auth, json } => remote_admin::status(&url, &auth, json, out),
         Command::Recover {
             path,
             salvage,
@@ -228,16 +214,6 @@ fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
         } => admin::migrate(&path, &schema, dry_run, out),
         Command::Serve(args) => serve::serve(args, out),
         Command::Bench { name, args } => bench::run(name.as_deref(), &args, out),
-    }
-}
-
-/// Refuses `--token-file` for a local database.
-fn local_only(token_file: Option<&std::path::Path>) -> Result<(), CliError> {
-    match token_file {
-        Some(_) => Err(CliError::msg(
-            "--token-file is for a served database (amber://host:port/name)",
-        )),
-        None => Ok(()),
     }
 }
 

@@ -7,13 +7,13 @@ use crate::admin::{
     DeepSummary, checkpoint_line, deep_lines, deep_not_run, verify_lines, verify_status,
 };
 use crate::error::CliError;
-use amber::RemoteOptions;
 use amber::inspect::Installed;
 use amber::internals::source::remote::Remote;
 use amber::internals::wire::{Request, Response};
+use amber::{RemoteOptions, TlsOptions};
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -22,9 +22,42 @@ pub fn is_url(arg: &Path) -> bool {
     arg.to_str().is_some_and(|s| s.starts_with("amber://"))
 }
 
-/// A connection to the served database `url`, authenticated with the token
-/// in `token_file` if one is given; an answer may take an hour.
-pub fn connect(url: &str, token_file: Option<&Path>) -> Result<Remote, CliError> {
+/// How a command authenticates to a server, for a database given as
+/// `amber://host:port/name`: a token, TLS, or both, as the server asks.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Auth {
+    /// For a served database: the file holding the server's token.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// For a server with TLS: the CA certificate (PEM) its certificate is
+    /// signed by (`ca.pem` of `amber serve --gen-certs`).
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    /// For a server that asks for client certificates: this program's
+    /// certificate (PEM), with --tls-key and --tls-ca.
+    #[arg(long, value_name = "FILE", requires_all = ["tls_key", "tls_ca"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Auth {
+    /// Refuses these options for a local database, where they mean
+    /// nothing.
+    pub fn local_only(&self) -> Result<(), CliError> {
+        match (&self.token_file, &self.tls_ca) {
+            (None, None) => Ok(()),
+            _ => Err(CliError::msg(
+                "--token-file and --tls-* are for a served database (amber://host:port/name)",
+            )),
+        }
+    }
+}
+
+/// A connection to the served database `url`, authenticated as `auth`
+/// says; an answer may take an hour.
+pub fn connect(url: &str, auth: &Auth) -> Result<Remote, CliError> {
     let mut opts = RemoteOptions {
         keepalive: None,
         // A deep verification or a checkpoint of a large database runs
@@ -32,9 +65,14 @@ pub fn connect(url: &str, token_file: Option<&Path>) -> Result<Remote, CliError>
         timeout: Duration::from_secs(3600),
         ..RemoteOptions::default()
     };
-    if let Some(f) = token_file {
+    if let Some(f) = &auth.token_file {
         opts = opts.with_token_file(f)?;
     }
+    opts.tls = match (&auth.tls_ca, &auth.tls_cert, &auth.tls_key) {
+        (Some(ca), Some(cert), Some(key)) => Some(TlsOptions::from_files(ca, cert, key)?),
+        (Some(ca), _, _) => Some(TlsOptions::without_client_cert(ca)?),
+        _ => None,
+    };
     Ok(Remote::connect(url, &opts)?)
 }
 
@@ -60,13 +98,8 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 /// `amber status amber://host:port/name [--json]`.
-pub fn status(
-    url: &str,
-    token_file: Option<&Path>,
-    json: bool,
-    out: &mut String,
-) -> Result<ExitCode, CliError> {
-    let remote = connect(url, token_file)?;
+pub fn status(url: &str, auth: &Auth, json: bool, out: &mut String) -> Result<ExitCode, CliError> {
+    let remote = connect(url, auth)?;
     let doc = report(&remote, &Request::Status)?;
     drop(remote);
     if json {
@@ -179,13 +212,8 @@ fn status_lines(doc: &Value, out: &mut String) {
 }
 
 /// `amber verify [--deep] amber://host:port/name`.
-pub fn verify(
-    url: &str,
-    token_file: Option<&Path>,
-    deep: bool,
-    out: &mut String,
-) -> Result<ExitCode, CliError> {
-    let remote = connect(url, token_file)?;
+pub fn verify(url: &str, auth: &Auth, deep: bool, out: &mut String) -> Result<ExitCode, CliError> {
+    let remote = connect(url, auth)?;
     let doc = report(&remote, &Request::Verify { deep })?;
     let problems = strings(&doc["problems"]);
     if doc["not_a_database"].as_bool() == Some(true) {
@@ -228,12 +256,8 @@ pub fn verify(
 /// `amber checkpoint amber://host:port/name`: the server's writer store
 /// checkpoints. The connection moves to the latest commit first: its
 /// snapshot would defer the checkpoint.
-pub fn checkpoint(
-    url: &str,
-    token_file: Option<&Path>,
-    out: &mut String,
-) -> Result<ExitCode, CliError> {
-    let remote = connect(url, token_file)?;
+pub fn checkpoint(url: &str, auth: &Auth, out: &mut String) -> Result<ExitCode, CliError> {
+    let remote = connect(url, auth)?;
     match remote.request(&Request::Refresh)? {
         Response::Refreshed { .. } => {}
         other => {

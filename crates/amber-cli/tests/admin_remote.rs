@@ -425,7 +425,7 @@ fn checkpoint_and_verify_run_on_the_server() {
         again.stdout
     );
     let r = amber(&["checkpoint", s(&db), "--token-file", s(&server.token)]);
-    assert_error(&r, "--token-file is for a served database");
+    assert_error(&r, "are for a served database");
 }
 
 #[test]
@@ -534,4 +534,52 @@ fn a_memory_budget_admits_the_connections_whose_buffers_fit() {
         "4",
     ]);
     assert_error(&r, "lower --max-buffered");
+}
+
+/// The commands that reach a server take its TLS as a program does: a
+/// server with mutual TLS answers `amber status` given the CA and a client
+/// certificate, and refuses it, saying TLS is required, without them.
+#[test]
+fn the_commands_speak_mutual_tls() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().expect("a directory");
+    let db = dir.path().join("m.amber");
+    create_model(&db);
+    let certs = dir.path().join("certs");
+    let made = amber(&["serve", "--gen-certs", s(&certs)]);
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let file = |n: &str| certs.join(n);
+    let server = Server::start(
+        dir.path(),
+        &db,
+        &[
+            "--tls-cert",
+            s(&file("server.pem")),
+            "--tls-key",
+            s(&file("server.key")),
+            "--tls-client-ca",
+            s(&file("ca.pem")),
+        ],
+    );
+    let refused = server.run(&["status"]);
+    assert_error(&refused, "requires TLS");
+    let (ca, cert, key) = (file("ca.pem"), file("client.pem"), file("client.key"));
+    let tls = [
+        "--tls-ca",
+        s(&ca),
+        "--tls-cert",
+        s(&cert),
+        "--tls-key",
+        s(&key),
+    ];
+    let mut args = vec!["status", "--json"];
+    args.extend(tls);
+    let st = server.run(&args);
+    assert_eq!(st.code, 0, "{}", st.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&st.stdout).expect("JSON");
+    assert_eq!(doc["databases"][0]["name"], "m", "{doc}");
+    let mut args = vec!["verify"];
+    args.extend(tls);
+    let v = server.run(&args);
+    assert_eq!(v.code, 0, "{}", v.stderr);
 }
