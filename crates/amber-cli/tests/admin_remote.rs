@@ -7,7 +7,7 @@
 //! at DEST. Each test starts `amber serve` as a child process.
 
 use amber::{Db, Options, PRef, PVec, Persistent, RemoteOptions};
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -32,6 +32,15 @@ struct Log {
     entries: PVec<u64>,
 }
 
+/// A directory holding the model database `m.amber`, served.
+fn model_server(extra: &[&str]) -> (tempfile::TempDir, PathBuf, Server) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let db = dir.path().join("m.amber");
+    create_model(&db);
+    let server = Server::start(dir.path(), &db, extra);
+    (dir, db, server)
+}
+
 /// `amber serve` of `db` as `m`, killed when dropped.
 struct Server {
     child: Child,
@@ -50,22 +59,10 @@ impl Server {
     fn start(dir: &Path, db: &Path, extra: &[&str]) -> Server {
         let token = dir.join("token");
         std::fs::write(&token, format!("{TOKEN}\n")).expect("token written");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_amber"))
-            .args(["serve", &format!("m={}", s(db)), "--listen", "127.0.0.1:0"])
-            .args(["--token-file", s(&token)])
-            .args(extra)
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("amber serve started");
-        let mut log = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        log.read_line(&mut line).expect("a log line");
-        let addr = line
-            .split_whitespace()
-            .last()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        let db_arg = format!("m={}", s(db));
+        let mut args = vec![db_arg.as_str(), "--token-file", s(&token)];
+        args.extend(extra);
+        let (child, addr, _, log) = common::serve(&args);
         // Keep draining the log so that the server never blocks on it.
         std::thread::spawn(move || for _ in log.lines().map_while(Result::ok) {});
         Server { child, addr, token }
@@ -237,10 +234,7 @@ fn a_local_backup_while_a_writer_commits_is_one_committed_state() {
 #[test]
 fn a_backup_through_the_server_while_a_client_commits_is_one_committed_state() {
     let _serial = serial();
-    let dir = tempfile::tempdir().expect("a directory");
-    let db = dir.path().join("m.amber");
-    create_model(&db);
-    let server = Server::start(dir.path(), &db, &[]);
+    let (dir, _db, server) = model_server(&[]);
     let committer = Committer::start(server.connect());
     backups_while_committing(dir.path(), committer, |dest| {
         amber(&[
@@ -333,10 +327,7 @@ fn a_backup_killed_midway_leaves_the_server_fine_and_no_database() {
 #[test]
 fn status_lists_databases_connections_and_resources() {
     let _serial = serial();
-    let dir = tempfile::tempdir().expect("a directory");
-    let db = dir.path().join("m.amber");
-    create_model(&db);
-    let server = Server::start(dir.path(), &db, &[]);
+    let (_dir, _db, server) = model_server(&[]);
     let mut a = server.connect();
     for _ in 0..3 {
         step(&mut a).expect("a step");
@@ -399,10 +390,7 @@ fn status_lists_databases_connections_and_resources() {
 #[test]
 fn checkpoint_and_verify_run_on_the_server() {
     let _serial = serial();
-    let dir = tempfile::tempdir().expect("a directory");
-    let db = dir.path().join("m.amber");
-    create_model(&db);
-    let server = Server::start(dir.path(), &db, &[]);
+    let (_dir, db, server) = model_server(&[]);
     let mut a = server.connect();
     for _ in 0..5 {
         step(&mut a).expect("a step");

@@ -5,9 +5,9 @@
 //! server and client accept, and no file overwritten.
 
 use amber::internals::wire::{self, DEFAULT_MAX_FRAME, ErrorCode, Request, Response, VERSION};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
@@ -89,27 +89,9 @@ fn sigterm_with_a_client_connected_exits_cleanly() {
     assert_eq!(amber(&["create", s(&db)]).code, 0);
     let token = dir.path().join("token");
     std::fs::write(&token, "secret\n").expect("token written");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args([
-            "serve",
-            &format!("main={}", s(&db)),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--token-file", s(&token)])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("amber serve started");
+    let db_arg = format!("main={}", s(&db));
+    let (mut child, addr, line, log) = common::serve(&[&db_arg, "--token-file", s(&token)]);
     // The address it listens on is in its first log line.
-    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    log.read_line(&mut line).expect("a log line");
-    let addr: std::net::SocketAddr = line
-        .split_whitespace()
-        .last()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
     assert!(line.contains("serving main ("), "{line}");
 
     let mut c = TcpStream::connect(addr).expect("connected");
@@ -200,23 +182,20 @@ fn gen_certs_writes_a_ca_and_certificates_and_overwrites_nothing() {
     // client with the client's certificate reads the database.
     let db = dir.path().join("a.amber");
     assert_eq!(amber(&["create", s(&db)]).code, 0);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args(["serve", s(&db), "--listen", "127.0.0.1:0"])
-        .args(["--tls-cert", s(&certs.join("server.pem"))])
-        .args(["--tls-key", s(&certs.join("server.key"))])
-        .args(["--tls-client-ca", s(&certs.join("ca.pem"))])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("amber serve started");
-    let mut log = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    log.read_line(&mut line).expect("a log line");
-    let addr = line
-        .split_whitespace()
-        .last()
-        .unwrap_or_default()
-        .to_string();
+    let (server, key, ca) = (
+        certs.join("server.pem"),
+        certs.join("server.key"),
+        certs.join("ca.pem"),
+    );
+    let (mut child, addr, line, _log) = common::serve(&[
+        s(&db),
+        "--tls-cert",
+        s(&server),
+        "--tls-key",
+        s(&key),
+        "--tls-client-ca",
+        s(&ca),
+    ]);
     assert!(
         line.contains("over TLS, client certificates required"),
         "{line}"

@@ -53,3 +53,35 @@ pub fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// `amber serve ARGS --listen 127.0.0.1:0` started as a child, logging at
+/// `info` to a pipe: the child, the address it listens on, its first log
+/// line (which names the address) and the rest of its log.
+#[allow(dead_code)] // Not every test binary starts a server.
+pub fn serve(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::net::SocketAddr,
+    String,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .arg("serve")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("amber serve started");
+    let mut log = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    log.read_line(&mut line).expect("a log line");
+    let addr = line
+        .split_whitespace()
+        .last()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    (child, addr, line, log)
+}
