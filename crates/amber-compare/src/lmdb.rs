@@ -13,8 +13,9 @@
 //! synchronous descriptor, before `commit` returns.
 //!
 //! The binding is lmdb-rkv rather than heed because lmdb-rkv opens an
-//! environment with a safe function, where heed's is an `unsafe fn`: the
-//! workspace denies unsafe code outside Amber's virtual-memory module. The
+//! environment with a safe function, where heed's asks its caller to
+//! vouch for the file (a function marked as such in Rust): the workspace
+//! keeps such code to Amber's virtual-memory module. The
 //! hazard heed marks is LMDB's own — a mapped file changed behind its back,
 //! or one environment opened twice in one process — and it is the
 //! harness's to avoid either way: every process gets its own copy of a
