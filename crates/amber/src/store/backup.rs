@@ -26,11 +26,12 @@
 //! installs the copied log, and the close checkpoints it, so the backup is
 //! a clean database on its own.
 
-use super::{Store, StoreOptions, open::read_superblock_slots, wal_path};
+use super::open::{newest_log_header, read_superblock};
+use super::{Store, StoreOptions, wal_path};
 use crate::error::{Error, Result};
 use crate::format::first_data_page;
 use crate::io::{IoFile, OpenMode, Vfs};
-use crate::wal::header::{LogHeader, RECORDS_START, SLOT_OFFSETS as LOG_SLOTS, SLOT_SIZE};
+use crate::wal::header::RECORDS_START;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -161,31 +162,21 @@ impl Pinned {
     }
 }
 
-/// The generation of the superblock in charge (the valid copy of the
-/// highest generation).
+/// The generation of the superblock in charge.
 fn generation(file: &dyn IoFile, path: &Path) -> Result<u64> {
-    read_superblock_slots(file, path)?
-        .iter()
-        .filter_map(|s| s.as_ref().ok().map(|sb| sb.generation))
-        .max()
-        .ok_or_else(|| Error::invalid(format!("{}: no valid superblock copy", path.display())))
+    read_superblock(file, path).map(|(sb, _)| sb.generation)
 }
 
-/// The base LSN of the log's current header copy (the valid copy of the
-/// highest generation).
+/// The base LSN of the log's newest valid header copy.
 fn current_base_lsn(log: &dyn IoFile, wal: &Path) -> Result<u64> {
-    let mut best: Option<LogHeader> = None;
-    for off in LOG_SLOTS {
-        let mut b = [0u8; SLOT_SIZE];
-        crate::io::read_at_most(log, &mut b, off).map_err(|e| Error::io("read log header", wal, e))?;
-        if let Ok(h) = LogHeader::decode(&b)
-            && best.is_none_or(|x| h.generation > x.generation)
-        {
-            best = Some(h);
-        }
+    match newest_log_header(log, wal)? {
+        (Some((h, _)), _) => Ok(h.base_lsn),
+        (None, problems) => Err(Error::invalid(format!(
+            "{}: no valid log header copy ({})",
+            wal.display(),
+            problems.join("; ")
+        ))),
     }
-    best.map(|h| h.base_lsn)
-        .ok_or_else(|| Error::invalid(format!("{}: no valid log header copy", wal.display())))
 }
 
 /// Where a backup to `dest` is written until it is whole: `DEST` with
