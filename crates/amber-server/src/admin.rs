@@ -16,7 +16,7 @@
 //! elsewhere, and is refused). Their reports are JSON documents, which the
 //! command prints as it prints a local file's.
 
-use crate::serve_read::{Served, code_of};
+use crate::serve_read::{Served, error, refuse};
 use amber::Error;
 use amber::inspect::{self, FindingClass};
 use amber::internals::io::real::RealVfs;
@@ -24,20 +24,6 @@ use amber::internals::store::backup::{Part, Pinned};
 use amber::internals::wire::{BACKUP_DATA, BACKUP_LOG, ErrorCode, Response};
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-fn error(e: &Error) -> Response {
-    Response::Error {
-        code: code_of(e),
-        message: e.to_string(),
-    }
-}
-
-fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
-    Response::Error {
-        code,
-        message: message.into(),
-    }
-}
 
 impl Served {
     /// `BackupBegin`: pins the latest committed state (letting go of one

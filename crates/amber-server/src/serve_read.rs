@@ -64,15 +64,16 @@ pub fn code_of(e: &Error) -> ErrorCode {
 }
 
 /// An error answer for a store error.
-fn error(e: &Error) -> Response {
-    Response::Error {
-        code: code_of(e),
-        message: e.to_string(),
-    }
+pub(crate) fn error(e: &Error) -> Response {
+    refuse(code_of(e), e.to_string())
 }
 
-fn refuse(code: ErrorCode, message: String) -> Response {
-    Response::Error { code, message }
+/// A refusal of the request: its code and why.
+pub(crate) fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
+    Response::Error {
+        code,
+        message: message.into(),
+    }
 }
 
 impl Served {
@@ -151,7 +152,7 @@ impl Served {
             // validation would no longer see their writers.
             Request::Refresh if self.tx.is_some() => refuse(
                 ErrorCode::Invalid,
-                "Refresh with a transaction open: commit or abort it first".into(),
+                "Refresh with a transaction open: commit or abort it first",
             ),
             Request::Refresh => match self.moved() {
                 Ok((page_count, change)) => Response::Refreshed { page_count, change },
@@ -185,7 +186,7 @@ impl Served {
             Request::Checkpoint => self.checkpoint(),
             Request::Hello { .. } | Request::Bye | Request::Status => refuse(
                 ErrorCode::Internal,
-                "the session answers Hello, Bye and Status itself".into(),
+                "the session answers Hello, Bye and Status itself",
             ),
         }
     }

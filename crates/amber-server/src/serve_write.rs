@@ -15,7 +15,7 @@
 //! connections committing at once share the log's fsyncs (its group
 //! commit).
 
-use crate::serve_read::{Served, code_of};
+use crate::serve_read::{Served, error, refuse};
 use crate::validator::{Conflict, Pages, ROOT_PAGE, Validator};
 use amber::Error;
 use amber::internals::format::page::BlockKind;
@@ -76,17 +76,6 @@ impl Drop for OpenTx {
 pub fn next_conn() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
-    Response::Error {
-        code,
-        message: message.into(),
-    }
-}
-
-fn error(e: &Error) -> Response {
-    refuse(code_of(e), e.to_string())
 }
 
 fn no_transaction(what: &str) -> Response {
