@@ -138,7 +138,10 @@ async fn session<S: AsyncRead + AsyncWrite + Unpin>(
         Err(end) => end,
         Ok(by) => match handshake(&mut stream, peer, shared, &mut shutdown, by, limit).await {
             Err(end) => end,
-            Ok(served) => requests(&mut stream, peer, shared, &mut shutdown, served, limit).await,
+            Ok((served, database)) => {
+                let db = database.as_str();
+                requests(&mut stream, peer, shared, &mut shutdown, served, db, limit).await
+            }
         },
     };
     // The place under the limit is given back before the close, which may
@@ -221,7 +224,8 @@ pub async fn refuse_busy(
 }
 
 /// The first frame, checked (whole by `by`); the database opened for the
-/// connection, and the `Welcome` sent.
+/// connection, and the `Welcome` sent. Returns the connection's view and
+/// the database's name.
 async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     peer: SocketAddr,
@@ -229,7 +233,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     shutdown: &mut watch::Receiver<bool>,
     by: Instant,
     limit: u32,
-) -> Result<Served, End> {
+) -> Result<(Served, String), End> {
     let opts = &shared.opts;
     let what = format!(
         "Hello within the hello timeout of {} s",
@@ -295,7 +299,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         "reading"
     };
     log::info!("{peer}: {doing} {database:?}");
-    Ok(served)
+    Ok((served, database))
 }
 
 /// Requests until the connection ends.
@@ -305,6 +309,7 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
     shared: &Shared,
     shutdown: &mut watch::Receiver<bool>,
     mut served: Served,
+    database: &str,
     limit: u32,
 ) -> End {
     let opts = &shared.opts;
@@ -316,9 +321,6 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
     } else {
         limit
     };
-    let database = (shared.databases.iter())
-        .find(|(_, p)| p.as_path() == served.store.path())
-        .map_or("?", |(n, _)| n.as_str());
     let registered = shared.status.register(peer, database, &served);
     let what = format!(
         "request within the idle timeout of {} s",
