@@ -83,8 +83,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 /// The peak resident set size of process `pid` (a number, or `self`), in
 /// KiB.
 pub fn peak_rss_kib_of(pid: &str) -> Option<u64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    field(&text, "VmHWM:")
+    amber_server::procfs::status_kib(pid, "VmHWM:")
 }
 
 /// CPU time this process has used, user and system, over all its threads
@@ -96,13 +95,7 @@ pub fn cpu_time_s() -> Option<f64> {
 
 /// [`cpu_time_s`] of process `pid` (a number, or `self`).
 pub fn cpu_time_s_of(pid: &str) -> Option<f64> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses and may hold
-    // spaces: state is field 3, utime 14, stime 15.
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
+    amber_server::procfs::cpu_time_s(pid)
 }
 
 /// The load average over the last minute (`/proc/loadavg`): how many

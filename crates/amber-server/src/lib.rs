@@ -28,6 +28,7 @@
 //!   the writer store.
 //! - [`validator`]: backward validation at page granularity.
 //! - [`status`]: what `amber status` reports (the `Status` request).
+//! - [`procfs`]: a process's CPU time and memory, from `/proc`.
 //! - [`budget`]: the memory budget, shared out between the writers and
 //!   the connections.
 //! - [`admin`]: operations run on the server for a client: an online
@@ -42,6 +43,7 @@ pub mod budget;
 pub mod certs;
 pub mod config;
 pub mod listener;
+pub mod procfs;
 pub mod serve_read;
 pub mod serve_write;
 pub mod session;

@@ -15,6 +15,7 @@
 //! snapshot and the server validates it at commit (docs/design.md §11).
 
 use crate::listener::Shared;
+use crate::procfs;
 use crate::serve_read::Served;
 use amber::internals::wire::{Response, VERSION};
 use serde_json::{Value, json};
@@ -69,6 +70,8 @@ pub struct Conn {
 pub struct Registered<'a> {
     registry: &'a Registry,
     conn: Arc<Conn>,
+    /// Its database's counters.
+    db: Option<&'a Counters>,
 }
 
 impl Drop for Registered<'_> {
@@ -112,13 +115,15 @@ impl Registry {
             shipped: AtomicU64::new(0),
             backup: AtomicBool::new(false),
         });
-        if let Some(c) = self.dbs.get(database) {
+        let db = self.dbs.get(database);
+        if let Some(c) = db {
             c.connections.fetch_add(1, Relaxed);
         }
         (self.conns.lock().unwrap_or_else(|e| e.into_inner())).insert(conn.id, conn.clone());
         Registered {
             registry: self,
             conn,
+            db,
         }
     }
 }
@@ -139,7 +144,7 @@ impl Registered<'_> {
     /// connection's state after it.
     pub fn answered(&self, resp: &Response, served: &Served) {
         let c = &self.conn;
-        if let Some(db) = self.registry.dbs.get(&c.database) {
+        if let Some(db) = self.db {
             let ps = served.store.page_size() as u64;
             match resp {
                 Response::Committed { .. } => db.commits.fetch_add(1, Relaxed),
@@ -232,7 +237,7 @@ pub fn report(shared: &Shared) -> Response {
             })
         })
         .collect();
-    let cpu = cpu_time_s();
+    let cpu = procfs::cpu_time_s("self");
     let per = |count: u64| match (cpu, count) {
         (Some(s), n) if n > 0 => Value::from(s * 1e6 / n as f64),
         _ => Value::Null,
@@ -249,35 +254,12 @@ pub fn report(shared: &Shared) -> Response {
             "cpu_s": cpu,
             "cpu_us_per_page_served": per(total_pages),
             "cpu_us_per_commit": per(total_commits),
-            "rss_kib": proc_status("VmRSS:"),
-            "peak_rss_kib": proc_status("VmHWM:"),
+            "rss_kib": procfs::status_kib("self", "VmRSS:"),
+            "peak_rss_kib": procfs::status_kib("self", "VmHWM:"),
             "locks": LOCKS,
         },
         "databases": databases,
         "connections": connections,
     });
     Response::Report(doc.to_string())
-}
-
-/// A field of `/proc/self/status` (a size in KiB).
-fn proc_status(key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(key))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
-}
-
-/// CPU time the server has used, user and system, over all its threads
-/// (`/proc/self/stat`), in seconds.
-fn cpu_time_s() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // After the command name (in parentheses, which may hold spaces):
-    // utime and stime are the 12th and 13th fields.
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / rustix::param::clock_ticks_per_second() as f64)
 }
