@@ -9,8 +9,8 @@
 //! commits.
 //!
 //! The same `Served` answers the write requests when the server writes
-//! the database (`serve_write.rs`); for their validation it records the
-//! pages it sends the connection, its *shipped set*.
+//! the database (`serve_write.rs`); for them it records the pages it
+//! sends the connection, its *shipped set*: a commit writes only those.
 //!
 //! Store calls block (`pread`, and a refresh reads the log): the session
 //! runs [`Served::answer`] on tokio's blocking pool. Every answer is
@@ -38,7 +38,7 @@ pub struct Served {
     pub(crate) conn: u64,
     /// Every page sent to the connection and not since dropped by a
     /// `Change` it was told ([`ROOT_PAGE`] for the root directory): a
-    /// superset of what its client's transaction read.
+    /// superset of what its client's transaction writes.
     pub(crate) shipped: Pages,
     /// Its open transaction.
     pub(crate) tx: Option<OpenTx>,
@@ -147,9 +147,10 @@ impl Served {
                         .collect(),
                 }
             }
-            // The open transaction's reads are of its snapshot: moving it
-            // would drop pages it read from the shipped set, and its
-            // validation would no longer see their writers.
+            // The open transaction's reads are of its snapshot, where its
+            // validation starts: moving it would let the transaction read
+            // commits its validation then counts as unseen, or drop
+            // pages it may still write from the shipped set.
             Request::Refresh if self.tx.is_some() => refuse(
                 ErrorCode::Invalid,
                 "Refresh with a transaction open: commit or abort it first",
@@ -177,7 +178,8 @@ impl Served {
                 ref records,
                 ref frees,
                 ref roots,
-            } => self.commit(records, frees, roots),
+                ref reads,
+            } => self.commit(records, frees, roots, reads),
             Request::Abort => self.abort(),
             Request::BackupBegin => self.backup_begin(),
             Request::BackupRead { file, offset, len } => self.backup_read(file, offset, len),

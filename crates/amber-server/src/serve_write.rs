@@ -7,10 +7,11 @@
 //! store. A transaction is optimistic: `Begin` moves the snapshot to the
 //! latest commit, `Alloc` reserves blocks in the writer's free space, and
 //! `Commit` brings everything else — the log generator's records, the
-//! frees, the roots. The commit is validated (`validator.rs`) against the
-//! pages the connection was sent (its *shipped set*, a superset of what
-//! the client's transaction read): a commit outside its snapshot that
-//! wrote one of them makes it a `Conflict`. Validated, it is committed
+//! frees, the roots, the pages the transaction read. The commit is
+//! validated (`validator.rs`) against the pages it read and writes (those
+//! written must be among the pages the connection was sent, its *shipped
+//! set*): a commit outside its snapshot that wrote one of them makes it a
+//! `Conflict`. Validated, it is committed
 //! through a `StoreTx` of the writer outside the validator's lock, so that
 //! connections committing at once share the log's fsyncs (its group
 //! commit).
@@ -187,6 +188,7 @@ impl Served {
         records: &[WireRecord],
         frees: &[u64],
         roots: &[(String, u64, u32)],
+        reads: &[u64],
     ) -> Response {
         let Some(mut tx) = self.tx.take() else {
             return no_transaction("Commit");
@@ -197,7 +199,8 @@ impl Served {
             Err(r) => return r,
         };
         let own = written.clone();
-        let seq = match (writer.validator).validate(tx.snapshot, &self.shipped, written) {
+        let read: Pages = reads.iter().copied().collect();
+        let seq = match (writer.validator).validate(tx.snapshot, &read, written) {
             Ok(seq) => seq,
             Err(c) => {
                 drop(tx);

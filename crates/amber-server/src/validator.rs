@@ -16,9 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-/// The root directory as a page of its own: read by every `Catalog`,
-/// written by every commit that sets or removes a root.
-pub const ROOT_PAGE: u64 = u64::MAX;
+pub use amber::internals::wire::ROOT_PAGE;
 
 /// A set of pages.
 pub type Pages = HashSet<u64>;

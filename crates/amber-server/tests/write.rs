@@ -76,10 +76,16 @@ fn range(addr: u64, data: &[u8]) -> WireRecord {
 }
 
 fn commit(c: &mut Client, records: Vec<WireRecord>) -> Response {
+    commit_reading(c, records, vec![])
+}
+
+/// A commit that says it read `reads` (beside the pages it writes).
+fn commit_reading(c: &mut Client, records: Vec<WireRecord>, reads: Vec<u64>) -> Response {
     c.ask(&Request::Commit {
         records,
         frees: vec![],
         roots: vec![],
+        reads,
     })
 }
 
@@ -304,6 +310,7 @@ fn an_abort_and_a_closed_connection_give_their_reservations_back() {
         records: vec![],
         frees: vec![first],
         roots: vec![],
+        reads: vec![],
     }));
     assert_eq!(code, ErrorCode::Invalid);
     assert!(message.contains("no commit has allocated"), "{message}");
@@ -311,6 +318,55 @@ fn an_abort_and_a_closed_connection_give_their_reservations_back() {
     committed(commit(&mut b, vec![]));
     begin(&mut c);
     assert_eq!(read(&mut c, first).len() as u64, ps);
+}
+
+#[test]
+fn a_commit_is_validated_against_what_it_read_not_all_it_was_sent() {
+    let (_dir, path, heads, ps) = raw_db(3);
+    let server = server(&path);
+    let (mut a, _) = Client::welcomed(server.addr, "raw");
+    let (mut b, _) = Client::welcomed(server.addr, "raw");
+    let (mut c, _) = Client::welcomed(server.addr, "raw");
+    for x in [&mut a, &mut b, &mut c] {
+        begin(x);
+        for &h in &heads {
+            read(x, h);
+        }
+    }
+    committed(commit(&mut a, vec![range(heads[0] * ps + AT, b"by a")]));
+    // b was sent page 0 but says it read page 2 only: no conflict.
+    committed(commit_reading(
+        &mut b,
+        vec![range(heads[1] * ps + AT, b"by b")],
+        vec![heads[2]],
+    ));
+    // c read page 0, which a changed after c's snapshot: a conflict,
+    // though c writes only page 2.
+    match commit_reading(
+        &mut c,
+        vec![range(heads[2] * ps + AT, b"by c")],
+        vec![heads[0], heads[2]],
+    ) {
+        Response::Conflict { message, .. } => {
+            assert!(message.contains(&format!("page {}", heads[0])), "{message}");
+        }
+        other => panic!("not a conflict: {other:?}"),
+    }
+    // The root directory counts as a page read.
+    begin(&mut a);
+    begin(&mut b);
+    committed(a.ask(&Request::Commit {
+        records: vec![],
+        frees: vec![],
+        roots: vec![("top".into(), heads[0] * ps + AT, 0)],
+        reads: vec![],
+    }));
+    match commit_reading(&mut b, vec![], vec![u64::MAX]) {
+        Response::Conflict { message, .. } => {
+            assert!(message.contains("root directory"), "{message}");
+        }
+        other => panic!("not a conflict: {other:?}"),
+    }
 }
 
 #[test]
@@ -366,6 +422,7 @@ fn a_write_of_a_page_never_sent_is_refused() {
         records: vec![],
         frees: vec![roots],
         roots: vec![],
+        reads: vec![],
     }));
     assert_eq!(code, ErrorCode::Invalid);
     // A transaction's snapshot does not move under it.
@@ -456,6 +513,7 @@ fn a_change_says_whether_the_catalog_moved() {
         records: vec![],
         frees: vec![],
         roots: vec![("top".into(), heads[0] * ps + AT, 0)],
+        reads: vec![],
     }));
     match begin(&mut b) {
         Change::Pages { catalog, .. } => assert!(catalog, "a root was set"),

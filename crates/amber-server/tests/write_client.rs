@@ -276,3 +276,59 @@ fn transfers_between_accounts_serialize() {
     let total: i64 = got.iter().map(|g| g.0).sum();
     assert_eq!(total, START as i64 * ACCOUNTS as i64);
 }
+
+/// Write skew, the anomaly a validation of written pages alone would let
+/// through: two transactions read both accounts and each takes from a
+/// different one. The second to commit read a page the first wrote: it
+/// conflicts, though the pages they write differ. A transaction that did
+/// not read the other account commits, though that account's page was
+/// sent to its client: the server validates what the client read.
+#[test]
+fn a_read_of_a_page_another_commit_wrote_is_a_conflict() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, 2);
+    let server = start(writing(&[("bank", &path)]));
+    let (mut a, mut b) = (connect(server.addr), connect(server.addr));
+    // Each client's pointers to the two accounts; reading them sends both
+    // pages to both clients.
+    let both = |db: &Db| -> (PRef<Account>, PRef<Account>) {
+        let bank: PRef<Bank> = db.root("bank").unwrap().unwrap();
+        let accounts = db.slice(&db.get(bank).accounts);
+        let (x, y) = (accounts[0], accounts[1]);
+        assert_eq!(db.get(x).balance + db.get(y).balance, 2 * START);
+        (x, y)
+    };
+    let (ax, ay) = both(&a);
+    let (bx, by) = both(&b);
+    let withdraw = |tx: &mut amber::Tx<'_>, (x, y): (PRef<Account>, PRef<Account>), from| {
+        let both = tx.get(x).balance + tx.get(y).balance;
+        assert!(both >= START, "the rule the withdrawal keeps");
+        let from = if from == 0 { x } else { y };
+        tx.get_mut(from).balance -= START;
+    };
+    let mut ta = a.begin().expect("begun");
+    let mut tb = b.begin().expect("begun");
+    withdraw(&mut ta, (ax, ay), 0);
+    withdraw(&mut tb, (bx, by), 1);
+    ta.commit().expect("the first commits");
+    let e = tb
+        .commit()
+        .expect_err("the second read x, which the first wrote");
+    assert!(e.is_conflict(), "{e}");
+    // b's next transaction reads y alone: a's later commits to x do not
+    // concern it.
+    let mut tb = b.begin().expect("begun");
+    let mut ta = a.begin().expect("begun");
+    tb.get_mut(by).moves += 1;
+    ta.get_mut(ax).moves += 1;
+    ta.commit().expect("committed");
+    tb.commit()
+        .expect("x's page was sent to b, but b did not read it");
+    let c = connect(server.addr);
+    let bank: PRef<Bank> = c.root("bank").unwrap().unwrap();
+    let accounts = c.slice(&c.get(bank).accounts);
+    let (x, y) = (c.get(accounts[0]), c.get(accounts[1]));
+    assert_eq!((x.balance, y.balance), (0, START));
+    assert_eq!((x.moves, y.moves), (1, 1));
+}

@@ -366,10 +366,13 @@ impl Tx<'_> {
                 Record::Page(page, image) => stx.write_page(*page, image)?,
             }
         }
-        let stx = self
+        let mut stx = self
             .stx
             .take()
             .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        if let Some(frames) = self.access.take_reads() {
+            stx.set_reads(self.pages_of(&frames));
+        }
         let info = stx.commit()?;
         stats.write = t2.elapsed();
         stats.log_bytes = info.log_bytes;
@@ -402,6 +405,18 @@ impl Tx<'_> {
             .take_while(|&&(s, _)| s < hi)
             .map(|&(s, e)| ((s.max(lo) - lo) as usize, (e.min(hi) - lo) as usize))
             .collect()
+    }
+
+    /// The pages held by `frames` (ascending): a read set's, for the
+    /// server. Frames never change pages while the frame space lives.
+    fn pages_of(&self, frames: &[FrameNo]) -> Vec<PageNo> {
+        let mut pages: Vec<PageNo> = (frames.iter())
+            .filter_map(|&f| self.fs.page_of(f))
+            .map(|(head, index, _)| head + u64::from(index))
+            .collect();
+        pages.sort_unstable();
+        pages.dedup();
+        pages
     }
 
     /// Bookkeeping once the store has the transaction.
@@ -440,6 +455,7 @@ impl Tx<'_> {
         if !self.session.tx.active {
             return;
         }
+        self.access.take_reads();
         if let Some(stx) = self.stx.take() {
             stx.abandon();
         }

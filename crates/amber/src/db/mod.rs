@@ -487,6 +487,7 @@ impl Db {
             current, broken, tx, ..
         } = &mut self.session;
         self.source.forget_tx(tx.txid);
+        self.access.take_reads();
         if let Some(why) = session::rollback(&parts, tx, current) {
             *broken = Some(format!("rolling back a forgotten transaction: {why}"));
         }

@@ -128,6 +128,11 @@ impl<'db> Tx<'db> {
         };
         super::reader::apply_changed(&parts, source.take_changed())?;
         session.tx.start(stx.id());
+        // A server validates the commit against what it read: every
+        // reference made from here on notes its frames (`vm/reads.rs`).
+        if stx.wants_reads() {
+            access.start_reads();
+        }
         // Threads of this transaction may write frames from now on: eviction
         // must make sure it drops none written meanwhile.
         fs.set_writers(true);

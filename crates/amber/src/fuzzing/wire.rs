@@ -70,6 +70,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             ],
             frees: vec![9],
             roots: vec![("top".into(), 4096 + 64, 1)],
+            reads: vec![5, u64::MAX],
         },
         Request::Abort,
         Request::Status,

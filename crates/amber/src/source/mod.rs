@@ -136,6 +136,16 @@ pub trait SourceTx: Send + fmt::Debug {
     /// (the local store appends them to the log, uncommitted).
     fn log_early(&mut self) -> Result<()>;
 
+    /// Whether the commit is validated against what the transaction read
+    /// (a server's): the object layer then records its reads and hands
+    /// them over with [`set_reads`](Self::set_reads) before the commit.
+    fn wants_reads(&self) -> bool {
+        false
+    }
+
+    /// The pages the transaction read, ascending.
+    fn set_reads(&mut self, _pages: Vec<PageNo>) {}
+
     /// Commits: returns once the transaction is durable.
     fn commit(self: Box<Self>) -> Result<CommitInfo>;
 

@@ -24,8 +24,9 @@ use crate::format::page::BlockKind;
 use crate::format::{PAddr, PageNo};
 use crate::store::CommitInfo;
 use crate::wal::TxId;
-use crate::wire::{Request, Response, WireRecord};
+use crate::wire::{ROOT_PAGE, Request, Response, WireRecord};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Bytes a record takes on the wire beside its data (kind, address,
 /// length): the commit's `log_bytes` counts them, as the local store counts
@@ -42,6 +43,10 @@ pub(crate) struct RemoteTx<'r> {
     frees: Vec<PageNo>,
     /// Roots this transaction named or removed (address 0).
     roots: BTreeMap<String, RootEntry>,
+    /// The pages it read (the object layer's record, `set_reads`).
+    reads: Vec<PageNo>,
+    /// Whether it read the committed roots.
+    read_roots: AtomicBool,
     /// Whether the server still has this transaction open.
     open: bool,
 }
@@ -55,6 +60,8 @@ impl<'r> RemoteTx<'r> {
             bytes: 0,
             frees: Vec::new(),
             roots: BTreeMap::new(),
+            reads: Vec::new(),
+            read_roots: AtomicBool::new(false),
             open: true,
         }
     }
@@ -128,6 +135,7 @@ impl SourceTx for RemoteTx<'_> {
     }
 
     fn roots(&self) -> Vec<RootEntry> {
+        self.read_roots.store(true, Ordering::Relaxed);
         let mut all: BTreeMap<String, RootEntry> = self
             .remote
             .committed_roots()
@@ -147,7 +155,10 @@ impl SourceTx for RemoteTx<'_> {
         match self.roots.get(name) {
             Some(r) if r.addr == 0 => None,
             Some(r) => Some(r.clone()),
-            None => self.remote.committed_root(name),
+            None => {
+                self.read_roots.store(true, Ordering::Relaxed);
+                self.remote.committed_root(name)
+            }
         }
     }
 
@@ -164,16 +175,29 @@ impl SourceTx for RemoteTx<'_> {
         Ok(())
     }
 
+    fn wants_reads(&self) -> bool {
+        true
+    }
+
+    fn set_reads(&mut self, pages: Vec<PageNo>) {
+        self.reads = pages;
+    }
+
     fn commit(mut self: Box<Self>) -> Result<CommitInfo> {
         self.open = false;
         let roots = std::mem::take(&mut self.roots)
             .into_values()
             .map(|r| (r.name, r.addr, r.type_id))
             .collect();
+        let mut reads = std::mem::take(&mut self.reads);
+        if self.read_roots.load(Ordering::Relaxed) {
+            reads.push(ROOT_PAGE);
+        }
         let req = Request::Commit {
             records: std::mem::take(&mut self.records),
             frees: std::mem::take(&mut self.frees),
             roots,
+            reads,
         };
         match self.remote.call(&req)? {
             Response::Committed {

@@ -119,6 +119,7 @@ mod frame_table;
 mod held;
 mod lock;
 mod pagemap;
+mod reads;
 #[cfg(feature = "internals")]
 pub mod probe;
 mod residency;

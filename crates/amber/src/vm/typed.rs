@@ -25,7 +25,9 @@
 //! from the checked calls ([`Access::try_object`]). One load and one
 //! compare, on the cache line the body starts on.
 
+use super::reads::ReadSet;
 use super::space::FrameSpace;
+use super::types::FrameNo;
 use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER};
 use crate::db::index::IndexKey;
 use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
@@ -218,6 +220,14 @@ pub struct Access {
     fs: Arc<FrameSpace>,
     lo: u64,
     hi: u64,
+    /// The upper bound the inline range checks compare with: `hi`, or `lo`
+    /// while a read set is armed, so that every check goes the out-of-line
+    /// way, which notes the read (`reads.rs`).
+    fast_hi: u64,
+    /// log2 of the frame size.
+    frame_shift: u32,
+    /// The read set of a transaction that wants one.
+    reads: Option<Box<ReadSet>>,
     /// The software write barrier, when a software detection scheme is in
     /// use (`barrier.rs`); `None` under page protection, where every
     /// mutable accessor pays one predictable branch for it.
@@ -241,8 +251,56 @@ impl Access {
             fs: fs.clone(),
             lo,
             hi,
+            fast_hi: hi,
+            frame_shift: fs.frame_size().trailing_zeros(),
+            reads: None,
             barrier: None,
         })
+    }
+
+    /// Arms a fresh read set: from now on every reference made notes the
+    /// frames it spans, until [`take_reads`](Self::take_reads).
+    pub fn start_reads(&mut self) {
+        self.reads = Some(Box::default());
+        self.fast_hi = self.lo;
+    }
+
+    /// Disarms the read set; the frames read since it was armed, ascending
+    /// (`None` if none was).
+    pub fn take_reads(&mut self) -> Option<Vec<FrameNo>> {
+        self.fast_hi = self.hi;
+        self.reads.take().map(|r| r.into_frames())
+    }
+
+    /// Whether `len` bytes at `start`, aligned to `2^shift`, lie below
+    /// `hi` in the reservation: one subtraction, one rotation and one
+    /// compare. With `off = start - lo` (`lo` is page-aligned), rotating
+    /// `off` right by `shift` moves any misaligned low bits to the top,
+    /// where they exceed every in-range offset.
+    #[inline(always)]
+    fn fits(&self, hi: u64, start: u64, len: u64, shift: u32) -> bool {
+        let off = start.wrapping_sub(self.lo);
+        match (hi - self.lo).checked_sub(len) {
+            Some(room) => off.rotate_right(shift) <= room >> shift,
+            None => false,
+        }
+    }
+
+    /// Where the inline check failed: a read to note, if a read set is
+    /// armed and `len` bytes at `start` do lie in the reservation.
+    #[cold]
+    #[inline(never)]
+    fn noted_read(&self, start: u64, len: u64, shift: u32) -> bool {
+        let Some(reads) = &self.reads else {
+            return false;
+        };
+        if !self.fits(self.hi, start, len, shift) {
+            return false;
+        }
+        let first = (start - self.lo) >> self.frame_shift;
+        let last = (start - self.lo + len.max(1) - 1) >> self.frame_shift;
+        reads.note(first as FrameNo, last as FrameNo);
+        true
     }
 
     /// The frame space.
@@ -257,18 +315,13 @@ impl Access {
     }
 
     /// Panics unless `count` `T`s at `addr` lie in this frame space, aligned.
-    /// Every dereference runs it, so it is one subtraction, one rotation and
-    /// one compare: with `off = addr - lo` (`lo` is page-aligned), rotating
-    /// `off` right by log2(align) moves any misaligned low bits to the top,
-    /// where they exceed every in-range offset.
+    /// Every dereference runs it ([`fits`](Self::fits)).
     #[inline(always)]
     fn check<T>(&self, addr: u64, count: usize) {
         let len = (std::mem::size_of::<T>() as u64).saturating_mul(count as u64);
         let shift = std::mem::align_of::<T>().trailing_zeros();
-        let off = addr.wrapping_sub(self.lo);
-        match (self.hi - self.lo).checked_sub(len) {
-            Some(room) if off.rotate_right(shift) <= room >> shift => {}
-            _ => bad_pointer(addr),
+        if !self.fits(self.fast_hi, addr, len, shift) && !self.noted_read(addr, len, shift) {
+            bad_pointer(addr)
         }
     }
 
@@ -400,16 +453,17 @@ impl Access {
     #[inline(always)]
     fn live_at(&self, addr: u64, len: usize, shift: u32, at_least: bool) -> Result<(), NotLive> {
         let span = (len as u64).saturating_add(OBJECT_HEADER as u64);
-        // The header's offset in the reservation. `lo` is page-aligned and
-        // the header 8 bytes (a multiple of any alignment up to 8) before
+        // The header and the body, checked as one span. `lo` is page-aligned
+        // and the header 8 bytes (a multiple of any alignment up to 8) before
         // the body, so it is aligned exactly when the body is.
-        let off = addr.wrapping_sub(self.lo + OBJECT_HEADER as u64);
-        match (self.hi - self.lo).checked_sub(span) {
-            Some(room) if off.rotate_right(shift) <= room >> shift => {}
-            _ if closed(addr) => return Err(NotLive::Closed),
-            _ => return Err(NotLive::Foreign),
+        let at = addr.wrapping_sub(OBJECT_HEADER as u64);
+        if !self.fits(self.fast_hi, at, span, shift) && !self.noted_read(at, span, shift) {
+            return Err(if closed(addr) {
+                NotLive::Closed
+            } else {
+                NotLive::Foreign
+            });
         }
-        let at = addr - OBJECT_HEADER as u64;
         // SAFETY: `[at, at + span)` lies in the mapped reservation (checked
         // above); a non-resident frame is faulted in by the read; any bit
         // pattern is a valid `u64`; the read is unaligned-safe (a body

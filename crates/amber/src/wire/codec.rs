@@ -117,6 +117,7 @@ impl Request {
                 records,
                 frees,
                 roots,
+                reads,
             } => {
                 w.u8(COMMIT);
                 w.count(records.len());
@@ -137,6 +138,8 @@ impl Request {
                 w.count(frees.len());
                 frees.iter().for_each(|&p| w.u64(p));
                 w.roots(roots);
+                w.count(reads.len());
+                reads.iter().for_each(|&p| w.u64(p));
             }
             Request::Abort => w.u8(ABORT),
             Request::Status => w.u8(STATUS),
@@ -250,10 +253,16 @@ impl Request {
                     frees.push(f.u64("freed page")?);
                 }
                 let roots = f.roots()?;
+                let n = f.count("reads", PAGE_ENTRY)?;
+                let mut reads = Vec::with_capacity(n);
+                for _ in 0..n {
+                    reads.push(f.u64("page read")?);
+                }
                 f.end(Request::Commit {
                     records,
                     frees,
                     roots,
+                    reads,
                 })?
             }
             ABORT => fixed("Abort", 0)?.end(Request::Abort)?,

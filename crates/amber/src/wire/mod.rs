@@ -26,7 +26,12 @@ use std::io::Read;
 /// The protocol version this build speaks. A peer of another version is
 /// refused with [`ErrorCode::Version`], whose frame (and the start of
 /// `Hello` that carries the version) every version lays out the same.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
+
+/// The root directory as a page of its own, in a commit's read set and
+/// in the server's validation: every `Catalog` reads it, every commit that
+/// sets or removes a root writes it.
+pub const ROOT_PAGE: u64 = u64::MAX;
 
 /// The four bytes after `Hello`'s kind: what tells an Amber client from
 /// anything else that connects.
@@ -107,6 +112,9 @@ pub enum Request {
         frees: Vec<u64>,
         /// Root name, address and type id.
         roots: Vec<(String, u64, u32)>,
+        /// The pages the transaction read, ascending ([`ROOT_PAGE`] for
+        /// the root directory): what the server validates it against.
+        reads: Vec<u64>,
     },
     /// Abandons the open transaction.
     Abort,

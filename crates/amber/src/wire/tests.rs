@@ -36,11 +36,13 @@ fn request() -> impl Strategy<Value = Request> {
             proptest::collection::vec(record(), 0..4),
             proptest::collection::vec(any::<u64>(), 0..4),
             proptest::collection::vec((text(), any::<u64>(), any::<u32>()), 0..3),
+            proptest::collection::vec(any::<u64>(), 0..4),
         )
-            .prop_map(|(records, frees, roots)| Request::Commit {
+            .prop_map(|(records, frees, roots, reads)| Request::Commit {
                 records,
                 frees,
                 roots,
+                reads,
             }),
         Just(Request::Abort),
         Just(Request::Status),
