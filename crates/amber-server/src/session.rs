@@ -352,7 +352,9 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
             }
             continue;
         }
-        let resp = if in_place {
+        let resp = if in_place && quick(&req) {
+            served.answer(&req)
+        } else if in_place {
             tokio::task::block_in_place(|| served.answer(&req))
         } else {
             let answered = tokio::task::spawn_blocking(move || {
@@ -379,6 +381,25 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
             crate::budget::relieve(shared, database).await;
         }
     }
+}
+
+/// Whether a request is answered from memory, or by reads of files the
+/// writer has just written (a refresh's read of the log's tail, which the
+/// page cache holds): on the runtime's worker itself. `block_in_place`
+/// hands the worker's place to another thread and back, a few context
+/// switches that cost more than such an answer; the requests that read
+/// pages, sync the log or copy files keep it.
+fn quick(req: &Request) -> bool {
+    matches!(
+        req,
+        Request::Begin
+            | Request::Refresh
+            | Request::Alloc { .. }
+            | Request::Abort
+            | Request::Catalog
+            | Request::Stats
+            | Request::Blocks { .. }
+    )
 }
 
 /// The bytes of images one answer may carry: a frame's worth, and no more

@@ -15,14 +15,20 @@
 //! never wait forever. Such a failure poisons the store, so the running
 //! state no longer has to match the log.
 
-use std::collections::BTreeSet;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::Thread;
 
 /// The turnstile commits pass through in commit-record order.
+///
+/// A committer that must wait parks its thread, and a finished turn wakes
+/// only the thread whose turn comes next: a group commit wakes its
+/// committers together, and a condition variable notified at each turn
+/// would wake every one of them at every turn, a context switch each, to
+/// find it is not theirs.
 #[derive(Debug, Default)]
 pub(crate) struct ApplyOrder {
     turns: Mutex<Turns>,
-    next_up: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -32,6 +38,8 @@ struct Turns {
     next: u64,
     /// Turns finished out of order, ahead of `next`.
     finished: BTreeSet<u64>,
+    /// The parked committers, by sequence number.
+    parked: HashMap<u64, Thread>,
 }
 
 impl ApplyOrder {
@@ -60,12 +68,14 @@ impl Turn<'_> {
     pub(crate) fn wait(&self) {
         let mut t = self.order.turns();
         while t.next != self.seq {
-            t = self
-                .order
-                .next_up
-                .wait(t)
-                .unwrap_or_else(|e| e.into_inner());
+            t.parked.insert(self.seq, std::thread::current());
+            drop(t);
+            // An unpark that came first makes this return at once; a
+            // spurious return goes round the loop.
+            std::thread::park();
+            t = self.order.turns();
         }
+        t.parked.remove(&self.seq);
     }
 }
 
@@ -80,8 +90,11 @@ impl Drop for Turn<'_> {
             }
             t.next += 1;
         }
+        let next = t.parked.get(&t.next).cloned();
         drop(t);
-        self.order.next_up.notify_all();
+        if let Some(thread) = next {
+            thread.unpark();
+        }
     }
 }
 

@@ -6,6 +6,13 @@
 //! everything buffered so far in one `pwrite`, calls `fdatasync` once, and
 //! wakes the others — so commits that arrive together share one sync.
 //!
+//! A waiter parks its thread, and the leader wakes exactly the waiters its
+//! sync covered, and one more to lead the next sync if any wait beyond it.
+//! (A condition variable notified by the leader would wake them all at once
+//! onto the log's mutex, each then sleeping on it again: three context
+//! switches per waiter instead of two, which a server's group commit of
+//! sixteen committers paid on every sync.)
+//!
 //! After a failed write or sync nothing is known about what reached the disk
 //! (a failed `fdatasync` may have dropped dirty pages), so the writer refuses
 //! everything from then on; reopening the database recovers from what is
@@ -17,7 +24,8 @@ use crate::error::{Error, Result};
 use crate::io::IoFile;
 use std::path::PathBuf;
 use crate::vm::{AmberLock, Held, held};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::Thread;
 
 /// The log's append side.
 #[derive(Debug)]
@@ -27,7 +35,6 @@ pub struct LogWriter {
     page_size: u32,
     db_id: [u8; 16],
     state: Mutex<WState>,
-    flushed: Condvar,
 }
 
 #[derive(Debug)]
@@ -46,6 +53,8 @@ struct WState {
     durable_lsn: u64,
     /// A leader is writing.
     leader: bool,
+    /// The threads waiting for a leader, with the LSN each waits for.
+    waiting: Vec<(u64, Thread)>,
     failed: Option<String>,
     /// Syncs performed (for the group-commit statistics).
     syncs: u64,
@@ -132,6 +141,7 @@ impl LogWriter {
                 written_lsn: end_lsn,
                 durable_lsn: end_lsn,
                 leader: false,
+                waiting: Vec::new(),
                 failed: None,
                 syncs: 0,
                 closed_on_disk: h.closed,
@@ -139,7 +149,6 @@ impl LogWriter {
                 commits: 0,
                 epochs: Vec::new(),
             }),
-            flushed: Condvar::new(),
         }
     }
 
@@ -310,7 +319,14 @@ impl LogWriter {
                 return Ok(());
             }
             if s.leader {
-                s = held(AmberLock::LogWriter, self.flushed.wait(s.into_inner()).unwrap_or_else(|e| e.into_inner()));
+                let me = std::thread::current();
+                let id = me.id();
+                s.waiting.push((target, me));
+                drop(s);
+                // An unpark that came first makes this return at once.
+                std::thread::park();
+                s = self.lock();
+                s.waiting.retain(|(_, t)| t.id() != id);
                 continue;
             }
             // Become the leader for everything buffered so far.
@@ -346,8 +362,20 @@ impl LogWriter {
                 }
                 Err(e) => s.failed = Some(e.to_string()),
             }
-            self.flushed.notify_all();
+            // The waiters this flush covered (all of them after a failure,
+            // which they report), and the first of the rest, which leads
+            // the next one.
+            let covered = |t: u64| t <= upto || res.is_err();
+            let mut wake: Vec<Thread> = (s.waiting.iter())
+                .filter(|(t, _)| covered(*t))
+                .map(|(_, th)| th.clone())
+                .collect();
+            s.waiting.retain(|(t, _)| !covered(*t));
+            wake.extend(s.waiting.first().map(|(_, th)| th.clone()));
+            drop(s);
+            wake.iter().for_each(Thread::unpark);
             res?;
+            s = self.lock();
         }
     }
 
