@@ -94,8 +94,7 @@ pub async fn relieve(shared: &Shared, database: &str) {
     ) else {
         return;
     };
-    let s = writer.store.stats();
-    if s.end_lsn.saturating_sub(s.checkpoint_lsn) <= share || running.swap(true, Ordering::AcqRel) {
+    if writer.store.log_since_checkpoint() <= share || running.swap(true, Ordering::AcqRel) {
         return;
     }
     let writer = writer.clone();

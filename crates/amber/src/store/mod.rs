@@ -262,6 +262,17 @@ impl Core {
         self.lock().sb
     }
 
+    /// Log bytes appended since the last checkpoint: what a checkpoint
+    /// would install. Cheap enough for every commit, unlike
+    /// [`stats`](Self::stats), which counts the blocks.
+    pub fn log_since_checkpoint(&self) -> u64 {
+        let end_lsn = self
+            .log
+            .as_ref()
+            .map_or(self.recovery.end_lsn, LogWriter::end_lsn);
+        end_lsn.saturating_sub(self.lock().sb.checkpoint_lsn)
+    }
+
     /// Numbers for inspection.
     pub fn stats(&self) -> StoreStats {
         // The log's numbers first: nothing holding the state lock waits for
