@@ -44,13 +44,19 @@ struct Running {
 
 impl Running {
     fn start(path: &Path) -> Running {
-        let opts = ServeOptions {
+        Running::with(path, |_| {})
+    }
+
+    /// A server whose options `adjust` changed.
+    fn with(path: &Path, adjust: impl FnOnce(&mut ServeOptions)) -> Running {
+        let mut opts = ServeOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
             databases: vec![("list".into(), path.to_path_buf())],
             token: Some(TOKEN.to_vec()),
             read_only: true,
             ..ServeOptions::default()
         };
+        adjust(&mut opts);
         let (addr_tx, addr_rx) = mpsc::channel();
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let thread = std::thread::spawn(move || {
@@ -288,4 +294,30 @@ fn a_vanished_server_is_an_error_from_try_get() {
     assert_ne!(middle, first);
     let e = client.try_get(middle).map(|n| n.value).unwrap_err();
     assert!(matches!(e, Error::Io { .. } | Error::Remote { .. }), "{e}");
+}
+
+/// A server whose connections may buffer little answers a fault's window
+/// `TooLarge`: the client asks for it in halves, and reads everything.
+#[test]
+fn a_window_too_large_for_the_server_is_fetched_in_halves() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("list.amber");
+    let writer = create(&path);
+    // Answers of at most 4 pages of images (half the buffer).
+    let server = Running::with(&path, |o| o.max_buffered = 2 * 4 * 4096);
+    let client = Db::connect(&server.url(), client_opts(BackendChoice::Auto)).expect("connect");
+    let head: PRef<Head> = client.root("head").unwrap().expect("head");
+    let (mut sum, mut len, mut at) = (0, 0, client.try_get(head).expect("head read").first);
+    while let Some(p) = at {
+        let n = client.try_get(p).expect("every node is read");
+        sum += n.value;
+        len += 1;
+        at = n.next;
+    }
+    assert_eq!((sum, len), (base_sum(), NODES));
+    let s = client.stats();
+    assert!(s.faults > 1, "{s:?}");
+    drop(client);
+    drop(server);
+    drop(writer);
 }

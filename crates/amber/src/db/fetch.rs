@@ -323,12 +323,14 @@ impl Pager {
             if !own && self.spills().contains_key(&b.head) {
                 continue;
             }
-            let img = &mut buf[b.at..b.at + b.pages as usize * self.page_size];
             let run = fs.page_of(f).map_or(b.pages, |(_, _, n)| n);
+            // A block whose image could not be read has none in `buf`.
             let checked = match &b.image {
-                Ok(()) => self
-                    .prepare(run, img, map, &types)
-                    .map_err(|m| (FaultKind::Corrupt, m)),
+                Ok(()) => {
+                    let img = &mut buf[b.at..b.at + b.pages as usize * self.page_size];
+                    self.prepare(run, img, map, &types)
+                        .map_err(|m| (FaultKind::Corrupt, m))
+                }
                 Err(e) => Err((fault_kind(e), e.to_string())),
             };
             match checked {

@@ -21,6 +21,8 @@
 
 use super::clean::CleanImages;
 use super::remote_tx::RemoteTx;
+
+mod cluster;
 use super::tls::{TlsFailure, TlsOptions};
 use super::{Source, SourceTx};
 use crate::error::{Error, FileKind, Location, Result};
@@ -31,6 +33,7 @@ use crate::wire::{self, Change, ErrorCode, Request, Response, WireError};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
@@ -427,6 +430,18 @@ impl Conn {
 
     /// Sends `req` and reads the answer's body into `body`.
     fn exchange(&mut self, url: &Path, max_frame: u32, req: &Request, body: &mut Vec<u8>) -> Result<()> {
+        body.clear();
+        self.exchange_after(url, max_frame, req, body).map(|_| ())
+    }
+
+    /// Sends `req` and appends the answer's body to `body`: where it is.
+    fn exchange_after(
+        &mut self,
+        url: &Path,
+        max_frame: u32,
+        req: &Request,
+        body: &mut Vec<u8>,
+    ) -> Result<Range<usize>> {
         self.last = Instant::now();
         if let Some(why) = &self.broken {
             return Err(Error::io(
@@ -440,7 +455,7 @@ impl Conn {
             .write_all(&req.encode())
             .and_then(|_| self.stream.flush())
             .map_err(WireError::Io)
-            .and_then(|_| wire::read_frame_into(&mut self.stream, max_frame, body));
+            .and_then(|_| wire::read_frame_after(&mut self.stream, max_frame, body));
         sent.map_err(|e| self.broken_by(url, e))
     }
 
@@ -554,46 +569,9 @@ impl Source for Remote {
         // The answer is read into `buf` (the fault path's buffer, kept
         // between faults) and its images are installed from there: no copy
         // of them, and no fresh memory, on the client.
-        let (blocks, data) = {
-            let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-            conn.exchange(&self.url, self.max_frame, &Request::ReadCluster { from, pages }, buf)?;
-            match Response::decode_cluster(buf) {
-                Some(Ok(parts)) => parts,
-                Some(Err(e)) => return Err(conn.broken_by(&self.url, e)),
-                None => {
-                    return match Response::decode(buf) {
-                        Ok(Response::Error { code, message }) => {
-                            Err(server_error(&self.url, code, message))
-                        }
-                        Ok(other) => Err(unexpected(&self.url, "ReadCluster", &other)),
-                        Err(e) => Err(conn.broken_by(&self.url, e)),
-                    };
-                }
-            }
-        };
-        let ps = self.page_size as u64;
-        let mut out = Vec::with_capacity(blocks.len());
-        for b in blocks {
-            let fits = b
-                .at
-                .checked_add(u64::from(b.pages) * ps)
-                .is_some_and(|end| end <= data.len() as u64);
-            if b.pages == 0 || !fits || b.head < from || b.head >= from.saturating_add(pages) {
-                return Err(remote(
-                    &self.url,
-                    format!("its cluster lists block {} outside what it sent", b.head),
-                ));
-            }
-            out.push(ClusterBlock {
-                head: b.head,
-                pages: b.pages,
-                at: data.start + b.at as usize,
-                image: match b.error {
-                    None => Ok(()),
-                    Some((code, message)) => Err(server_error(&self.url, code, message)),
-                },
-            });
-        }
+        buf.clear();
+        let mut out = Vec::new();
+        self.cluster_after(from, pages, buf, &mut out)?;
         Ok(out)
     }
 

@@ -493,13 +493,25 @@ pub fn read_frame(r: &mut impl Read, max: u32) -> Result<Vec<u8>, WireError> {
 /// clusters of images into the buffer it keeps between faults touches no
 /// fresh memory for each.
 pub fn read_frame_into(r: &mut impl Read, max: u32, body: &mut Vec<u8>) -> Result<(), WireError> {
+    body.clear();
+    read_frame_after(r, max, body).map(|_| ())
+}
+
+/// [`read_frame_into`], the body appended to what `body` holds: where it
+/// is in `body` (a fault's cluster asked for in pieces, read into one
+/// buffer).
+pub fn read_frame_after(
+    r: &mut impl Read,
+    max: u32,
+    body: &mut Vec<u8>,
+) -> Result<std::ops::Range<usize>, WireError> {
     let mut prefix = [0u8; 4];
     r.read_exact(&mut prefix)?;
     let n = body_len(prefix, max)?;
-    body.clear();
-    body.resize(n, 0);
-    r.read_exact(body)?;
-    Ok(())
+    let start = body.len();
+    body.resize(start + n, 0);
+    r.read_exact(&mut body[start..])?;
+    Ok(start..start + n)
 }
 
 /// The version a `Hello` body announces, read before the rest of it: the
