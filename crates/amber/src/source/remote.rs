@@ -35,7 +35,7 @@ use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -127,6 +127,10 @@ pub struct Remote {
     next_txid: AtomicU32,
     /// Committed images of blocks read whole, for commits to diff against.
     pub(crate) clean: CleanImages,
+    /// The most pages a fault's window asks for at once: halved at each
+    /// `TooLarge` (`remote/cluster.rs`), so that a server with small
+    /// answers is asked for what it can send.
+    window_cap: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -271,6 +275,7 @@ impl Remote {
             changed: Mutex::new(None),
             next_txid: AtomicU32::new(1),
             clean: CleanImages::new(page_size, opts.clean_images),
+            window_cap: AtomicU64::new(u64::MAX),
         };
         r.load_catalog()?;
         Ok(r)

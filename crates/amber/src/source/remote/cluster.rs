@@ -1,5 +1,7 @@
 //! A fault's cluster from the server: one `ReadCluster`, or, when the
-//! server refuses the window as more than one answer may carry, its halves.
+//! server refuses the window as more than one answer may carry, its
+//! halves; later windows are then asked for in pieces of the size that
+//! was sent.
 
 use super::{Remote, remote, server_error, unexpected};
 use crate::source::Source;
@@ -8,6 +10,7 @@ use crate::format::PageNo;
 use crate::store::ClusterBlock;
 use crate::wire::{self, ErrorCode, Request, Response};
 use std::ops::Range;
+use std::sync::atomic::Ordering;
 
 /// What a `ReadCluster` was answered with.
 enum ClusterAnswer {
@@ -30,6 +33,16 @@ impl Remote {
         buf: &mut Vec<u8>,
         out: &mut Vec<ClusterBlock>,
     ) -> Result<()> {
+        let cap = self.window_cap.load(Ordering::Relaxed).max(1);
+        if pages > cap {
+            let mut at = from;
+            while at < from + pages {
+                let n = cap.min(from + pages - at);
+                self.cluster_after(at, n, buf, out)?;
+                at += n;
+            }
+            return Ok(());
+        }
         let answer = {
             let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
             let req = Request::ReadCluster { from, pages };
@@ -59,6 +72,7 @@ impl Remote {
             ClusterAnswer::Listed(blocks, data, start) => (blocks, data, start),
             ClusterAnswer::TooLarge(_) if pages > 1 => {
                 let half = pages / 2;
+                self.window_cap.fetch_min(half, Ordering::Relaxed);
                 self.cluster_after(from, half, buf, out)?;
                 return self.cluster_after(from + half, pages - half, buf, out);
             }
