@@ -3,7 +3,7 @@
 
 use crate::error::CliError;
 use amber::Error;
-use amber::inspect::{self, FindingClass, Installed, RecoveryReport, Tail};
+use amber::inspect::{self, FindingClass, Installed, RecoveryReport, tail_line};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
@@ -42,6 +42,15 @@ pub fn precheck(path: &Path) -> Result<(), CliError> {
         ))),
         Err(e) => Err(CliError::msg(format!("{}: {e}", wal.display()))),
     }
+}
+
+/// `amber inspect PATH [--page N | --object PAGE:OFFSET]`: the report
+/// `amber::inspect::report` makes (a server makes the same of a database
+/// it serves).
+pub fn inspect(path: &Path, show: &inspect::Show, out: &mut String) -> Result<ExitCode, CliError> {
+    precheck(path)?;
+    inspect::report(path, show, out)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `amber create PATH [--page-size N]`.
@@ -320,25 +329,6 @@ fn gc_lines(s: &amber::CollectStats, out: &mut String) {
         s.log_bytes_before,
         s.log_bytes_after
     );
-}
-
-/// One line describing how the log ended; `closed`: whether the log's
-/// newest header was written by a clean close.
-pub fn tail_line(t: &Tail, closed: bool) -> String {
-    match (t, closed) {
-        (Tail::Clean, _) => "clean".to_string(),
-        (Tail::Torn { at, bytes, .. }, true) => format!(
-            "clean, ends at LSN {at} (closed cleanly); the {bytes} byte(s) after it are older records left in place \
-             when a checkpoint recycled the log (not damage; recovery ignores them)"
-        ),
-        (Tail::Torn { at, what, bytes }, false) => format!(
-            "torn at LSN {at} ({what}; {bytes} byte(s) after the last valid record: a batch cut short by a crash, \
-             or older records left when the log was recycled; recovery discards them)"
-        ),
-        (Tail::Corrupt { at, what, evidence }, _) => format!(
-            "CORRUPT at LSN {at} ({what}; the commit record at LSN {evidence} shows the log was durable past it)"
-        ),
-    }
 }
 
 fn recovery_lines(out: &mut String, r: &RecoveryReport, closed: bool) {

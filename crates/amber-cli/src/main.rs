@@ -12,11 +12,10 @@ mod admin;
 mod backup;
 mod bench;
 mod error;
-mod inspect;
-mod objects;
 mod remote_admin;
 mod serve;
 
+use amber::inspect::Show;
 use clap::{CommandFactory, Parser, Subcommand};
 use error::CliError;
 use std::io::Write;
@@ -46,10 +45,13 @@ enum Command {
     },
     /// Describe a database without changing it: superblocks, free space,
     /// blocks, the log since the last checkpoint, the schema catalog, roots;
-    /// or one page or one object, field by field.
+    /// or one page or one object, field by field. Of
+    /// `amber://host:port/name`, the server makes the report.
     Inspect {
-        /// The database file.
+        /// The database file, or `amber://host:port/name`.
         path: PathBuf,
+        #[command(flatten)]
+        auth: remote_admin::Auth,
         /// Dump the block holding page N: its header, then each object with
         /// its type, size, flags and fields.
         #[arg(long, value_name = "N", conflicts_with = "object")]
@@ -175,13 +177,23 @@ enum Command {
 fn run(cmd: Command, out: &mut String) -> Result<ExitCode, CliError> {
     match cmd {
         Command::Create { path, page_size } => admin::create(&path, page_size, out),
-        Command::Inspect { path, page, object } => {
+        Command::Inspect {
+            path,
+            auth,
+            page,
+            object,
+        } => {
             let show = match (page, object) {
-                (Some(p), _) => inspect::Show::Page(p),
-                (None, Some(o)) => inspect::Show::Object(o),
-                (None, None) => inspect::Show::Summary,
+                (Some(p), _) => Show::Page(p),
+                (None, Some(o)) => Show::Object(o),
+                (None, None) => Show::Summary,
             };
-            inspect::inspect(&path, &show, out)
+            match remote_admin::is_url(&path) {
+                true => remote_admin::inspect(&path.to_string_lossy(), &auth, show, out),
+                false => auth
+                    .local_only()
+                    .and_then(|()| admin::inspect(&path, &show, out)),
+            }
         }
         Command::Verify { path, deep, auth } => match remote_admin::is_url(&path) {
             true => remote_admin::verify(&path.to_string_lossy(), &auth, deep, out),

@@ -1,13 +1,14 @@
-//! `amber status`, and `amber verify` / `checkpoint` of a database given as
-//! `amber://host:port/name`: the operation runs on the server (the wire's
-//! `Status`, `Verify`, `Checkpoint` requests, docs/design.md §10.10), and
+//! `amber status`, and `amber verify` / `checkpoint` / `inspect` of a
+//! database given as `amber://host:port/name`: the operation runs on the
+//! server (the wire's `Status`, `Verify`, `Checkpoint`, `Inspect` requests,
+//! docs/design.md §10.10), and
 //! its report is printed as for a local file.
 
 use crate::admin::{
     DeepSummary, checkpoint_line, deep_lines, deep_not_run, verify_lines, verify_status,
 };
 use crate::error::CliError;
-use amber::inspect::Installed;
+use amber::inspect::{Installed, Show};
 use amber::internals::source::remote::Remote;
 use amber::internals::wire::{Request, Response};
 use amber::{RemoteOptions, TlsOptions};
@@ -275,4 +276,17 @@ pub fn checkpoint(url: &str, auth: &Auth, out: &mut String) -> Result<ExitCode, 
     };
     checkpoint_line(&ck, out);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `amber inspect amber://…`: the server's report of the database it
+/// serves, printed as the command prints a file's.
+pub fn inspect(url: &str, auth: &Auth, show: Show, out: &mut String) -> Result<ExitCode, CliError> {
+    let remote = connect(url, auth)?;
+    let doc = report(&remote, &Request::Inspect(show))?;
+    let _ = writeln!(out, "served at {url}");
+    out.push_str(doc["text"].as_str().unwrap_or_default());
+    match doc["error"].as_str() {
+        Some(why) => Err(CliError::msg(why)),
+        None => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -416,6 +416,43 @@ fn checkpoint_and_verify_run_on_the_server() {
     assert_error(&r, "are for a served database");
 }
 
+/// `amber inspect amber://…` prints the report the command prints of the
+/// file (made by the server, beside its writer), after a line naming the
+/// server; `--page` too.
+#[test]
+fn inspect_through_the_server_shows_what_inspect_of_the_file_shows() {
+    let _serial = serial();
+    let (_dir, db, mut server) = model_server(&[]);
+    let mut a = server.connect();
+    for _ in 0..5 {
+        step(&mut a).expect("a step");
+    }
+    drop(a);
+    let summary = server.run(&["inspect"]);
+    assert_eq!(summary.code, 0, "{}", summary.stderr);
+    let url = server.url();
+    let first = summary
+        .stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(first, format!("served at {url}"));
+    assert!(summary.stdout.contains("roots"), "{}", summary.stdout);
+    let page = server.run(&["inspect", "--page", "3"]);
+    let r = amber(&["inspect", s(&db), "--token-file", s(&server.token)]);
+    assert_error(&r, "are for a served database");
+    // The server stopped, nothing committed since: the file's own report.
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    let local = amber(&["inspect", s(&db)]);
+    assert_eq!(local.code, 0, "{}", local.stderr);
+    assert_eq!(summary.stdout, format!("{first}\n{}", local.stdout));
+    let local_page = amber(&["inspect", s(&db), "--page", "3"]);
+    assert_eq!(page.code, local_page.code, "{}", page.stderr);
+    assert_eq!(page.stdout, format!("{first}\n{}", local_page.stdout));
+}
+
 #[test]
 fn verify_through_the_server_finds_a_damaged_page() {
     let _serial = serial();

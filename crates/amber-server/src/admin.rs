@@ -11,7 +11,8 @@
 //! by the connection's answer limit, as a fetch cluster is.
 //!
 //! `Verify` runs the same checks as `amber verify` on a read-only store of
-//! the latest commit (beside the writer, as any reader); `Checkpoint` runs
+//! the latest commit (beside the writer, as any reader), and `Inspect` makes
+//! `amber inspect`'s report there (`amber::inspect::report`); `Checkpoint` runs
 //! on the writer store (a database served read-only has its writer
 //! elsewhere, and is refused). Their reports are JSON documents, which the
 //! command prints as it prints a local file's.
@@ -158,5 +159,20 @@ impl Served {
             ),
             Err(e) => error(&e),
         }
+    }
+
+    /// `Inspect`: `amber inspect`'s report of the database, as text, and
+    /// what stopped it if the store could not be opened (it then shows
+    /// what its files allow, as the command does).
+    pub(crate) fn inspect(&mut self, show: &inspect::Show) -> Response {
+        let mut text = String::new();
+        let stopped = inspect::report(self.store.path(), show, &mut text).err();
+        Response::Report(
+            json!({
+                "text": text,
+                "error": stopped.map(|e| e.to_string()),
+            })
+            .to_string(),
+        )
     }
 }

@@ -186,6 +186,7 @@ impl Served {
             Request::BackupEnd => self.backup_end(),
             Request::Verify { deep } => self.verify(deep),
             Request::Checkpoint => self.checkpoint(),
+            Request::Inspect(ref show) => self.inspect(show),
             Request::Hello { .. } | Request::Bye | Request::Status => refuse(
                 ErrorCode::Internal,
                 "the session answers Hello, Bye and Status itself",

@@ -566,6 +566,7 @@ fn name(r: &Request) -> &'static str {
         Request::BackupEnd => "BackupEnd",
         Request::Verify { .. } => "Verify",
         Request::Checkpoint => "Checkpoint",
+        Request::Inspect(_) => "Inspect",
     }
 }
 

@@ -83,6 +83,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
         Request::BackupEnd,
         Request::Verify { deep: true },
         Request::Checkpoint,
+        Request::Inspect(crate::inspect::Show::Object("5:64".into())),
     ];
     let responses = [
         Response::Welcome {

@@ -16,6 +16,8 @@
 //! - The committed state, through a read-only open that runs recovery in
 //!   memory and writes nothing: [`Inspector`] (free space, blocks, catalog,
 //!   roots, one block or one object, decoded).
+//! - The report `amber inspect` prints, as text: [`report`] (a server
+//!   makes it of a database it serves, `amber inspect amber://…`).
 //! - Checks: [`verify`] (checksums and structure of every copy, record and
 //!   block), [`verify_deep`] / [`Inspector::verify_deep`] /
 //!   [`Db::verify_deep`](crate::Db::verify_deep) (every pointer of every
@@ -28,6 +30,7 @@ mod admin;
 mod blocks;
 pub(crate) mod deep;
 mod files;
+mod report;
 
 pub use crate::format::meta::RootEntry;
 pub use crate::format::page::{BlockKind, HEADER_SIZE as BLOCK_HEADER_SIZE, PageHeader};
@@ -53,6 +56,7 @@ pub use files::{
     LogHeaderCopy, LogRecord, LogRecords, LogView, RecordKind, SuperblockCopy, Superblocks,
     read_log, read_superblocks,
 };
+pub use report::{Show, report, tail_line};
 
 use crate::error::Result;
 use crate::io::real::RealVfs;

@@ -8,6 +8,7 @@ use super::{
     Change, ErrorCode, MAGIC, MAX_TOKEN, Request, Response, WireBlock, WireError, WireRecord,
 };
 use crate::format::bytes::Cursor;
+use crate::inspect::Show;
 
 pub(super) const HELLO: u8 = 0x01;
 const BLOCKS: u8 = 0x02;
@@ -28,6 +29,7 @@ const BACKUP_READ: u8 = 0x10;
 const BACKUP_END: u8 = 0x11;
 const VERIFY: u8 = 0x12;
 const CHECKPOINT: u8 = 0x13;
+const INSPECT: u8 = 0x14;
 
 const WELCOME: u8 = 0x81;
 const BLOCKS_OF: u8 = 0x82;
@@ -156,6 +158,20 @@ impl Request {
                 w.u8(u8::from(*deep));
             }
             Request::Checkpoint => w.u8(CHECKPOINT),
+            Request::Inspect(show) => {
+                w.u8(INSPECT);
+                match show {
+                    Show::Summary => w.u8(0),
+                    Show::Page(p) => {
+                        w.u8(1);
+                        w.u64(*p);
+                    }
+                    Show::Object(spec) => {
+                        w.u8(2);
+                        w.str(spec);
+                    }
+                }
+            }
         }
         w.finish()
     }
@@ -292,6 +308,20 @@ impl Request {
                 f.end(Request::Verify { deep })?
             }
             CHECKPOINT => fixed("Checkpoint", 0)?.end(Request::Checkpoint)?,
+            INSPECT => {
+                let mut f = Fields::new("Inspect", rest);
+                let show = match f.u8("what")? {
+                    0 => Show::Summary,
+                    1 => Show::Page(f.u64("page")?),
+                    2 => Show::Object(f.str("object")?),
+                    t => {
+                        return Err(WireError::Malformed(format!(
+                            "Inspect's what is {t}, not 0, 1 or 2"
+                        )));
+                    }
+                };
+                f.end(Request::Inspect(show))?
+            }
             k => return Err(unknown_kind("request", k)),
         };
         Ok(req)

@@ -147,6 +147,9 @@ pub enum Request {
     /// Checkpoints the database's writer store on the server (`amber
     /// checkpoint`); answered with a [`Response::Report`].
     Checkpoint,
+    /// The report of `amber inspect` on the database the server serves;
+    /// answered with a [`Response::Report`].
+    Inspect(crate::inspect::Show),
 }
 
 /// [`Request::BackupRead`]'s file: the page file.
@@ -281,8 +284,8 @@ pub enum Response {
     },
     /// The answer to [`Request::Abort`].
     Aborted,
-    /// The answer to [`Request::Status`], [`Request::Verify`] and
-    /// [`Request::Checkpoint`]: a JSON document (docs/design.md §10.10
+    /// The answer to [`Request::Status`], [`Request::Verify`],
+    /// [`Request::Checkpoint`] and [`Request::Inspect`]: a JSON document (docs/design.md §10.10
     /// lists its keys), so that a field added later needs no new version.
     Report(String),
     /// The answer to [`Request::BackupBegin`]: what was pinned.

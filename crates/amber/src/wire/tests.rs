@@ -1,5 +1,6 @@
 use super::*;
 use proptest::prelude::*;
+use crate::inspect::Show;
 
 fn code() -> impl Strategy<Value = ErrorCode> {
     proptest::sample::select(ErrorCode::ALL.to_vec())
@@ -52,6 +53,9 @@ fn request() -> impl Strategy<Value = Request> {
         Just(Request::BackupEnd),
         any::<bool>().prop_map(|deep| Request::Verify { deep }),
         Just(Request::Checkpoint),
+        Just(Request::Inspect(Show::Summary)),
+        any::<u64>().prop_map(|p| Request::Inspect(Show::Page(p))),
+        text().prop_map(|o| Request::Inspect(Show::Object(o))),
     ]
 }
 

@@ -3,8 +3,8 @@
 //! object by object, each field as `amber::inspect` decoded it by its
 //! stored descriptor.
 
-use crate::error::CliError;
-use amber::inspect::{
+use crate::error::{Error, Result};
+use crate::inspect::{
     BLOCK_HEADER_SIZE, BlockKind, BlockView, CatalogEntry, FieldValue, FileCopy, Inspector,
     ObjectValue, ObjectView, Shape, StoredField, StoredKind, StoredType, Value, kind_name,
 };
@@ -28,7 +28,7 @@ fn type_name(o: &ObjectView, cat: &[CatalogEntry]) -> String {
 /// One catalog entry: the type, then its fields (offset, name, kind);
 /// the fields of a nested struct follow it, indented, at their offsets in
 /// the outer type.
-pub fn describe_type(id: u32, t: &StoredType, out: &mut String) {
+pub(super) fn describe_type(id: u32, t: &StoredType, out: &mut String) {
     match &t.shape {
         Shape::Struct(fields) => {
             let _ = writeln!(
@@ -286,14 +286,9 @@ fn object(o: &ObjectView, cat: &[CatalogEntry], show: &Show<'_>, out: &mut Strin
 
 /// The block holding `page`, with a line saying so when `page` is not its
 /// first.
-fn block_of(
-    s: &Inspector,
-    path: &Path,
-    page: u64,
-    out: &mut String,
-) -> Result<BlockView, CliError> {
+fn block_of(s: &Inspector, path: &Path, page: u64, out: &mut String) -> Result<BlockView> {
     let Some(ext) = s.block_of(page) else {
-        return Err(CliError::msg(format!(
+        return Err(Error::invalid(format!(
             "page {page} is not allocated (the file has pages below {}; `amber inspect {}` lists the blocks)",
             s.stats().page_count,
             path.display()
@@ -308,7 +303,7 @@ fn block_of(
             ext.start
         );
     }
-    Ok(s.block(page)?)
+    s.block(page)
 }
 
 /// The header lines of a block.
@@ -377,7 +372,7 @@ fn objects<'a>(
 }
 
 /// `amber inspect PATH --page N`.
-pub fn page(s: &Inspector, path: &Path, page: u64, out: &mut String) -> Result<(), CliError> {
+pub(super) fn page(s: &Inspector, path: &Path, page: u64, out: &mut String) -> Result<()> {
     let ps = s.page_size();
     let cat = s.catalog();
     let b = block_of(s, path, page, out)?;
@@ -397,14 +392,9 @@ pub fn page(s: &Inspector, path: &Path, page: u64, out: &mut String) -> Result<(
 }
 
 /// `amber inspect PATH --object PAGE:OFFSET`.
-pub fn one_object(
-    s: &Inspector,
-    path: &Path,
-    spec: &str,
-    out: &mut String,
-) -> Result<(), CliError> {
+pub(super) fn one_object(s: &Inspector, path: &Path, spec: &str, out: &mut String) -> Result<()> {
     let bad = || {
-        CliError::msg(format!(
+        Error::invalid(format!(
             "--object takes PAGE:OFFSET (as inspect prints addresses), not {spec:?}"
         ))
     };
@@ -413,7 +403,7 @@ pub fn one_object(
     let off: u64 = o.trim().parse().map_err(|_| bad())?;
     let ps = s.page_size();
     if off >= ps as u64 {
-        return Err(CliError::msg(format!(
+        return Err(Error::invalid(format!(
             "offset {off} is not inside a page of {ps} bytes"
         )));
     }
@@ -422,11 +412,11 @@ pub fn one_object(
     header(&b, ps, out);
     let head = b.extent.start;
     if b.kind() != Some(BlockKind::Data) {
-        return Err(CliError::msg(format!("page {head} is not a data block")));
+        return Err(Error::invalid(format!("page {head} is not a data block")));
     }
     let at = ((page - head) * ps as u64 + off) as usize;
     let Some(o) = b.object_at(at) else {
-        return Err(CliError::msg(format!(
+        return Err(Error::invalid(format!(
             "no object at {page}:{off} (`amber inspect {} --page {head}` lists the block's objects)",
             path.display()
         )));

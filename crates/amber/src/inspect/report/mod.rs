@@ -1,6 +1,8 @@
-//! `amber inspect PATH`: what is in a database, read without changing it.
+//! What `amber inspect` shows of a database, read without changing it: the
+//! report as text, here so that a server (`amber serve`) makes the same
+//! report of a database it serves as the command makes of a file.
 //!
-//! Everything comes from `amber::inspect`: the superblock copies and the log
+//! Everything comes from this module's parent: the superblock copies and the log
 //! are read from the files directly, so that they are shown even when the
 //! store cannot be opened (damage); the rest from a read-only
 //! [`Inspector`], which runs recovery in memory and writes nothing. The fault backend that opening the database would
@@ -9,17 +11,16 @@
 //! by name, with their fields); `--page N` and `--object PAGE:OFFSET` dump
 //! objects field by field (`objects.rs`).
 
-use crate::admin::{precheck, tail_line};
-use crate::error::CliError;
-use crate::objects;
-use amber::inspect::{
+mod objects;
+
+use crate::error::Result;
+use crate::inspect::{
     self, CatalogEntry, Extent, Inspector, LogHeaderCopy, LogRecords, RecordKind, Superblock,
-    SuperblockCopy,
+    SuperblockCopy, Tail,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 
 /// How many items of a long list are shown before summarising.
 const SHOWN: usize = 8;
@@ -35,9 +36,10 @@ pub enum Show {
     Object(String),
 }
 
-/// `amber inspect PATH [--page N | --object PAGE:OFFSET]`.
-pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, CliError> {
-    precheck(path)?;
+/// `amber inspect PATH [--page N | --object PAGE:OFFSET]`: the report into
+/// `out`. A database whose store cannot be opened (damage) is shown as far
+/// as its files allow, and the damage is the error.
+pub fn report(path: &Path, show: &Show, out: &mut String) -> Result<()> {
     if *show != Show::Summary {
         let s = Inspector::open(path)?;
         let _ = writeln!(out, "database {}", path.display());
@@ -46,14 +48,14 @@ pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, C
             Show::Object(spec) => objects::one_object(&s, path, spec, out)?,
             Show::Summary => {}
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     // Open first: it takes the database's lock, so the raw reads below see
     // files no one is changing. Damage is shown as far as possible.
     let (store, damage) = match Inspector::open(path) {
         Ok(s) => (Some(s), None),
         Err(e) if e.is_corruption() => (None, Some(e)),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     };
     let _ = writeln!(out, "database {}", path.display());
     let current = superblocks(path, out)?;
@@ -66,14 +68,14 @@ pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, C
         roots(s, &cat, out);
     }
     match damage {
-        None => Ok(ExitCode::SUCCESS),
+        None => Ok(()),
         Some(e) => {
             let _ = writeln!(
                 out,
                 "(the store could not be opened, so free space, blocks, catalog and roots are not shown; \
                  `amber verify` lists every problem)"
             );
-            Err(e.into())
+            Err(e)
         }
     }
 }
@@ -81,13 +83,13 @@ pub fn inspect(path: &Path, show: &Show, out: &mut String) -> Result<ExitCode, C
 /// The fault backend opening this database would use on this machine, and
 /// why (a probe: a one-frame frame space set up and dropped).
 fn backend(current: Option<&Superblock>, out: &mut String) {
-    let o = amber::Options {
-        page_size: current.map_or(amber::Options::default().page_size, |sb| {
+    let o = crate::Options {
+        page_size: current.map_or(crate::Options::default().page_size, |sb| {
             sb.page_size as usize
         }),
-        ..amber::Options::default()
+        ..crate::Options::default()
     };
-    let _ = match amber::Db::probe_backend(&o) {
+    let _ = match crate::Db::probe_backend(&o) {
         Ok((b, why)) => writeln!(out, "fault backend on this machine: {b} ({why})"),
         Err(e) => writeln!(
             out,
@@ -101,7 +103,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Prints both superblock copies; returns the one in charge.
-fn superblocks(path: &Path, out: &mut String) -> Result<Option<Superblock>, CliError> {
+fn superblocks(path: &Path, out: &mut String) -> Result<Option<Superblock>> {
     let sbs = inspect::read_superblocks(path)?;
     let _ = writeln!(out, "page file: {} bytes", sbs.file_size);
     let _ = writeln!(out, "superblock");
@@ -156,7 +158,7 @@ fn kind_name(k: &RecordKind) -> &'static str {
 }
 
 /// Prints the log: header copies, and the records since the checkpoint.
-fn log(path: &Path, out: &mut String) -> Result<(), CliError> {
+fn log(path: &Path, out: &mut String) -> Result<()> {
     let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
     let mut seen = BTreeSet::new();
     let mut committed = BTreeSet::new();
@@ -340,5 +342,24 @@ fn roots(s: &Inspector, cat: &[CatalogEntry], out: &mut String) {
             "  {:?}: address {page}:{off} (page {page}, offset {off}), type {}{name}",
             r.name, r.type_id
         );
+    }
+}
+
+/// One line describing how the log ended; `closed`: whether the log's
+/// newest header was written by a clean close.
+pub fn tail_line(t: &Tail, closed: bool) -> String {
+    match (t, closed) {
+        (Tail::Clean, _) => "clean".to_string(),
+        (Tail::Torn { at, bytes, .. }, true) => format!(
+            "clean, ends at LSN {at} (closed cleanly); the {bytes} byte(s) after it are older records left in place \
+             when a checkpoint recycled the log (not damage; recovery ignores them)"
+        ),
+        (Tail::Torn { at, what, bytes }, false) => format!(
+            "torn at LSN {at} ({what}; {bytes} byte(s) after the last valid record: a batch cut short by a crash, \
+             or older records left when the log was recycled; recovery discards them)"
+        ),
+        (Tail::Corrupt { at, what, evidence }, _) => format!(
+            "CORRUPT at LSN {at} ({what}; the commit record at LSN {evidence} shows the log was durable past it)"
+        ),
     }
 }
