@@ -11,11 +11,10 @@
 //! such in its log.
 
 use crate::ServeError;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use amber::internals::source::tls::{provider, read_certs, read_key, root_store};
+use rustls::ServerConfig;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -34,23 +33,15 @@ pub struct TlsFiles {
     pub client_ca: Option<PathBuf>,
 }
 
-/// The TLS provider of the server and its clients: `ring`, TLS 1.3.
-pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
-
 /// Reads the files and builds the configuration every connection's TLS
 /// handshake is made with.
 pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, ServeError> {
-    let config = |what: &str, e: rustls::Error| {
-        ServeError::Config(format!("setting up TLS with {what}: {e}"))
-    };
     let builder = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| config("TLS 1.3", e))?;
+        .map_err(|e| ServeError::Config(format!("setting up TLS with TLS 1.3: {e}")))?;
     let builder = match &files.client_ca {
         Some(ca) => {
-            let roots = Arc::new(root_store(ca)?);
+            let roots = Arc::new(root_store(ca).map_err(config)?);
             let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider())
                 .build()
                 .map_err(|e| ServeError::Config(format!("the client CA {}: {e}", ca.display())))?;
@@ -59,7 +50,10 @@ pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, ServeError> 
         None => builder.with_no_client_auth(),
     };
     let server = builder
-        .with_single_cert(certs(&files.cert)?, key(&files.key)?)
+        .with_single_cert(
+            read_certs(&files.cert).map_err(config)?,
+            read_key(&files.key).map_err(config)?,
+        )
         .map_err(|e| {
             ServeError::Config(format!(
                 "the certificate {} and key {} do not go together: {e}",
@@ -70,40 +64,9 @@ pub fn server_config(files: &TlsFiles) -> Result<Arc<ServerConfig>, ServeError> 
     Ok(Arc::new(server))
 }
 
-/// The certificates of PEM file `path` (at least one).
-pub fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, ServeError> {
-    let bad = |e: String| {
-        ServeError::Config(format!("reading certificates from {}: {e}", path.display()))
-    };
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| bad(e.to_string()))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| bad(e.to_string()))?;
-    if certs.is_empty() {
-        return Err(bad("no CERTIFICATE in it".into()));
-    }
-    Ok(certs)
-}
-
-/// The private key of PEM file `path`.
-pub fn key(path: &Path) -> Result<PrivateKeyDer<'static>, ServeError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| {
-        ServeError::Config(format!(
-            "reading a private key from {}: {e}",
-            path.display()
-        ))
-    })
-}
-
-/// The CA certificates of PEM file `path`, as trust anchors.
-fn root_store(path: &Path) -> Result<RootCertStore, ServeError> {
-    let mut roots = RootCertStore::empty();
-    for cert in certs(path)? {
-        roots.add(cert).map_err(|e| {
-            ServeError::Config(format!("the CA certificate in {}: {e}", path.display()))
-        })?;
-    }
-    Ok(roots)
+/// A certificate or key file that does not read, as the server's error.
+fn config(e: amber::Error) -> ServeError {
+    ServeError::Config(e.to_string())
 }
 
 /// Whether the connection's first bytes are a TLS handshake record

@@ -55,8 +55,7 @@ impl TlsOptions {
     ) -> Result<TlsOptions> {
         let (ca, cert, key) = (ca.as_ref(), cert.as_ref(), key.as_ref());
         let chain = read_certs(cert)?;
-        let key_der = PrivateKeyDer::from_pem_file(key)
-            .map_err(|e| Error::invalid(format!("reading a private key from {}: {e}", key.display())))?;
+        let key_der = read_key(key)?;
         let config = builder(ca)?
             .with_client_auth_cert(chain, key_der)
             .map_err(|e| {
@@ -121,21 +120,37 @@ pub fn connect(opts: &TlsOptions, tcp: TcpStream, host: &str, url: &str) -> Resu
 }
 
 fn builder(ca: &Path) -> Result<rustls::ConfigBuilder<ClientConfig, rustls::client::WantsClientCert>> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in read_certs(ca)? {
-        roots.add(cert).map_err(|e| {
-            Error::invalid(format!("the CA certificate in {}: {e}", ca.display()))
-        })?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(ClientConfig::builder_with_provider(provider)
+    Ok(ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .map_err(|e| Error::Internal(format!("TLS 1.3 with ring: {e}")))?
-        .with_root_certificates(roots))
+        .with_root_certificates(root_store(ca)?))
+}
+
+/// The TLS provider of the server and its clients: `ring` (used with TLS
+/// 1.3 only).
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The CA certificates of PEM file `path`, as trust anchors.
+pub fn root_store(path: &Path) -> Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in read_certs(path)? {
+        roots.add(cert).map_err(|e| {
+            Error::invalid(format!("the CA certificate in {}: {e}", path.display()))
+        })?;
+    }
+    Ok(roots)
+}
+
+/// The private key of PEM file `path` (PKCS#8, PKCS#1 or SEC1).
+pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| Error::invalid(format!("reading a private key from {}: {e}", path.display())))
 }
 
 /// The certificates of PEM file `path` (at least one).
-fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let bad = |e: String| Error::invalid(format!("reading certificates from {}: {e}", path.display()));
     let certs = CertificateDer::pem_file_iter(path)
         .map_err(|e| bad(e.to_string()))?
