@@ -30,17 +30,13 @@
 use crate::listener::Shared;
 use crate::{ServeError, ServeOptions};
 use amber::StoreOptions;
-use amber::internals::wire::MAX_TOKEN;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// The request frame a connection may make the server hold on a database
-/// served read-only: the longest `Hello` (as `session.rs` bounds it).
-const READ_REQUEST: usize = 1 + 4 + 2 + (2 + u16::MAX as usize) + (4 + MAX_TOKEN);
+use std::sync::atomic::Ordering;
 
 /// The most bytes one connection's buffers may hold at once.
 pub fn per_connection(opts: &ServeOptions) -> usize {
     let request = if opts.read_only {
-        READ_REQUEST.min(opts.max_frame as usize)
+        // The longest `Hello` (`session.rs` bounds read requests by it).
+        (crate::session::MAX_REQUEST as usize).min(opts.max_frame as usize)
     } else {
         // The frame, and its records held by the store transaction.
         2 * opts.max_frame as usize
@@ -88,33 +84,21 @@ fn writer_share(opts: &ServeOptions) -> u64 {
 /// for, not left running, so that shutdown finds the writer free to close.
 pub async fn relieve(shared: &Shared, database: &str) {
     let share = writer_share(&shared.opts);
-    let (Some(writer), Some(running)) = (
-        shared.writers.get(database),
-        shared.checkpointing.get(database),
-    ) else {
+    let Some(writer) = shared.writers.get(database) else {
         return;
     };
+    let running = &writer.checkpointing;
     if writer.store.log_since_checkpoint() <= share || running.swap(true, Ordering::AcqRel) {
         return;
     }
-    let writer = writer.clone();
-    let done = tokio::task::spawn_blocking(move || writer.store.checkpoint()).await;
+    let w = writer.clone();
+    let done = tokio::task::spawn_blocking(move || w.store.checkpoint()).await;
     running.store(false, Ordering::Release);
     match done {
         Ok(Ok(_)) => {}
         Ok(Err(e)) => log::debug!("checkpoint for the memory budget: {e}"),
         Err(e) => log::error!("checkpoint for the memory budget: {e}"),
     }
-}
-
-/// One flag per database written: a budget's checkpoint is running.
-pub fn flags<'a>(
-    names: impl IntoIterator<Item = &'a String>,
-) -> std::collections::HashMap<String, std::sync::Arc<AtomicBool>> {
-    names
-        .into_iter()
-        .map(|n| (n.clone(), Default::default()))
-        .collect()
 }
 
 /// Refuses a budget that leaves room for no connection.

@@ -31,9 +31,6 @@ pub struct Shared {
     pub writers: HashMap<String, Arc<Writer>>,
     /// The connections and counters `Status` reports.
     pub status: Registry,
-    /// Per database written: a checkpoint for the memory budget is
-    /// running (`budget::relieve`).
-    pub checkpointing: HashMap<String, Arc<std::sync::atomic::AtomicBool>>,
     /// The TLS configuration, when served over TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -93,7 +90,6 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
         listener,
         shared: Arc::new(Shared {
             status: Registry::new(databases.keys(), listening),
-            checkpointing: budget::flags(writers.keys()),
             opts,
             databases,
             writers,

@@ -24,7 +24,7 @@ use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
 use amber::internals::wire::{Change, ErrorCode, Response, WireRecord};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A database the server writes: its writer store, and what its
@@ -38,6 +38,8 @@ pub struct Writer {
     /// Held while a type is looked up and defined, so that two clients
     /// defining the same type get one id.
     types: Mutex<()>,
+    /// A checkpoint for the memory budget is running (`budget::relieve`).
+    pub checkpointing: AtomicBool,
 }
 
 impl Writer {
@@ -47,6 +49,7 @@ impl Writer {
             store,
             validator: Validator::default(),
             types: Mutex::new(()),
+            checkpointing: AtomicBool::new(false),
         }
     }
 }

@@ -39,10 +39,11 @@ use tokio_rustls::TlsAcceptor;
 /// The largest request body before the handshake, and after it on a
 /// database served read-only: a `Hello` with a database name and a token
 /// of the longest lengths allowed. Every other read request is at most 17
-/// bytes, so such a client's frame never makes the server hold more than
-/// this. On a database the server writes, a `Commit` may be as large as
-/// any frame (`max_frame`).
-const MAX_REQUEST: u32 = 1 + 4 + 2 + (2 + u16::MAX as u32) + (4 + MAX_TOKEN as u32);
+/// bytes but an `Inspect` of an object, whose address fits well within
+/// this, so such a client's frame never makes the server hold more. On a
+/// database the server writes, a `Commit` may be as large as any frame
+/// (`max_frame`).
+pub(crate) const MAX_REQUEST: u32 = 1 + 4 + 2 + (2 + u16::MAX as u32) + (4 + MAX_TOKEN as u32);
 
 /// Why a connection ends.
 enum End {
