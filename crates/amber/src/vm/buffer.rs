@@ -5,12 +5,20 @@
 
 use std::ops::{Deref, DerefMut};
 
-/// A zero-filled buffer in its own anonymous mapping.
+/// A zero-filled buffer: in its own anonymous mapping, or on the heap when
+/// it is short (a refresh reading a few commits): mapping and unmapping a
+/// fresh region costs more than so few bytes.
 #[derive(Debug)]
-pub struct BigBuf {
-    ptr: *mut u8,
-    len: usize,
-    map_len: usize,
+pub struct BigBuf(Mem);
+
+#[derive(Debug)]
+enum Mem {
+    Heap(Vec<u8>),
+    Mapped {
+        ptr: *mut u8,
+        len: usize,
+        map_len: usize,
+    },
 }
 
 // SAFETY: the buffer owns its mapping exclusively, like a `Vec<u8>`.
@@ -20,16 +28,14 @@ unsafe impl Sync for BigBuf {}
 
 const HUGE: usize = 2 << 20;
 const SMALL: usize = 4096;
+/// The longest buffer taken from the heap.
+const HEAP: usize = 64 << 10;
 
 impl BigBuf {
     /// A buffer of `len` zero bytes; `None` if the mapping fails.
     pub fn new(len: usize) -> Option<BigBuf> {
-        if len == 0 {
-            return Some(BigBuf {
-                ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
-                len: 0,
-                map_len: 0,
-            });
+        if len <= HEAP {
+            return Some(BigBuf(Mem::Heap(vec![0; len])));
         }
         // Huge pages only for buffers that fill most of one: a small buffer
         // in a huge page would cost a 2 MiB clear for a few KiB used.
@@ -56,37 +62,45 @@ impl BigBuf {
             // harmless, the buffer then uses small pages.
             unsafe { libc::madvise(p, map_len, libc::MADV_HUGEPAGE) };
         }
-        Some(BigBuf {
+        Some(BigBuf(Mem::Mapped {
             ptr: p.cast(),
             len,
             map_len,
-        })
+        }))
     }
 }
 
 impl Deref for BigBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: `ptr..ptr+len` is our mapping (zero-filled by the kernel,
-        // so initialised), alive until drop; for len 0 a dangling aligned
-        // pointer is valid for an empty slice.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+        match &self.0 {
+            Mem::Heap(v) => v,
+            // SAFETY: `ptr..ptr+len` is our mapping (zero-filled by the
+            // kernel, so initialised), alive until drop.
+            Mem::Mapped { ptr, len, .. } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
     }
 }
 
 impl DerefMut for BigBuf {
     fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as for `deref`, and `&mut self` makes the access unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+        match &mut self.0 {
+            Mem::Heap(v) => v,
+            // SAFETY: as for `deref`, and `&mut self` makes the access
+            // unique.
+            Mem::Mapped { ptr, len, .. } => unsafe {
+                std::slice::from_raw_parts_mut(*ptr, *len)
+            },
+        }
     }
 }
 
 impl Drop for BigBuf {
     fn drop(&mut self) {
-        if self.map_len > 0 {
+        if let Mem::Mapped { ptr, map_len, .. } = self.0 {
             // SAFETY: unmapping exactly the mapping we made; no reference to
             // it outlives `self`.
-            unsafe { libc::munmap(self.ptr.cast(), self.map_len) };
+            unsafe { libc::munmap(ptr.cast(), map_len) };
         }
     }
 }

@@ -25,9 +25,6 @@ pub(crate) trait Source: Send {
     fn done(&self) -> bool;
 }
 
-/// The longest buffer taken from the heap rather than mapped.
-const SMALL: usize = 64 << 10;
-
 /// Buffers in flight: one being filled, one ready, one being consumed.
 const BUFFERS: usize = 3;
 
@@ -47,19 +44,10 @@ pub(crate) fn run<S: Source>(
     if parallel && let Some(result) = on_a_thread(&mut source, buf_len, consume) {
         return result.map(|()| source);
     }
-    // A short read (a refresh bringing a few commits) takes a heap buffer:
-    // mapping and unmapping a fresh one costs more than its bytes.
-    let (mut small, mut big);
-    let buf: &mut [u8] = if buf_len <= SMALL {
-        small = vec![0u8; buf_len];
-        &mut small
-    } else {
-        big = buffer(buf_len)?;
-        &mut big
-    };
+    let mut buf = buffer(buf_len)?;
     let mut stopped = false;
     while !source.done() {
-        if let Some((tag, len)) = source.step(buf)?
+        if let Some((tag, len)) = source.step(&mut buf)?
             && !stopped
         {
             stopped = consume(tag, &buf[..len]).is_break();
