@@ -3,7 +3,7 @@
 
 use crate::error::CliError;
 use amber::Error;
-use amber::inspect::{self, FindingClass, Installed, RecoveryReport, tail_line};
+use amber::inspect::{self, Installed, RecoveryReport, tail_line};
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
@@ -148,13 +148,7 @@ impl DeepSummary {
     fn of(rep: &inspect::DeepReport) -> DeepSummary {
         DeepSummary {
             findings: (rep.findings.iter())
-                .map(|f| {
-                    let class = match f.class {
-                        FindingClass::Damage => "damage",
-                        FindingClass::Dangling => "dangling",
-                    };
-                    (class.to_string(), f.to_string())
-                })
+                .map(|f| (f.class.name().to_string(), f.to_string()))
                 .collect(),
             damage: rep.damage,
             dangling: rep.dangling,

@@ -19,7 +19,7 @@
 
 use crate::serve_read::{Served, error, refuse};
 use amber::Error;
-use amber::inspect::{self, FindingClass};
+use amber::inspect;
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::backup::{Part, Pinned};
 use amber::internals::wire::{BACKUP_DATA, BACKUP_LOG, ErrorCode, Response};
@@ -104,10 +104,7 @@ impl Served {
             match inspect::verify_deep(path) {
                 Ok(d) => json!({
                     "findings": (d.findings.iter()).map(|f| json!({
-                        "class": match f.class {
-                            FindingClass::Damage => "damage",
-                            FindingClass::Dangling => "dangling",
-                        },
+                        "class": f.class.name(),
                         "text": f.to_string(),
                     })).collect::<Vec<_>>(),
                     "damage": d.damage,

@@ -59,6 +59,16 @@ pub enum FindingClass {
     Dangling,
 }
 
+impl FindingClass {
+    /// Its name as `amber verify --deep` prints it: `damage`, `dangling`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingClass::Damage => "damage",
+            FindingClass::Dangling => "dangling",
+        }
+    }
+}
+
 /// Where a finding is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Place {
