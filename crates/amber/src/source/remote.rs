@@ -19,10 +19,10 @@
 //! the process with that message, as a damaged page does; `try_get` returns
 //! it.
 
+mod cluster;
+
 use super::clean::CleanImages;
 use super::remote_tx::RemoteTx;
-
-mod cluster;
 use super::tls::{TlsFailure, TlsOptions};
 use super::{Source, SourceTx};
 use crate::error::{Error, FileKind, Location, Result};
@@ -282,22 +282,16 @@ impl Remote {
     }
 
     /// One request and its answer; an `Error` answer becomes the error it
-    /// names.
-    pub(crate) fn call(&self, req: &Request) -> Result<Response> {
+    /// names. The object layer's requests, and those of Amber's own tools
+    /// (`amber status`, `amber backup`, `amber verify` through the server).
+    pub fn request(&self, req: &Request) -> Result<Response> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         conn.call(&self.url, self.max_frame, req)
     }
 
-    /// One request of Amber's own tools (`amber status`, `amber backup`,
-    /// `amber verify` through the server) and its answer; an `Error`
-    /// answer becomes the error it names.
-    pub fn request(&self, req: &Request) -> Result<Response> {
-        self.call(req)
-    }
-
     /// Fetches the catalog and roots of the snapshot.
     fn load_catalog(&self) -> Result<()> {
-        match self.call(&Request::Catalog)? {
+        match self.request(&Request::Catalog)? {
             Response::Catalog { types, roots } => {
                 let mut snap = self.snap();
                 snap.types = types;
@@ -377,7 +371,7 @@ impl Remote {
             return Ok(r.clone());
         }
         let from = region * REGION;
-        let blocks = match self.call(&Request::Blocks {
+        let blocks = match self.request(&Request::Blocks {
             from,
             pages: REGION,
         })? {
@@ -552,7 +546,7 @@ impl Source for Remote {
         if let Some(img) = self.clean.get(head) {
             return Ok(img);
         }
-        match self.call(&Request::ReadBlock { head })? {
+        match self.request(&Request::ReadBlock { head })? {
             Response::Block(img) if !img.is_empty() && img.len() % self.page_size == 0 => {
                 self.clean.put(head, &img);
                 Ok(img)
@@ -593,7 +587,7 @@ impl Source for Remote {
     }
 
     fn refresh(&self) -> Result<Refreshed> {
-        let (page_count, change) = match self.call(&Request::Refresh)? {
+        let (page_count, change) = match self.request(&Request::Refresh)? {
             Response::Refreshed { page_count, change } => (page_count, change),
             other => return Err(unexpected(&self.url, "Refresh", &other)),
         };
@@ -626,7 +620,7 @@ impl Source for Remote {
     }
 
     fn begin(&self) -> Result<Box<dyn SourceTx + '_>> {
-        match self.call(&Request::Begin)? {
+        match self.request(&Request::Begin)? {
             Response::Begun { page_count, change } => {
                 self.moved(page_count, change)?;
             }

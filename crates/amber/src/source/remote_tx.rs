@@ -105,7 +105,7 @@ impl SourceTx for RemoteTx<'_> {
     }
 
     fn alloc(&mut self, pages: u32, kind: BlockKind) -> Result<PageNo> {
-        match self.remote.call(&Request::Alloc {
+        match self.remote.request(&Request::Alloc {
             pages,
             kind: kind as u8,
         })? {
@@ -163,7 +163,7 @@ impl SourceTx for RemoteTx<'_> {
     }
 
     fn define_type(&mut self, desc: &[u8]) -> Result<u32> {
-        match self.remote.call(&Request::DefineType {
+        match self.remote.request(&Request::DefineType {
             desc: desc.to_vec(),
         })? {
             Response::TypeDefined { id } => Ok(id),
@@ -199,7 +199,7 @@ impl SourceTx for RemoteTx<'_> {
             roots,
             reads,
         };
-        match self.remote.call(&req)? {
+        match self.remote.request(&req)? {
             Response::Committed {
                 lsn,
                 page_count,
@@ -231,14 +231,14 @@ impl SourceTx for RemoteTx<'_> {
         self.open = false;
         // Best effort: the server aborts an open transaction at the next
         // Begin and when the connection ends.
-        let _ = self.remote.call(&Request::Abort);
+        let _ = self.remote.request(&Request::Abort);
     }
 }
 
 impl Drop for RemoteTx<'_> {
     fn drop(&mut self) {
         if self.open {
-            let _ = self.remote.call(&Request::Abort);
+            let _ = self.remote.request(&Request::Abort);
         }
     }
 }
