@@ -65,7 +65,6 @@ const TYPE_ENTRY: usize = 4 + 4;
 const ROOT_ENTRY: usize = 2 + 8 + 4;
 const PAGE_ENTRY: usize = 8;
 const RECORD_ENTRY: usize = 1 + 8 + 4;
-const FREE_ENTRY: usize = 8;
 
 /// `WireRecord`'s tags.
 const RANGE: u8 = 1;
@@ -137,11 +136,9 @@ impl Request {
                         }
                     }
                 }
-                w.count(frees.len());
-                frees.iter().for_each(|&p| w.u64(p));
+                w.pages(frees);
                 w.roots(roots);
-                w.count(reads.len());
-                reads.iter().for_each(|&p| w.u64(p));
+                w.pages(reads);
             }
             Request::Abort => w.u8(ABORT),
             Request::Status => w.u8(STATUS),
@@ -263,17 +260,9 @@ impl Request {
                         }
                     });
                 }
-                let n = f.count("frees", FREE_ENTRY)?;
-                let mut frees = Vec::with_capacity(n);
-                for _ in 0..n {
-                    frees.push(f.u64("freed page")?);
-                }
+                let frees = f.pages("frees", "freed page")?;
                 let roots = f.roots()?;
-                let n = f.count("reads", PAGE_ENTRY)?;
-                let mut reads = Vec::with_capacity(n);
-                for _ in 0..n {
-                    reads.push(f.u64("page read")?);
-                }
+                let reads = f.pages("reads", "page read")?;
                 f.end(Request::Commit {
                     records,
                     frees,
@@ -740,6 +729,12 @@ impl Frame {
         self.raw(b);
     }
 
+    /// A list of pages: count, then each.
+    fn pages(&mut self, pages: &[u64]) {
+        self.count(pages.len());
+        pages.iter().for_each(|&p| self.u64(p));
+    }
+
     /// A root directory: count, then name, address, type id each.
     fn roots(&mut self, roots: &[(String, u64, u32)]) {
         self.count(roots.len());
@@ -761,8 +756,7 @@ impl Frame {
             } => {
                 self.u8(if *catalog { PAGES_AND_CATALOG } else { PAGES });
                 self.u64(*lsn);
-                self.count(pages.len());
-                pages.iter().for_each(|&p| self.u64(p));
+                self.pages(pages);
             }
             Change::Everything { lsn } => {
                 self.u8(EVERYTHING);
@@ -885,6 +879,16 @@ impl<'a> Fields<'a> {
         Ok(self.take(field, n)?.to_vec())
     }
 
+    /// A list of pages (`list`, each an `item`).
+    fn pages(&mut self, list: &'static str, item: &'static str) -> Result<Vec<u64>, WireError> {
+        let n = self.count(list, PAGE_ENTRY)?;
+        let mut pages = Vec::with_capacity(n);
+        for _ in 0..n {
+            pages.push(self.u64(item)?);
+        }
+        Ok(pages)
+    }
+
     /// A root directory.
     fn roots(&mut self) -> Result<Vec<(String, u64, u32)>, WireError> {
         let n = self.count("roots", ROOT_ENTRY)?;
@@ -901,11 +905,7 @@ impl<'a> Fields<'a> {
             UNCHANGED => Change::Unchanged,
             tag @ (PAGES | PAGES_AND_CATALOG) => {
                 let lsn = self.u64("lsn")?;
-                let n = self.count("pages", PAGE_ENTRY)?;
-                let mut pages = Vec::with_capacity(n);
-                for _ in 0..n {
-                    pages.push(self.u64("page")?);
-                }
+                let pages = self.pages("pages", "page")?;
                 Change::Pages {
                     lsn,
                     pages,
