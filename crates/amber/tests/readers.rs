@@ -280,3 +280,46 @@ fn a_collection_waits_for_no_reader() {
     r.close().expect("close");
     w.close().expect("close");
 }
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Bulk {
+    items: PVec<u64>,
+}
+
+/// A writer's checkpoint frees the blocks of its old metadata, and later
+/// commits place blocks of other shapes there: a reader whose fetch
+/// clusters covered the old metadata meets the new blocks after a refresh.
+#[test]
+fn a_reader_meets_blocks_placed_where_the_old_metadata_was() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("book.amber");
+    let mut w = create(&path);
+    let mut tx = w.begin().expect("begin");
+    let bulk = tx.alloc(Bulk { items: PVec::new() }).expect("alloc");
+    tx.set_root("bulk", bulk).expect("root");
+    tx.commit().expect("commit");
+    let mut r = Db::open_read_only(&path, Options::default()).expect("reader");
+    let mut n = 0u64;
+    for round in 0..40u64 {
+        commit(&mut w, round);
+        let mut tx = w.begin().expect("begin");
+        let more: Vec<u64> = (n..n + 300 + round * 97).collect();
+        n += more.len() as u64;
+        tx.extend_from_slice(bulk, |b| &mut b.items, &more)
+            .expect("extend");
+        tx.commit().expect("commit");
+        assert!(r.refresh().expect("refresh"));
+        assert_eq!(check(&r, &format!("round {round}")), round + 1);
+        let rb: PRef<Bulk> = r.root("bulk").expect("root").expect("bulk");
+        let b = r
+            .try_get(rb)
+            .unwrap_or_else(|e| panic!("round {round}: bulk: {e}"));
+        let items = r.slice(&b.items);
+        assert_eq!(items.len() as u64, n, "round {round}");
+        assert!(items.iter().enumerate().all(|(i, &v)| v == i as u64));
+        w.checkpoint().expect("the reader is at the end");
+    }
+    r.close().expect("close");
+    w.close().expect("close");
+}

@@ -341,6 +341,7 @@ impl Core {
         let changes = Arc::new(std::mem::take(&mut st.pending));
         st.pending_bytes = 0;
         st.installing = Some(changes.clone());
+        st.new_meta = Some(blobs);
         Ok(Cut {
             changes,
             old,
@@ -470,6 +471,7 @@ impl Core {
             st.pending.extend(changes);
         }
         st.installs += 1;
+        st.new_meta = None;
         for &h in &[cut.sb.fsm_page, cut.sb.roots_page, cut.sb.catalog_page] {
             let freed = match st.fsm.block_of(h) {
                 Some((head, len)) if head == h => st.fsm.free(head, len),
@@ -533,6 +535,7 @@ impl State {
         // the lock); a read that took them before this and read the page
         // file while the blocks were written reads again.
         self.installing = None;
+        self.new_meta = None;
         self.installs += 1;
         for &(h, l) in old {
             if let Err(what) = self.fsm.free(h, l) {

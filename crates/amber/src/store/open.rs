@@ -98,6 +98,7 @@ impl Store {
             pending: IntMap::default(),
             pending_bytes: 0,
             installing: None,
+            new_meta: None,
             installs: 0,
             next_txid: 1,
             early: HashSet::new(),

@@ -235,14 +235,19 @@ fn logged_of(st: &State, head: PageNo) -> Vec<LoggedPage> {
     st.patch(head).map(|p| p.logged.clone()).unwrap_or_default()
 }
 
-/// The allocated blocks that start in pages `from..from + pages`.
+/// The allocated blocks that start in pages `from..from + pages`, but for
+/// the metadata blobs: no object points into them, and a reader that gave
+/// them frames would meet their pages again, freed by a later checkpoint
+/// and reused as blocks of other shapes, with frames of the old shape.
 fn heads_in(st: &State, from: PageNo, pages: u64) -> Vec<(PageNo, u32)> {
     let mut blocks = Vec::new();
     let mut page = from;
     while page < from.saturating_add(pages) {
         match st.fsm.block_of(page) {
             Some((h, n)) if h == page => {
-                blocks.push((h, n));
+                if !st.is_meta(h) {
+                    blocks.push((h, n));
+                }
                 page += u64::from(n);
             }
             Some((h, n)) => page = h + u64::from(n),

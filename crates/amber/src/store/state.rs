@@ -38,6 +38,9 @@ pub(crate) struct State {
     /// `pending` at its cut, shared so that it reads them without the lock,
     /// and replaced by the blocks' whole images once it has built them.
     pub(crate) installing: Option<Arc<Changes>>,
+    /// During a checkpoint, the heads of the metadata blobs it is writing:
+    /// allocated at its cut, named by the superblock only at its end.
+    pub(crate) new_meta: Option<[PageNo; 3]>,
     /// Goes up whenever a checkpoint changes where committed bytes are kept
     /// (whole images published in place of pending changes; installed
     /// changes dropped). A read that went to the page file without the state
@@ -76,6 +79,7 @@ impl State {
             pending: IntMap::default(),
             pending_bytes: 0,
             installing: None,
+            new_meta: None,
             installs: 0,
             next_txid: 0,
             early: HashSet::new(),
@@ -104,10 +108,12 @@ impl State {
         }
     }
 
-    /// Whether the block at `head` is one of the store's own metadata blobs,
-    /// which transactions may not touch.
+    /// Whether the block at `head` is one of the store's own metadata blobs
+    /// (those of the current checkpoint, or of one being written), which
+    /// transactions may not touch and no object points into.
     pub(crate) fn is_meta(&self, head: PageNo) -> bool {
         [self.sb.fsm_page, self.sb.roots_page, self.sb.catalog_page].contains(&head)
+            || self.new_meta.is_some_and(|m| m.contains(&head))
     }
 
     /// The block containing persistent address `addr`, and the offset in it.
@@ -257,6 +263,7 @@ pub(super) fn load_state(
         pending: IntMap::default(),
         pending_bytes: 0,
         installing: None,
+        new_meta: None,
         installs: 0,
         next_txid: sb.next_txid,
         early: HashSet::new(),
