@@ -18,7 +18,7 @@
 //! page (the store walks a range page by page), and a request whose images
 //! would exceed the connection's share of memory is refused `TooLarge`.
 
-use crate::serve_write::{OpenTx, Writer, next_conn};
+use crate::serve_write::{Kept, OpenTx, Writer, next_conn};
 use crate::validator::{Pages, ROOT_PAGE};
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::backup::Pinned;
@@ -42,6 +42,9 @@ pub struct Served {
     pub(crate) shipped: Pages,
     /// Its open transaction.
     pub(crate) tx: Option<OpenTx>,
+    /// The blocks of its transactions that did not commit, reserved until
+    /// it ends (dropped after `tx`, which adds to them).
+    pub(crate) kept: Option<Arc<Kept>>,
     /// The state an online backup is copying (`admin.rs`).
     pub(crate) backup: Option<Pinned>,
     /// The most bytes of images one answer may carry.
@@ -88,6 +91,7 @@ impl Served {
             conn: next_conn(),
             shipped: Pages::new(),
             tx: None,
+            kept: None,
             backup: None,
             limit,
             buf: Vec::new(),

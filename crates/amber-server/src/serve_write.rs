@@ -54,9 +54,9 @@ impl Writer {
     }
 }
 
-/// A connection's open transaction. Dropping it aborts it: its
-/// reservations go back to the free space (an abort, a failed commit, a
-/// new `Begin`, the connection's end).
+/// A connection's open transaction. Dropping it aborts it (an abort, a
+/// failed commit, a new `Begin`, the connection's end): its reservations
+/// join the connection's [`Kept`] blocks.
 #[derive(Debug)]
 pub struct OpenTx {
     conn: u64,
@@ -65,14 +65,48 @@ pub struct OpenTx {
     snapshot: u64,
     /// The blocks reserved for it: head, pages, kind.
     reserved: Vec<(u64, u32, BlockKind)>,
+    /// Where its reservations go if it does not commit.
+    kept: Arc<Kept>,
 }
 
 impl Drop for OpenTx {
     fn drop(&mut self) {
-        for &(head, _, _) in &self.reserved {
+        let mut kept = self.kept.heads.lock().unwrap_or_else(|e| e.into_inner());
+        kept.extend(self.reserved.iter().map(|&(head, _, _)| head));
+        drop(kept);
+        self.writer.validator.end(self.conn);
+    }
+}
+
+/// The blocks reserved for a connection's transactions that did not
+/// commit, kept reserved until the connection ends. Its client keeps them
+/// as dead space, frames shaped as those blocks, for as long as it is
+/// connected (a `PRef` into one is refused, `db/dead.rs`): were they given
+/// to another client's commit, this client would take that client's
+/// committed blocks for dead ones, or meet them in another shape than its
+/// frames have. A local writer keeps its dead space for its session the
+/// same way.
+#[derive(Debug)]
+pub struct Kept {
+    writer: Arc<Writer>,
+    heads: Mutex<Vec<u64>>,
+}
+
+impl Kept {
+    pub(crate) fn new(writer: Arc<Writer>) -> Kept {
+        Kept {
+            writer,
+            heads: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let heads = self.heads.get_mut().unwrap_or_else(|e| e.into_inner());
+        for &head in heads.iter() {
             self.writer.store.unreserve(head);
         }
-        self.writer.validator.end(self.conn);
     }
 }
 
@@ -120,11 +154,15 @@ impl Served {
         };
         let snapshot = self.store.snapshot_lsn();
         writer.validator.begin(self.conn, snapshot);
+        let kept = (self.kept)
+            .get_or_insert_with(|| Arc::new(Kept::new(writer.clone())))
+            .clone();
         self.tx = Some(OpenTx {
             conn: self.conn,
             writer,
             snapshot,
             reserved: Vec::new(),
+            kept,
         });
         Response::Begun { page_count, change }
     }

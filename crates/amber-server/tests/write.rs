@@ -2,8 +2,8 @@
 //! commit is seen by another connection after its `Begin` and not before;
 //! of two connections that read a page and both write it the second to
 //! commit gets `Conflict` and nothing of it is committed; disjoint writers
-//! both commit; an abort and a closed connection give their reservations
-//! back; a write of a page the connection was never sent is refused; and
+//! both commit; an aborted transaction's reservations stay its
+//! connection's until it closes; a write of a page the connection was never sent is refused; and
 //! connections committing at once share the log's syncs.
 
 mod common;
@@ -266,7 +266,7 @@ fn disjoint_writers_both_commit() {
 }
 
 #[test]
-fn an_abort_and_a_closed_connection_give_their_reservations_back() {
+fn an_aborted_reservation_stays_the_connections_until_it_closes() {
     let (_dir, path, _, ps) = raw_db(1);
     let server = server(&path);
     let (mut a, _) = Client::welcomed(server.addr, "raw");
@@ -286,9 +286,20 @@ fn an_abort_and_a_closed_connection_give_their_reservations_back() {
     assert!(matches!(a.ask(&Request::Abort), Response::Aborted));
     let (code, _) = error_of(a.ask(&Request::Abort));
     assert_eq!(code, ErrorCode::NoTransaction);
+    // Aborted, the blocks stay their connections' (their clients keep
+    // them as dead space): neither is given out again.
     begin(&mut a);
-    assert_eq!(alloc(&mut a), first, "the abort gave it back");
-    // The connection closes with its transaction open.
+    let again = alloc(&mut a);
+    assert!(![first, other].contains(&again), "{again} given out again");
+    // So does a transaction a Begin aborts.
+    begin(&mut b);
+    let next = alloc(&mut b);
+    assert!(
+        ![first, other, again].contains(&next),
+        "{next} given out again"
+    );
+    // The connection closes with its transaction open: everything it
+    // reserved is free again.
     drop(a);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -300,21 +311,21 @@ fn an_abort_and_a_closed_connection_give_their_reservations_back() {
         assert!(Instant::now() < deadline, "still reserved: got {got}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // A Begin aborts the transaction left open, reservations included.
-    begin(&mut b);
-    assert_eq!(alloc(&mut b), first);
-    // Another transaction's reservation is not a block to free.
+    // Another transaction's reservation is not a block to free, nor is a
+    // block an aborted transaction of another connection reserved.
     let (mut c, _) = Client::welcomed(server.addr, "raw");
-    begin(&mut c);
-    let (code, message) = error_of(c.ask(&Request::Commit {
-        records: vec![],
-        frees: vec![first],
-        roots: vec![],
-        reads: vec![],
-    }));
-    assert_eq!(code, ErrorCode::Invalid);
-    assert!(message.contains("no commit has allocated"), "{message}");
-    // b commits it: an empty block of b's.
+    for reserved in [first, other] {
+        begin(&mut c);
+        let (code, message) = error_of(c.ask(&Request::Commit {
+            records: vec![],
+            frees: vec![reserved],
+            roots: vec![],
+            reads: vec![],
+        }));
+        assert_eq!(code, ErrorCode::Invalid);
+        assert!(message.contains("no commit has allocated"), "{message}");
+    }
+    // b commits `first`: an empty block of b's.
     committed(commit(&mut b, vec![]));
     begin(&mut c);
     assert_eq!(read(&mut c, first).len() as u64, ps);

@@ -332,3 +332,58 @@ fn a_read_of_a_page_another_commit_wrote_is_a_conflict() {
     assert_eq!((x.balance, y.balance), (0, START));
     assert_eq!((x.moves, y.moves), (1, 1));
 }
+
+#[derive(Persistent)]
+#[repr(C)]
+struct Bulk {
+    items: PVec<u64>,
+}
+
+/// The blocks of a transaction a client aborted stay its own while it is
+/// connected: the client keeps frames shaped as those blocks (a `PRef`
+/// into them must be refused, not lead to another client's object), so
+/// another client's commit may not place its blocks there. Client `a`
+/// allocates blocks of several shapes and aborts, again and again, while
+/// `b` commits blocks of other shapes; each reads all of what `b`
+/// committed.
+#[test]
+fn blocks_a_client_aborted_are_not_given_to_another() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, 1);
+    let server = start(writing(&[("bank", &path)]));
+    let mut a = connect(server.addr);
+    let mut b = connect(server.addr);
+    let mut committed = Vec::new();
+    for round in 0..12u64 {
+        let mut tx = a.begin().expect("a begins");
+        for k in 0..3u64 {
+            let items: Vec<u64> = (0..(round * 211 + k * 1300) % 4000 + 1).collect();
+            let v = tx.alloc(Bulk { items: PVec::new() }).expect("a allocates");
+            tx.extend_from_slice(v, |x| &mut x.items, &items)
+                .expect("a extends");
+        }
+        tx.abort().expect("a aborts");
+        let mut tx = b.begin().expect("b begins");
+        let n = (round * 733) % 5000 + 1;
+        let v = tx.alloc(Bulk { items: PVec::new() }).expect("b allocates");
+        let items: Vec<u64> = (0..n).map(|i| i * 3 + round).collect();
+        tx.extend_from_slice(v, |x| &mut x.items, &items)
+            .expect("b extends");
+        tx.set_root(&format!("bulk{round}"), v).expect("root");
+        tx.commit().expect("b commits");
+        committed.push((round, items));
+        a.refresh().expect("a refreshes");
+        for db in [&a, &b] {
+            for (r, items) in &committed {
+                let v: PRef<Bulk> = db.root(&format!("bulk{r}")).expect("roots").expect("root");
+                let got = db
+                    .try_get(v)
+                    .unwrap_or_else(|e| panic!("round {round}: bulk{r}: {e}"));
+                assert_eq!(db.slice(&got.items), &items[..], "round {round}: bulk{r}");
+            }
+        }
+    }
+    drop((a, b));
+    server.shutdown();
+}
