@@ -152,9 +152,9 @@ pub fn serve(a: Args, out: &mut String) -> Result<ExitCode, CliError> {
         max_connections: a.max_connections,
         idle_timeout: seconds(a.idle_timeout, "--idle-timeout")?,
         hello_timeout: seconds(a.hello_timeout, "--hello-timeout")?,
-        blocking: ServeOptions::default().blocking,
         read_only: a.read_only,
         memory_budget: a.memory_mib.map(|m| m.saturating_mul(1 << 20)),
+        ..ServeOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

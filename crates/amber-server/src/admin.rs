@@ -20,18 +20,16 @@
 use crate::serve_read::{Served, error, refuse};
 use amber::Error;
 use amber::inspect;
-use amber::internals::io::real::RealVfs;
 use amber::internals::store::backup::{Part, Pinned};
 use amber::internals::wire::{BACKUP_DATA, BACKUP_LOG, ErrorCode, Response};
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 impl Served {
     /// `BackupBegin`: pins the latest committed state (letting go of one
     /// pinned before).
     pub(crate) fn backup_begin(&mut self) -> Response {
         self.backup = None;
-        match Pinned::open(Arc::new(RealVfs), self.store.path()) {
+        match Pinned::open(self.vfs.clone(), self.store.path()) {
             Ok(p) => {
                 let info = p.info();
                 self.backup = Some(p);

@@ -7,9 +7,12 @@
 
 use crate::ServeError;
 use crate::tls::TlsFiles;
+use amber::internals::io::Vfs;
+use amber::internals::io::real::RealVfs;
 use amber::internals::wire::{DEFAULT_MAX_FRAME, MAX_TOKEN};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The address `amber serve` listens on unless told otherwise: loopback.
@@ -70,6 +73,12 @@ pub struct ServeOptions {
     /// writers' pending changes and the connections' buffers
     /// (`budget.rs`); `None`: no bound beyond the per-connection ones.
     pub memory_budget: Option<usize>,
+    /// The file system the databases are on: the real one, or in tests the
+    /// crash model (`amber::internals::io::crash`) or the fault model
+    /// (`countdown`), so that every file the server reads and writes while
+    /// serving can be made to fail. (`Verify` and `Inspect` read the files
+    /// as `amber verify` and `amber inspect` do, from the real one.)
+    pub vfs: Arc<dyn Vfs>,
 }
 
 /// How a session runs a request's blocking store calls. `amber bench
@@ -106,6 +115,7 @@ impl Default for ServeOptions {
             blocking: Blocking::InPlace,
             read_only: false,
             memory_budget: None,
+            vfs: Arc::new(RealVfs),
         }
     }
 }

@@ -8,7 +8,6 @@ use crate::serve_read::read_only;
 use crate::serve_write::Writer;
 use crate::status::Registry;
 use crate::{ServeError, ServeOptions, budget, session, tls};
-use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use std::collections::HashMap;
 use std::future::Future;
@@ -58,13 +57,14 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
         let (n, p) = (name.clone(), path.clone());
         let served_read_only = opts.read_only;
         let writer_opts = budget::writer_options(&opts);
+        let vfs = opts.vfs.clone();
         let writer = tokio::task::spawn_blocking(move || {
             let opened = if served_read_only {
-                Store::open(Arc::new(RealVfs), &p, read_only())
+                Store::open(vfs, &p, read_only())
                     .and_then(Store::close)
                     .map(|()| None)
             } else {
-                Store::open(Arc::new(RealVfs), &p, writer_opts).map(Some)
+                Store::open(vfs, &p, writer_opts).map(Some)
             };
             opened.map_err(|source| ServeError::Database {
                 name: n,

@@ -20,7 +20,7 @@
 
 use crate::serve_write::{Kept, OpenTx, Writer, next_conn};
 use crate::validator::{Pages, ROOT_PAGE};
-use amber::internals::io::real::RealVfs;
+use amber::internals::io::Vfs;
 use amber::internals::store::backup::Pinned;
 use amber::internals::store::{Refreshed, Store};
 use amber::internals::wire::{Change, ErrorCode, Request, Response, VERSION, WireBlock};
@@ -32,6 +32,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub struct Served {
     pub(crate) store: Store,
+    /// The file system `store` is on (a backup pins its files there too).
+    pub(crate) vfs: Arc<dyn Vfs>,
     /// The database's writer, unless it is served read-only.
     pub(crate) writer: Option<Arc<Writer>>,
     /// The connection's number, for the validator.
@@ -80,13 +82,19 @@ pub(crate) fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
 }
 
 impl Served {
-    /// Opens `path` read-only at its last commit. `limit` bounds the
-    /// image bytes of one answer; `writer` is the database's writer, when
-    /// the server writes it.
-    pub fn open(path: &Path, limit: usize, writer: Option<Arc<Writer>>) -> Result<Served, Error> {
-        let store = Store::open(Arc::new(RealVfs), path, read_only())?;
+    /// Opens `path` on `vfs` read-only at its last commit. `limit` bounds
+    /// the image bytes of one answer; `writer` is the database's writer,
+    /// when the server writes it.
+    pub fn open(
+        vfs: Arc<dyn Vfs>,
+        path: &Path,
+        limit: usize,
+        writer: Option<Arc<Writer>>,
+    ) -> Result<Served, Error> {
+        let store = Store::open(vfs.clone(), path, read_only())?;
         Ok(Served {
             store,
+            vfs,
             writer,
             conn: next_conn(),
             shipped: Pages::new(),

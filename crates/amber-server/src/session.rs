@@ -281,7 +281,8 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let cap = answer_limit(opts.max_frame, opts.max_buffered);
     let writer = shared.writers.get(&database).cloned();
-    let opened = tokio::task::spawn_blocking(move || Served::open(&path, cap, writer)).await;
+    let vfs = opts.vfs.clone();
+    let opened = tokio::task::spawn_blocking(move || Served::open(vfs, &path, cap, writer)).await;
     let served = match opened {
         Ok(Ok(s)) => s,
         // A read-only open refuses misuse only when the reader table is
