@@ -4,7 +4,7 @@ use amber::internals::format::page::{BlockKind, HEADER_SIZE};
 use amber::internals::io::Vfs;
 use amber::internals::io::crash::CrashVfs;
 use amber::internals::io::real::RealVfs;
-use amber::internals::store::{Store, StoreOptions};
+use amber::internals::store::{Store, StoreOptions, StoreTx};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -218,6 +218,63 @@ fn concurrent_commits_share_syncs() {
         }
     }
     eprintln!("{} commits, {syncs} syncs", threads * per);
+}
+
+/// `StoreTx::commit_all` (the server's committer): transactions committed
+/// together take one sync of the log, each gets its own outcome in order
+/// (one that changes nothing commits nothing; one of another store is
+/// refused alone), and all are applied and durable.
+#[test]
+fn commit_all_syncs_once_for_a_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db.amber");
+    let v: Arc<dyn Vfs> = Arc::new(RealVfs);
+    let s = Store::create(v.clone(), &p, opts()).unwrap();
+    let other = Store::create(v.clone(), &dir.path().join("other.amber"), opts()).unwrap();
+    let ps = s.page_size() as u64;
+    let mut tx = s.begin().unwrap();
+    let page = tx.alloc(1, BlockKind::Raw).unwrap();
+    tx.commit().unwrap();
+    let before = s.stats().log_syncs;
+    let mut txs: Vec<StoreTx<'_>> = (0..6u64)
+        .map(|i| {
+            let mut tx = s.begin().unwrap();
+            tx.write(page * ps + 64 + i * 8, &(i + 100).to_le_bytes())
+                .unwrap();
+            tx
+        })
+        .collect();
+    txs.insert(2, s.begin().unwrap());
+    let mut foreign = other.begin().unwrap();
+    foreign.alloc(1, BlockKind::Raw).unwrap();
+    txs.push(foreign);
+    let out = StoreTx::commit_all(txs);
+    assert_eq!(s.stats().log_syncs - before, 1, "one sync for the batch");
+    assert_eq!(out.len(), 8);
+    assert_eq!(
+        out[2].as_ref().unwrap().commit_lsn,
+        0,
+        "an empty one commits nothing"
+    );
+    assert!(out[7].is_err(), "a transaction of another store is refused");
+    let lsns: Vec<u64> = (out.iter().enumerate())
+        .filter(|(i, _)| ![2, 7].contains(i))
+        .map(|(_, r)| r.as_ref().unwrap().commit_lsn)
+        .collect();
+    assert!(lsns.windows(2).all(|w| w[0] < w[1]), "in order: {lsns:?}");
+    let check = |s: &Store| {
+        let b = s.read_block(page).unwrap();
+        for i in 0..6u64 {
+            let off = (64 + i * 8) as usize;
+            assert_eq!(
+                u64::from_le_bytes(b[off..off + 8].try_into().unwrap()),
+                i + 100
+            );
+        }
+    };
+    check(&s);
+    drop(s);
+    check(&Store::open(v, &p, opts()).unwrap());
 }
 
 /// Checks the data bytes of a block (the header's checksum and LSN are

@@ -12,6 +12,7 @@
 //! Reads through the store see committed state only; the runtime keeps its
 //! own view of uncommitted changes.
 
+use super::logged::{Logged, LoggedTx};
 use super::{Core, Store};
 use crate::error::{Error, Result};
 use crate::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
@@ -23,7 +24,7 @@ use std::collections::BTreeMap;
 
 /// A change buffered by a transaction.
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     Range {
         addr: PAddr,
         after: Vec<u8>,
@@ -54,7 +55,7 @@ enum Op {
 }
 
 impl Op {
-    fn record(&self, txid: TxId) -> Record<'_> {
+    pub(crate) fn record(&self, txid: TxId) -> Record<'_> {
         match self {
             Op::Range {
                 addr,
@@ -428,81 +429,105 @@ impl<'s> StoreTx<'s> {
     /// Commits: returns once the transaction is durable and applied to the
     /// committed state. A checkpoint it finds due is left to the
     /// checkpointer thread.
-    pub fn commit(mut self) -> Result<CommitInfo> {
-        self.done = true;
-        if self.ops.is_empty() {
-            return Ok(CommitInfo::default());
-        }
-        let store = self.store;
-        let log = store.log()?;
-        let (info, due) = {
+    pub fn commit(self) -> Result<CommitInfo> {
+        Self::commit_all(vec![self])
+            .pop()
+            .unwrap_or_else(|| Err(Error::internal("a commit of one transaction answered none")))
+    }
+
+    /// Commits `txs` (of one store), in order, with one sync of the log for
+    /// them all: each is appended to the log, then the log is synced past
+    /// the last, then each is applied in its turn. What `amber-server`'s
+    /// committer does with the commits its connections queued. Each gets
+    /// its own outcome; a failed sync fails every one appended (whether
+    /// they reached the disk is unknown, and the store refuses further
+    /// changes until reopened).
+    pub fn commit_all(txs: Vec<StoreTx<'s>>) -> Vec<Result<CommitInfo>> {
+        let Some(store) = txs.first().map(|t| t.store) else {
+            return Vec::new();
+        };
+        let (out, due) = {
+            // Held once for the batch: no checkpoint cuts between a commit's
+            // append and its apply. (Taking it again per transaction could
+            // wait behind a checkpoint that waits for this batch.)
             let _g = store.gate_shared();
-            let sound = Core::check_poisoned(&store.lock());
-            if let Err(e) = sound {
-                self.release();
-                return Err(e);
-            }
-            let recs: Vec<Record<'_>> = self.ops[self.logged..]
-                .iter()
-                .map(|o| o.record(self.txid))
+            let logged: Vec<Result<Logged<'s>>> = (txs.into_iter())
+                .map(|t| match std::ptr::eq(t.store, store) {
+                    true => t.append(),
+                    false => Err(Error::invalid("commit_all: a transaction of another store")),
+                })
                 .collect();
-            let records_len: u64 = recs.iter().map(|r| r.encoded_len() as u64).sum();
-            let bytes = records_len + COMMIT_SIZE as u64;
-            let appended = log.append_commit(&recs, self.txid);
-            // Each op's LSN: the records end where the commit record starts.
-            let lsns: Vec<u64> = match &appended {
-                Ok(a) => (self.early_lsns.iter().copied())
-                    .chain(record_lsns(a.commit_lsn - records_len, &recs))
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
-            drop(recs);
-            let appended = match appended {
-                Ok(a) => a,
-                Err(e) => {
-                    self.release();
-                    return Err(e);
-                }
-            };
-            // From here the commit holds a turn in the apply order; every
-            // way out (dropping it) finishes the turn.
-            let turn = store.order.turn(appended.seq);
-            if let Err(e) = log.sync_to(appended.end) {
-                // Whether the commit reached the disk is unknown; the store
-                // refuses further changes until reopened.
-                let mut st = store.lock();
-                st.poisoned.get_or_insert_with(|| e.to_string());
-                st.early.remove(&self.txid);
-                return Err(e);
+            let mut appended = logged.iter().filter_map(|l| l.as_ref().ok());
+            if let Some(last) = appended.rfind(|l| l.has_records()) {
+                // A failure is each one's to report, from its own sync.
+                let _ = last.sync();
             }
-            store.publish_end(log.durable_lsn());
-            turn.wait();
-            let mut st = store.lock();
-            st.early.remove(&self.txid);
-            for (op, &lsn) in self.ops.iter().zip(&lsns) {
-                let rec = op.record(self.txid);
-                if let Err(what) = st.apply(&rec, lsn, appended.commit_lsn, false) {
-                    // The log holds the commit; the in-memory state could not
-                    // follow. Reopening rebuilds it from the log.
-                    st.poisoned = Some(format!("applying a committed change failed: {what}"));
-                    return Err(Error::Poisoned {
-                        cause: what.to_string(),
-                    });
-                }
-            }
-            let due = store.checkpoint_due(&st, appended.end);
-            drop(st);
-            drop(turn);
-            let info = CommitInfo {
-                commit_lsn: appended.commit_lsn,
-                log_bytes: self.log_bytes + bytes,
-            };
-            (info, due)
+            let mut due = false;
+            let out = (logged.into_iter())
+                .map(|l| {
+                    let (info, d) = l?.apply()?;
+                    due |= d;
+                    Ok(info)
+                })
+                .collect::<Vec<_>>();
+            (out, due)
         };
         if due {
             store.requests.request();
         }
-        Ok(info)
+        out
+    }
+
+    /// A commit's first half, under the gate: the transaction's records and
+    /// its commit record appended to the log. On an error nothing of it is
+    /// in the log.
+    fn append(mut self) -> Result<Logged<'s>> {
+        self.done = true;
+        let store = self.store;
+        if self.ops.is_empty() {
+            return Ok(Logged::nothing(store));
+        }
+        let log = store.log()?;
+        let sound = Core::check_poisoned(&store.lock());
+        if let Err(e) = sound {
+            self.release();
+            return Err(e);
+        }
+        let recs: Vec<Record<'_>> = self.ops[self.logged..]
+            .iter()
+            .map(|o| o.record(self.txid))
+            .collect();
+        let records_len: u64 = recs.iter().map(|r| r.encoded_len() as u64).sum();
+        let bytes = records_len + COMMIT_SIZE as u64;
+        let appended = log.append_commit(&recs, self.txid);
+        // Each op's LSN: the records end where the commit record starts.
+        let lsns: Vec<u64> = match &appended {
+            Ok(a) => (self.early_lsns.iter().copied())
+                .chain(record_lsns(a.commit_lsn - records_len, &recs))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        drop(recs);
+        match appended {
+            Ok(appended) => Ok(Logged::new(
+                store,
+                LoggedTx {
+                    // From here the commit holds a turn in the apply order;
+                    // every way out (dropping it) finishes the turn.
+                    turn: store.order.turn(appended.seq),
+                    log,
+                    txid: self.txid,
+                    ops: std::mem::take(&mut self.ops),
+                    lsns,
+                    appended,
+                    log_bytes: self.log_bytes + bytes,
+                },
+            )),
+            Err(e) => {
+                self.release();
+                Err(e)
+            }
+        }
     }
 
     /// Abandons the transaction.

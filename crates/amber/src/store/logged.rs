@@ -1,0 +1,114 @@
+//! A commit's second half: a transaction whose records are in the log
+//! (`StoreTx::append`), made durable and applied to the committed state.
+//! Split from the first so that one thread can append several
+//! transactions, sync the log once for them all and apply them in order
+//! (`StoreTx::commit_all`).
+
+use super::Store;
+use super::order::Turn;
+use super::tx::{CommitInfo, Op};
+use crate::error::{Error, Result};
+use crate::wal::TxId;
+use crate::wal::writer::{Appended, LogWriter};
+
+/// A transaction appended to the log: [`sync`](Self::sync) makes it
+/// durable (with everything appended before it), [`apply`](Self::apply)
+/// makes it part of the committed state. Dropped unapplied, its commit is
+/// in the log but not in memory: the store refuses further changes until
+/// it is reopened, whose recovery replays it.
+pub(crate) struct Logged<'s> {
+    store: &'s Store,
+    /// `None` for a transaction that changed nothing.
+    inner: Option<LoggedTx<'s>>,
+}
+
+/// What applying a logged transaction needs.
+pub(crate) struct LoggedTx<'s> {
+    pub(crate) turn: Turn<'s>,
+    pub(crate) log: &'s LogWriter,
+    pub(crate) txid: TxId,
+    pub(crate) ops: Vec<Op>,
+    /// Each op's LSN.
+    pub(crate) lsns: Vec<u64>,
+    pub(crate) appended: Appended,
+    pub(crate) log_bytes: u64,
+}
+
+impl<'s> Logged<'s> {
+    pub(crate) fn new(store: &'s Store, inner: LoggedTx<'s>) -> Self {
+        Logged {
+            store,
+            inner: Some(inner),
+        }
+    }
+
+    pub(crate) fn nothing(store: &'s Store) -> Self {
+        Logged { store, inner: None }
+    }
+
+    /// Whether it put records in the log (a transaction that changed
+    /// nothing did not).
+    pub(crate) fn has_records(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// Returns once the log is durable up to this commit, sharing the sync
+    /// with concurrent committers (at no cost when it already is). On a
+    /// failure whether the commit reached the disk is unknown: the store
+    /// refuses further changes until reopened.
+    pub(crate) fn sync(&self) -> Result<()> {
+        let Some(t) = &self.inner else {
+            return Ok(());
+        };
+        t.log.sync_to(t.appended.end).inspect_err(|e| {
+            let mut st = self.store.lock();
+            st.poisoned.get_or_insert_with(|| e.to_string());
+            st.early.remove(&t.txid);
+        })
+    }
+
+    /// Syncs, then applies the commit to the committed state in its turn
+    /// (after every commit appended before it). Returns what it committed
+    /// and whether a checkpoint is due, which the caller requests once it
+    /// has let go of the gate.
+    pub(crate) fn apply(mut self) -> Result<(CommitInfo, bool)> {
+        self.sync()?;
+        let Some(t) = self.inner.take() else {
+            return Ok((CommitInfo::default(), false));
+        };
+        let store = self.store;
+        store.publish_end(t.log.durable_lsn());
+        t.turn.wait();
+        let mut st = store.lock();
+        st.early.remove(&t.txid);
+        for (op, &lsn) in t.ops.iter().zip(&t.lsns) {
+            let rec = op.record(t.txid);
+            if let Err(what) = st.apply(&rec, lsn, t.appended.commit_lsn, false) {
+                // The log holds the commit; the in-memory state could not
+                // follow. Reopening rebuilds it from the log.
+                st.poisoned = Some(format!("applying a committed change failed: {what}"));
+                return Err(Error::Poisoned {
+                    cause: what.to_string(),
+                });
+            }
+        }
+        let due = store.checkpoint_due(&st, t.appended.end);
+        drop(st);
+        let info = CommitInfo {
+            commit_lsn: t.appended.commit_lsn,
+            log_bytes: t.log_bytes,
+        };
+        Ok((info, due))
+    }
+}
+
+impl Drop for Logged<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.inner.take() {
+            let mut st = self.store.lock();
+            st.poisoned
+                .get_or_insert_with(|| "a commit appended to the log was not applied".into());
+            st.early.remove(&t.txid);
+        }
+    }
+}
