@@ -94,7 +94,8 @@ pub enum Blocking {
     /// the pool.
     InPlace,
     /// On tokio's blocking pool (`spawn_blocking`): the session hands the
-    /// request to a pool thread and waits for it.
+    /// request to a pool thread and waits for it. (A `Commit` goes to its
+    /// database's committer thread in either mode, unless made in place.)
     Pool,
 }
 

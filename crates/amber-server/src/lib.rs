@@ -41,6 +41,7 @@
 pub mod admin;
 pub mod budget;
 pub mod certs;
+mod committer;
 pub mod config;
 pub mod listener;
 pub mod procfs;

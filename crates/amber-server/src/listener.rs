@@ -75,7 +75,11 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
         .await
         .map_err(|e| ServeError::Config(format!("opening {}: {e}", path.display())))??;
         if let Some(store) = writer {
-            writers.insert(name.clone(), Arc::new(Writer::new(store)));
+            let writer = Writer::new(store).map_err(|source| ServeError::Io {
+                what: format!("starting the committer thread of {name}"),
+                source,
+            })?;
+            writers.insert(name.clone(), Arc::new(writer));
         }
         databases.insert(name.clone(), path.clone());
     }

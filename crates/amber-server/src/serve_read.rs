@@ -186,12 +186,12 @@ impl Served {
             Request::Begin => self.begin(),
             Request::Alloc { pages, kind } => self.alloc(pages, kind),
             Request::DefineType { ref desc } => self.define_type(desc),
-            Request::Commit {
-                ref records,
-                ref frees,
-                ref roots,
-                ref reads,
-            } => self.commit(records, frees, roots, reads),
+            // Answered by the session, which awaits the committer
+            // (`start_commit`, `finish_commit`).
+            Request::Commit { .. } => refuse(
+                ErrorCode::Internal,
+                "a Commit is answered through the committer, not here",
+            ),
             Request::Abort => self.abort(),
             Request::BackupBegin => self.backup_begin(),
             Request::BackupRead { file, offset, len } => self.backup_read(file, offset, len),

@@ -11,14 +11,14 @@
 //! validated (`validator.rs`) against the pages it read and writes (those
 //! written must be among the pages the connection was sent, its *shipped
 //! set*): a commit outside its snapshot that wrote one of them makes it a
-//! `Conflict`. Validated, it is committed
-//! through a `StoreTx` of the writer outside the validator's lock, so that
-//! connections committing at once share the log's fsyncs (its group
-//! commit).
+//! `Conflict`. Validated, it is committed by the database's committer
+//! (`committer.rs`), outside the validator's lock, with every other commit
+//! queued meanwhile under one sync of the log (its group commit), while
+//! the session awaits the answer without holding a runtime worker.
 
+use crate::committer::{Committer, Done, Job};
 use crate::serve_read::{Served, error, refuse};
 use crate::validator::{Conflict, Pages, ROOT_PAGE, Validator};
-use amber::Error;
 use amber::internals::format::page::BlockKind;
 use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
@@ -26,6 +26,7 @@ use amber::internals::wire::{Change, ErrorCode, Response, WireRecord};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
 
 /// A database the server writes: its writer store, and what its
 /// connections' commits are validated against.
@@ -40,18 +41,29 @@ pub struct Writer {
     types: Mutex<()>,
     /// A checkpoint for the memory budget is running (`budget::relieve`).
     pub checkpointing: AtomicBool,
+    /// The thread that commits what the connections validated.
+    committer: Committer,
 }
 
 impl Writer {
-    /// Wraps an opened writer store.
-    pub fn new(store: Store) -> Writer {
-        Writer {
+    /// Wraps an opened writer store and starts its committer thread.
+    pub fn new(store: Store) -> std::io::Result<Writer> {
+        Ok(Writer {
             store,
             validator: Validator::default(),
             types: Mutex::new(()),
             checkpointing: AtomicBool::new(false),
-        }
+            committer: Committer::start()?,
+        })
     }
+}
+
+/// A validated commit the committer has: what its answer needs.
+pub(crate) struct Pending {
+    tx: OpenTx,
+    seq: u64,
+    /// The pages it writes.
+    own: Pages,
 }
 
 /// A connection's open transaction. Dropping it aborts it (an abort, a
@@ -223,48 +235,71 @@ impl Served {
         }
     }
 
-    /// `Commit`: validated, then committed through the writer.
-    pub(crate) fn commit(
+    /// `Commit`, its first half on the session: the writes checked and the
+    /// transaction validated, then committed by the database's committer
+    /// (on this worker when no other commit is in flight and `in_place`).
+    /// Either the answer already (a refusal, a conflict) or what
+    /// [`finish_commit`](Self::finish_commit) needs and where the
+    /// committer's outcome will come.
+    pub(crate) fn start_commit(
         &mut self,
-        records: &[WireRecord],
-        frees: &[u64],
-        roots: &[(String, u64, u32)],
+        records: Vec<WireRecord>,
+        frees: Vec<u64>,
+        roots: Vec<(String, u64, u32)>,
         reads: &[u64],
-    ) -> Response {
+        in_place: bool,
+    ) -> Result<(Pending, oneshot::Receiver<Done>), Response> {
         let Some(mut tx) = self.tx.take() else {
-            return no_transaction("Commit");
+            return Err(no_transaction("Commit"));
         };
         let writer = tx.writer.clone();
-        let written = match self.written(&tx, records, frees, roots) {
-            Ok(w) => w,
-            Err(r) => return r,
-        };
-        let own = written.clone();
+        let own = self.written(&tx, &records, &frees, &roots)?;
         let read: Pages = reads.iter().copied().collect();
-        let seq = match (writer.validator).validate(tx.snapshot, &read, written) {
+        let seq = match (writer.validator).validate(tx.snapshot, &read, own.clone()) {
             Ok(seq) => seq,
             Err(c) => {
                 drop(tx);
-                return self.conflict(c);
+                return Err(self.conflict(c));
             }
         };
-        // The transaction stays open (registered with the validator at
-        // its snapshot) until the answer is made: the entries of the
-        // commits since its snapshot are kept for `own_kept` meanwhile.
-        let committed = commit_through(&writer.store, &mut tx, records, frees, roots);
-        let lsn = match committed {
-            Ok(info) if info.commit_lsn > 0 => {
-                writer.validator.logged(seq, info.commit_lsn);
-                info.commit_lsn
-            }
-            Ok(_) => {
-                writer.validator.failed(seq);
-                0
-            }
-            Err(e) => {
-                writer.validator.failed(seq);
-                return error(&e);
-            }
+        let (done, answer) = oneshot::channel();
+        let job = Job {
+            writer: writer.clone(),
+            seq,
+            reserved: std::mem::take(&mut tx.reserved),
+            records,
+            frees,
+            roots,
+            done,
+        };
+        if !writer.committer.commit(job, in_place) {
+            writer.validator.failed(seq);
+            return Err(refuse(
+                ErrorCode::Internal,
+                "the database's committer has stopped",
+            ));
+        }
+        // The transaction stays open (registered with the validator at its
+        // snapshot) until the answer is made: the entries of the commits
+        // since its snapshot are kept for `own_kept` meanwhile.
+        Ok((Pending { tx, seq, own }, answer))
+    }
+
+    /// `Commit`, its second half: the committer's outcome made the answer.
+    /// `None`: the committer dropped the job without an answer (it has
+    /// stopped), and nothing was committed.
+    pub(crate) fn finish_commit(&mut self, p: Pending, done: Option<Done>) -> Response {
+        let Pending { mut tx, seq, own } = p;
+        let writer = tx.writer.clone();
+        let Some(done) = done else {
+            writer.validator.failed(seq);
+            return refuse(ErrorCode::Internal, "the database's committer has stopped");
+        };
+        tx.reserved = done.reserved;
+        // The committer has recorded the outcome in the validator.
+        let lsn = match done.result {
+            Ok(info) => info.commit_lsn,
+            Err(e) => return error(&e),
         };
         let answer = match self.moved() {
             Ok((page_count, change)) => Response::Committed {
@@ -404,36 +439,4 @@ impl Served {
             Err(e) => error(&e),
         }
     }
-}
-
-/// Commits a validated transaction through the writer store: its
-/// reservations made allocations, then its records, frees and roots. On
-/// an error nothing is committed and its reservations are given back.
-fn commit_through(
-    store: &Store,
-    tx: &mut OpenTx,
-    records: &[WireRecord],
-    frees: &[u64],
-    roots: &[(String, u64, u32)],
-) -> Result<amber::internals::store::CommitInfo, Error> {
-    let mut stx = store.begin()?;
-    // From here the store transaction owns the reservations it adopts (it
-    // gives them back if it fails); the rest stay with `tx`.
-    while let Some(&(head, pages, kind)) = tx.reserved.last() {
-        stx.alloc_reserved(head, pages, kind)?;
-        tx.reserved.pop();
-    }
-    for r in records {
-        match r {
-            WireRecord::Range { addr, data } => stx.write(*addr, data)?,
-            WireRecord::Page { page, image } => stx.write_page(*page, image)?,
-        }
-    }
-    for &head in frees {
-        stx.free(head)?;
-    }
-    for (name, addr, type_id) in roots {
-        stx.set_root(name, *addr, *type_id)?;
-    }
-    stx.commit()
 }

@@ -354,7 +354,18 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
             }
             continue;
         }
-        let resp = if in_place && quick(&req) {
+        let resp = if let Request::Commit {
+            records,
+            frees,
+            roots,
+            reads,
+        } = req
+        {
+            match served.start_commit(records, frees, roots, &reads, in_place) {
+                Ok((pending, done)) => served.finish_commit(pending, done.await.ok()),
+                Err(refused) => refused,
+            }
+        } else if in_place && quick(&req) {
             served.answer(&req)
         } else if in_place {
             tokio::task::block_in_place(|| served.answer(&req))
