@@ -272,8 +272,9 @@ impl Served {
             roots,
             done,
         };
-        if !writer.committer.commit(job, in_place) {
+        if let Err(unsent) = writer.committer.commit(job, in_place) {
             writer.validator.failed(seq);
+            tx.reserved = unsent.reserved;
             return Err(refuse(
                 ErrorCode::Internal,
                 "the database's committer has stopped",
