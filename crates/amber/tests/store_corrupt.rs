@@ -247,3 +247,63 @@ fn flipped_superblock_or_log_header_is_named_and_survived() {
         }
     }
 }
+
+/// Superblock copies whose generation (checksums right) is the last one a
+/// write can follow: a checkpoint would write a copy no open accepts, and
+/// the database would not open again (the fuzz target `recovery` found
+/// it). The checkpoint is refused as damage instead, naming the
+/// superblock, and so is an open that would need one; nothing is written
+/// over the copies.
+#[test]
+fn the_last_generation_refuses_a_checkpoint_as_damage() {
+    use amber::internals::format::page::BlockKind;
+    use amber::internals::format::superblock::{SLOT_OFFSETS, Superblock};
+    let vfs = CrashVfs::new();
+    let v: Arc<dyn Vfs> = Arc::new(vfs.clone());
+    let path = Path::new("/gen.amber");
+    let s = Store::create(v.clone(), path, opts()).expect("create");
+    s.close().expect("close");
+    for off in SLOT_OFFSETS {
+        let mut b = vec![0u8; 512];
+        let f = vfs
+            .open(path, amber::internals::io::OpenMode::ReadWrite)
+            .expect("open");
+        f.read_exact_at(&mut b, off).expect("read superblock");
+        let mut sb = Superblock::decode(&b).expect("decode");
+        sb.generation = u64::MAX - 1;
+        f.write_all_at(&sb.encode(), off).expect("write superblock");
+        f.sync_data().expect("sync");
+    }
+    let s = Store::open(v.clone(), path, opts()).expect("the last generation opens");
+    let mut tx = s.begin().expect("begin");
+    let page = tx.alloc(1, BlockKind::Raw).expect("alloc");
+    tx.commit().expect("a commit needs no new superblock");
+    let e = s
+        .checkpoint()
+        .expect_err("a checkpoint would write generation u64::MAX");
+    assert!(
+        matches!(
+            e,
+            Error::Corrupt {
+                file: FileKind::PageFile,
+                ..
+            }
+        ) && e.to_string().contains("leaves no room for a newer copy"),
+        "{e}"
+    );
+    assert!(s.read_block(page).is_ok(), "the commit is applied");
+    drop(s);
+    // Recovery would end in a checkpoint: refused the same way.
+    let e = Store::open(v, path, opts()).expect_err("recovery's checkpoint is refused");
+    assert!(
+        matches!(
+            e,
+            Error::Corrupt {
+                file: FileKind::PageFile,
+                at: Location::Superblock(_),
+                ..
+            }
+        ) && e.to_string().contains("leaves no room for a newer copy"),
+        "{e}"
+    );
+}

@@ -50,6 +50,18 @@ pub fn check_generation(generation: u64) -> Result<(), SlotError> {
     Ok(())
 }
 
+/// The generation of the copy written after one of `generation`, unless
+/// that would be one [`check_generation`] refuses: a file at the last
+/// generation a write can follow would otherwise be written into one no
+/// open accepts. Only damage leads there (a generation goes up by one per
+/// checkpoint or log recycling).
+pub fn next_generation(generation: u64) -> Result<u64, String> {
+    generation
+        .checked_add(1)
+        .filter(|&g| check_generation(g).is_ok())
+        .ok_or_else(|| format!("generation {generation} leaves no room for a newer copy"))
+}
+
 /// A slot with `magic` and `version` written; the caller fills bytes 12.. and
 /// then calls [`seal`].
 pub fn new(magic: &[u8; 8], version: u32) -> [u8; SLOT_SIZE] {

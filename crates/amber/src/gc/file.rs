@@ -10,7 +10,7 @@
 //! opening finds a whole database. The argument is in docs/design.md
 //! ("Collection").
 
-use crate::error::{Error, Result};
+use crate::error::{Error, FileKind, Location, Result};
 use crate::format::PageNo;
 use crate::format::meta::RootEntry;
 use crate::format::superblock::{SLOT_OFFSETS, Superblock};
@@ -80,6 +80,13 @@ impl NewFile {
             let path = self.path.clone();
             move |e| Error::io(op, &path, e)
         };
+        let generation =
+            crate::format::slot::next_generation(sb.generation).map_err(|what| Error::Corrupt {
+                file: FileKind::PageFile,
+                path: db.to_path_buf(),
+                at: Location::Superblock(0),
+                what,
+            })?;
         let ps = self.page_size;
         let (heads, images) =
             build_meta_blobs(&mut fsm, roots, catalog, ps, &[], sb.checkpoint_lsn)?;
@@ -88,7 +95,7 @@ impl NewFile {
         self.file.set_len(len).map_err(io("size compacted file"))?;
         self.file.sync_data().map_err(io("sync compacted file"))?;
         [sb.fsm_page, sb.roots_page, sb.catalog_page] = heads;
-        sb.generation += 1;
+        sb.generation = generation;
         for off in SLOT_OFFSETS {
             self.file
                 .write_all_at(&sb.encode(), off)

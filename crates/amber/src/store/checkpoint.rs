@@ -322,6 +322,9 @@ impl Core {
             .iter()
             .filter_map(|&p| st.fsm.block_of(p))
             .collect();
+        let generation = crate::format::slot::next_generation(st.sb.generation).map_err(|what| {
+            corrupt(&self.path, FileKind::PageFile, Location::Superblock(st.sb_slot), what)
+        })?;
         let mut fsm = st.fsm.clone();
         let (blobs, meta_images) = build_meta_blobs(
             &mut fsm,
@@ -333,7 +336,7 @@ impl Core {
         )?;
         st.fsm = fsm;
         let mut sb = st.sb;
-        sb.generation += 1;
+        sb.generation = generation;
         sb.fsm_page = blobs[0];
         sb.roots_page = blobs[1];
         sb.catalog_page = blobs[2];

@@ -20,7 +20,7 @@
 
 use super::header::{LogHeader, RECORDS_START, SLOT_OFFSETS};
 use super::record::{Record, TxId};
-use crate::error::{Error, Result};
+use crate::error::{Error, FileKind, Location, Result};
 use crate::io::IoFile;
 use std::path::PathBuf;
 use crate::vm::{AmberLock, Held, held};
@@ -236,6 +236,16 @@ impl LogWriter {
         res
     }
 
+    /// The generation of the next log header written.
+    fn next_generation(&self, s: &WState) -> Result<u64> {
+        crate::format::slot::next_generation(s.header_gen).map_err(|what| Error::Corrupt {
+            file: FileKind::Log,
+            path: self.path.clone(),
+            at: Location::File,
+            what,
+        })
+    }
+
     /// Clears the "closed cleanly" mark before the first append of a
     /// session: from now on bytes after the end may be this epoch's.
     fn reopen_epoch(&self, s: &mut WState) -> Result<()> {
@@ -244,7 +254,7 @@ impl LogWriter {
         }
         let h = LogHeader {
             page_size: self.page_size,
-            generation: s.header_gen + 1,
+            generation: self.next_generation(s)?,
             base_lsn: s.base_lsn,
             db_id: self.db_id,
             prev_base_lsn: s.prev_base_lsn,
@@ -401,7 +411,7 @@ impl LogWriter {
         }
         let h = LogHeader {
             page_size: self.page_size,
-            generation: s.header_gen + 1,
+            generation: self.next_generation(&s)?,
             base_lsn: s.end_lsn,
             db_id: self.db_id,
             prev_base_lsn: if s.end_lsn == s.base_lsn {
