@@ -13,8 +13,12 @@
 //!
 //! Why not always: handing a lone commit to another thread and back costs
 //! two wake-ups, a fifth of a commit's time on an idle server. A commit
-//! that finds none in flight is made on the session's own worker, as
-//! before ([`Committer::commit`]); one arriving meanwhile is queued.
+//! that finds no other transaction open, and no commit in flight, is made
+//! on the session's own worker, as before ([`Committer::commit`]). Where
+//! other transactions are open, more commits are likely to follow soon:
+//! it is queued, so that they share the batch. (Making in place every
+//! commit that found none in flight halved the batches under 16 clients:
+//! 11,700 commits a second against 14,000 with every commit queued.)
 
 use crate::serve_write::Writer;
 use amber::Error;
@@ -74,9 +78,10 @@ impl Committer {
         })
     }
 
-    /// Commits `job` now, on this runtime worker (`block_in_place`), if no
-    /// other commit is in flight and `in_place` (the runtime has several
-    /// workers); else queues it for the thread. Either way its answer comes
+    /// Commits `job` now, on this runtime worker (`block_in_place`), if
+    /// `in_place` (the runtime has several workers and no other
+    /// transaction is open) and no other commit is in flight; else queues
+    /// it for the thread. Either way its answer comes
     /// through `job.done`. The job back if it was to be queued and the
     /// thread is gone.
     pub(crate) fn commit(&self, job: Job, in_place: bool) -> Result<(), Job> {

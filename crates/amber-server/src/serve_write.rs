@@ -237,7 +237,7 @@ impl Served {
 
     /// `Commit`, its first half on the session: the writes checked and the
     /// transaction validated, then committed by the database's committer
-    /// (on this worker when no other commit is in flight and `in_place`).
+    /// (on this worker when `in_place` and no other transaction is open).
     /// Either the answer already (a refusal, a conflict) or what
     /// [`finish_commit`](Self::finish_commit) needs and where the
     /// committer's outcome will come.
@@ -272,7 +272,8 @@ impl Served {
             roots,
             done,
         };
-        if let Err(unsent) = writer.committer.commit(job, in_place) {
+        let alone = writer.validator.open_transactions() <= 1;
+        if let Err(unsent) = writer.committer.commit(job, in_place && alone) {
             writer.validator.failed(seq);
             tx.reserved = unsent.reserved;
             return Err(refuse(

@@ -65,6 +65,12 @@ impl Validator {
         v.prune();
     }
 
+    /// How many transactions are open (a committing one included, until
+    /// its answer is made).
+    pub fn open_transactions(&self) -> usize {
+        self.lock().open.len()
+    }
+
     /// Connection `conn`'s transaction ended without a commit to record.
     pub fn end(&self, conn: u64) {
         let mut v = self.lock();
