@@ -6,7 +6,7 @@
 use super::node::{self, Header, NODE_BYTES};
 use crate::db::translate;
 use crate::error::{Error, FileKind, Location, Result};
-use crate::format::objects::{FLAG_FREE, OBJECT_HEADER};
+use crate::format::objects::{FLAG_FREE, OBJECT_ALIGN, OBJECT_HEADER};
 use crate::format::page::HEADER_SIZE;
 use crate::vm::{Access, FrameSpace};
 use std::ops::Bound;
@@ -47,7 +47,11 @@ pub(crate) struct NodeRef<'a> {
 pub(crate) fn node_va(fs: &FrameSpace, path: &Path, paddr: u64) -> Result<u64> {
     let ps = fs.frame_size() as u64;
     let off = paddr % ps;
-    if paddr == 0 || off < (HEADER_SIZE + OBJECT_HEADER) as u64 || off + NODE_BYTES as u64 > ps {
+    if paddr == 0
+        || off < (HEADER_SIZE + OBJECT_HEADER) as u64
+        || off + NODE_BYTES as u64 > ps
+        || !off.is_multiple_of(OBJECT_ALIGN as u64)
+    {
         return Err(damaged(
             path,
             fs,
