@@ -590,11 +590,32 @@ pub(crate) fn checked<'a, T: Field>(
         NotLive::Foreign => Error::invalid(why.describe(addr)),
         _ => Error::dangling(why.describe(addr)),
     };
-    let f = fs
-        .frame_at(addr as usize)
+    fs.frame_at(addr as usize)
         .ok_or_else(|| dangling(access.try_object::<T>(addr).err().unwrap_or(NotLive::Foreign)))?;
-    fs.ensure_resident(f).map_err(|e| fault_error(path, e))?;
-    access.try_object(addr).map_err(dangling)
+    let header = addr.saturating_sub(crate::format::objects::OBJECT_HEADER as u64);
+    ensure_span(fs, path, header, addr + 1)?;
+    let obj = access.try_object(addr).map_err(dangling)?;
+    ensure_span(fs, path, addr, addr.saturating_add(std::mem::size_of::<T>() as u64))?;
+    Ok(obj)
+}
+
+/// Makes resident every frame `[lo, hi)` touches (an object's header and
+/// body, a buffer), so that reading it meets a damaged page, or one that is
+/// not this database's, as an error rather than the abort a plain load
+/// would meet. An object or buffer lies in its block, fetched whole, so
+/// this costs one more lookup, unless damage (a header claiming more than
+/// its block holds, a pointer near a block's end) makes it reach beyond.
+pub(crate) fn ensure_span(fs: &FrameSpace, path: &Path, lo: u64, hi: u64) -> Result<()> {
+    let frame = fs.frame_size() as u64;
+    let mut at = lo;
+    while at < hi {
+        let f = fs
+            .frame_at(at as usize)
+            .ok_or_else(|| Error::dangling(format!("{at:#x} lies outside this database")))?;
+        fs.ensure_resident(f).map_err(|e| fault_error(path, e))?;
+        at = fs.frame_addr(f) as u64 + frame;
+    }
+    Ok(())
 }
 
 /// The error a failed fault becomes, by its kind.

@@ -15,7 +15,7 @@
 //! `count`, `census`) come with `use amber::View`.
 
 use super::session::TxState;
-use super::{Db, Tx, checked, fault_error, translate};
+use super::{Db, Tx, checked, translate};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::meta::RootEntry;
 use crate::format::objects::OBJECT_ALIGN;
@@ -332,16 +332,15 @@ impl<'a> Reading<'a> {
         if count == 0 {
             return Ok(&[]);
         }
-        let f = self
-            .fs
+        self.fs
             .frame_at(buf as usize)
             .ok_or_else(|| not_live(buf, self.access.try_elements::<T>(buf, count).err()))?;
-        self.fs
-            .ensure_resident(f)
-            .map_err(|e| fault_error(self.source.name(), e))?;
-        self.access
-            .try_elements(buf, count)
-            .map_err(|why| not_live(buf, Some(why)))
+        let (fs, path) = (self.fs, self.source.name());
+        let header = buf.saturating_sub(crate::format::objects::OBJECT_HEADER as u64);
+        super::ensure_span(fs, path, header, buf + 1)?;
+        let items = (self.access.try_elements(buf, count)).map_err(|why| not_live(buf, Some(why)))?;
+        super::ensure_span(fs, path, buf, buf.saturating_add(std::mem::size_of_val(items) as u64))?;
+        Ok(items)
     }
 
     /// The error for a string buffer at `buf` whose bytes are not UTF-8.

@@ -320,11 +320,11 @@ impl<'a> Redo<'a> {
         let ps = self.st.page_size as u64;
         match *r {
             Record::Range { addr, after, .. } => {
-                t.extend(addr / ps..=(addr + after.len().max(1) as u64 - 1) / ps)
+                t.extend(addr / ps..=addr.saturating_add(after.len().max(1) as u64 - 1) / ps)
             }
             Record::Page { page, .. } => t.push(page),
             Record::Alloc { page, count, .. } | Record::Free { page, count, .. } => {
-                t.extend(page..page + u64::from(count))
+                t.extend(page..page.saturating_add(u64::from(count)))
             }
             _ => {}
         }
@@ -440,14 +440,14 @@ impl<'a> Redo<'a> {
             if addr != NOT_RANGE {
                 let rec_lsn = lsn0 + (at - RANGE_AFTER) as u64;
                 let ps64 = ps as u64;
-                let (first, last) = (addr / ps64, (addr + len.max(1) as u64 - 1) / ps64);
+                let (first, last) = (addr / ps64, addr.saturating_add(len.max(1) as u64 - 1) / ps64);
                 if !self.wpl.latest.is_empty() && self.wpl.supersedes(first, last, (lsn, rec_lsn)) {
                     self.counts.superseded += 1;
                     continue;
                 }
                 if let Some(t) = self.touched.as_deref_mut() {
                     let ps = self.st.page_size as u64;
-                    t.extend(addr / ps..=(addr + len.max(1) as u64 - 1) / ps);
+                    t.extend(addr / ps..=addr.saturating_add(len.max(1) as u64 - 1) / ps);
                 }
                 // What `apply` does for a range record.
                 self.st
@@ -516,7 +516,7 @@ impl<'a> Redo<'a> {
         match *r {
             Record::Page { page, .. } => !self.wpl.is_latest(page, (commit_lsn, lsn)),
             Record::Range { addr, after, .. } => {
-                let last = (addr + after.len().max(1) as u64 - 1) / ps;
+                let last = addr.saturating_add(after.len().max(1) as u64 - 1) / ps;
                 self.wpl.supersedes(addr / ps, last, (commit_lsn, lsn))
             }
             _ => false,
