@@ -81,16 +81,15 @@ impl Committer {
     /// Commits `job` now, on this runtime worker (`block_in_place`), if
     /// `in_place` (the runtime has several workers and no other
     /// transaction is open) and no other commit is in flight; else queues
-    /// it for the thread. Either way its answer comes
-    /// through `job.done`. The job back if it was to be queued and the
-    /// thread is gone.
+    /// it for the thread. Either way its answer comes through `job.done`.
+    /// The job back if it was to be queued and the thread is gone.
     pub(crate) fn commit(&self, job: Job, in_place: bool) -> Result<(), Job> {
-        let alone = || {
+        let claim = || {
             (self.in_flight)
                 .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
         };
-        if in_place && alone() {
+        if in_place && claim() {
             tokio::task::block_in_place(|| commit_batch(vec![job]));
             self.in_flight.fetch_sub(1, Ordering::AcqRel);
             return Ok(());

@@ -42,6 +42,7 @@ pub mod tx;
 mod vec;
 
 use crate::error::{Error, Result};
+use crate::format::objects::OBJECT_HEADER;
 use crate::io::Vfs;
 use crate::io::real::RealVfs;
 use crate::ptr::{PBytes, PRef, PVec, Smart};
@@ -592,11 +593,9 @@ pub(crate) fn checked<'a, T: Field>(
     };
     fs.frame_at(addr as usize)
         .ok_or_else(|| dangling(access.try_object::<T>(addr).err().unwrap_or(NotLive::Foreign)))?;
-    let header = addr.saturating_sub(crate::format::objects::OBJECT_HEADER as u64);
-    ensure_span(fs, path, header, addr + 1)?;
-    let obj = access.try_object(addr).map_err(dangling)?;
-    ensure_span(fs, path, addr, addr.saturating_add(std::mem::size_of::<T>() as u64))?;
-    Ok(obj)
+    let header = addr.saturating_sub(OBJECT_HEADER as u64);
+    ensure_span(fs, path, header, addr.saturating_add(std::mem::size_of::<T>() as u64))?;
+    access.try_object(addr).map_err(dangling)
 }
 
 /// Makes resident every frame `[lo, hi)` touches (an object's header and

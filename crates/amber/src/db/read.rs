@@ -18,7 +18,7 @@ use super::session::TxState;
 use super::{Db, Tx, checked, translate};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::meta::RootEntry;
-use crate::format::objects::OBJECT_ALIGN;
+use crate::format::objects::{OBJECT_ALIGN, OBJECT_HEADER};
 use crate::db::index::{IndexKey, IndexRange, IndexValues, Nodes, reads};
 use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 use std::ops::RangeBounds;
@@ -336,7 +336,7 @@ impl<'a> Reading<'a> {
             .frame_at(buf as usize)
             .ok_or_else(|| not_live(buf, self.access.try_elements::<T>(buf, count).err()))?;
         let (fs, path) = (self.fs, self.source.name());
-        let header = buf.saturating_sub(crate::format::objects::OBJECT_HEADER as u64);
+        let header = buf.saturating_sub(OBJECT_HEADER as u64);
         super::ensure_span(fs, path, header, buf + 1)?;
         let items = (self.access.try_elements(buf, count)).map_err(|why| not_live(buf, Some(why)))?;
         super::ensure_span(fs, path, buf, buf.saturating_add(std::mem::size_of_val(items) as u64))?;
