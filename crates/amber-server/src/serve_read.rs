@@ -26,7 +26,8 @@ use amber::internals::store::{Refreshed, Store};
 use amber::internals::wire::{Change, ErrorCode, Request, Response, VERSION, WireBlock};
 use amber::{Error, StoreOptions};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// One connection's view of a database.
 #[derive(Debug)]
@@ -52,8 +53,54 @@ pub struct Served {
     /// The most bytes of images one answer may carry.
     limit: usize,
     /// The fetch-cluster buffer, kept from one `ReadCluster` to the next.
-    buf: Vec<u8>,
+    buf: ClusterBuf,
+    /// Whether the last `ReadCluster` took no longer than a read from the
+    /// page cache does ([`CACHED_READ`]).
+    cached_reads: bool,
 }
+
+/// A connection's fetch-cluster buffer, handed on to a later connection
+/// when this one ends: a fresh buffer's pages are faulted in by the first
+/// answers' reads, which made a new connection's first two fetches twice
+/// as slow as the next ones.
+#[derive(Debug)]
+struct ClusterBuf(Vec<u8>);
+
+/// The buffers of connections that ended, for the next ones.
+static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+impl ClusterBuf {
+    /// How many ended connections' buffers are kept, and the largest kept:
+    /// at most 8 MiB.
+    const KEPT: usize = 8;
+    const LARGEST: usize = 1 << 20;
+
+    fn new() -> ClusterBuf {
+        let mut buf =
+            (SPARE.lock().unwrap_or_else(PoisonError::into_inner).pop()).unwrap_or_default();
+        // Emptied, so that no byte another connection read (perhaps of
+        // another database) can reach this one's answers.
+        buf.clear();
+        ClusterBuf(buf)
+    }
+}
+
+impl Drop for ClusterBuf {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.0);
+        if (1..=Self::LARGEST).contains(&buf.capacity()) {
+            let mut spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner);
+            if spare.len() < Self::KEPT {
+                spare.push(buf);
+            }
+        }
+    }
+}
+
+/// The longest a fetch cluster's read may take to count as one from the
+/// page cache: a window of 256 KiB takes 50–100 µs from the page cache on
+/// the machine of docs/results, a read from an SSD several hundred.
+const CACHED_READ: Duration = Duration::from_micros(300);
 
 /// The wire's code for a store error.
 pub fn code_of(e: &Error) -> ErrorCode {
@@ -102,7 +149,8 @@ impl Served {
             kept: None,
             backup: None,
             limit,
-            buf: Vec::new(),
+            buf: ClusterBuf::new(),
+            cached_reads: false,
         })
     }
 
@@ -206,6 +254,15 @@ impl Served {
         }
     }
 
+    /// Whether `req` is a `ReadCluster` that may be answered on the
+    /// runtime's worker: the connection's last one was read from the page
+    /// cache, so this one most likely is too. A read that meets the disk
+    /// holds up the worker once, and the next ones are handed off
+    /// (`block_in_place`) until a read is quick again.
+    pub(crate) fn reads_from_memory(&self, req: &Request) -> bool {
+        matches!(req, Request::ReadCluster { .. }) && self.cached_reads
+    }
+
     /// A fetch cluster: the blocks starting in the range, read with one
     /// `pread` spanning them.
     fn cluster(&mut self, from: u64, pages: u64) -> Response {
@@ -218,14 +275,16 @@ impl Served {
                 return self.too_large(&format!("the cluster of pages {from}.."), bytes as usize);
             }
         }
-        let read = self.store.read_cluster(from, pages, &mut self.buf);
+        let started = Instant::now();
+        let read = self.store.read_cluster(from, pages, &mut self.buf.0);
+        self.cached_reads = started.elapsed() <= CACHED_READ;
         for b in &read {
             self.shipped.extend(b.head..b.head + u64::from(b.pages));
         }
         let span = read
             .last()
             .map_or(0, |b| b.at + b.pages as usize * ps)
-            .min(self.buf.len());
+            .min(self.buf.0.len());
         let blocks = read
             .into_iter()
             .map(|b| WireBlock {
@@ -235,9 +294,19 @@ impl Served {
                 error: b.image.err().map(|e| (code_of(&e), e.to_string())),
             })
             .collect();
-        Response::Cluster {
-            blocks,
-            data: self.buf[..span].to_vec(),
+        // The answer takes the buffer, which the session gives back once
+        // the answer is sent (`Served::sent`): the images are not copied.
+        let mut data = std::mem::take(&mut self.buf.0);
+        data.truncate(span);
+        Response::Cluster { blocks, data }
+    }
+
+    /// Takes back the fetch-cluster buffer a sent answer carried.
+    pub(crate) fn sent(&mut self, resp: Response) {
+        if let Response::Cluster { data, .. } = resp
+            && data.capacity() > self.buf.0.capacity()
+        {
+            self.buf.0 = data;
         }
     }
 
@@ -306,5 +375,36 @@ pub fn read_only() -> StoreOptions {
     StoreOptions {
         read_only: true,
         ..StoreOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only test of this binary that opens connections' buffers, so
+    /// that the spare it drops is the one it takes back.
+    #[test]
+    fn a_buffer_handed_on_keeps_its_memory_not_its_bytes() {
+        let mut a = ClusterBuf::new();
+        a.0.extend_from_slice(&[0xAB; 8192]);
+        let at = a.0.as_ptr();
+        drop(a);
+        let b = ClusterBuf::new();
+        assert!(b.0.is_empty(), "another connection's bytes were handed on");
+        assert_eq!(b.0.as_ptr(), at, "the buffer was not handed on");
+        assert!(b.0.capacity() >= 8192);
+        drop(b);
+        // One larger than kept is let go.
+        let mut big = ClusterBuf::new();
+        big.0.reserve(ClusterBuf::LARGEST + 1);
+        drop(big);
+        assert!(
+            SPARE
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|s| s.capacity() <= ClusterBuf::LARGEST)
+        );
     }
 }

@@ -155,7 +155,7 @@ async fn session<S: AsyncRead + AsyncWrite + Unpin>(
             log::info!("{peer}: closing: {code}: {message}");
             let frame = Response::Error { code, message }.encode();
             let wait = close_wait(opts);
-            if let Ok(Ok(())) = timeout(wait, write_flushed(&mut stream, &frame)).await {
+            if let Ok(Ok(())) = timeout(wait, write_flushed(&mut stream, &frame, &[])).await {
                 // Only a frame refused unread (a plaintext `Hello` to a
                 // TLS server is refused as `Auth`), or a client that
                 // sends before it reads, leaves bytes to drain.
@@ -211,7 +211,7 @@ pub async fn refuse_busy(
         frame: &[u8],
         wait: Duration,
     ) {
-        let _ = timeout(wait, write_flushed(&mut stream, frame)).await;
+        let _ = timeout(wait, write_flushed(&mut stream, frame, &[])).await;
         close(&mut stream, wait).await;
     }
     match tls {
@@ -365,7 +365,7 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
                 Ok((pending, done)) => served.finish_commit(pending, done.await.ok()),
                 Err(refused) => refused,
             }
-        } else if in_place && quick(&req) {
+        } else if in_place && (quick(&req) || served.reads_from_memory(&req)) {
             served.answer(&req)
         } else if in_place {
             tokio::task::block_in_place(|| served.answer(&req))
@@ -390,7 +390,9 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(n) => registered.sent(n),
             Err(end) => return end,
         }
-        if let Response::Committed { .. } = resp {
+        let committed = matches!(resp, Response::Committed { .. });
+        served.sent(resp);
+        if committed {
             crate::budget::relieve(shared, database).await;
         }
     }
@@ -400,8 +402,10 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
 /// writer has just written (a refresh's read of the log's tail, which the
 /// page cache holds): on the runtime's worker itself. `block_in_place`
 /// hands the worker's place to another thread and back, a few context
-/// switches that cost more than such an answer; the requests that read
-/// pages, sync the log or copy files keep it.
+/// switches that cost more than such an answer; the requests that sync
+/// the log or copy files keep it, and so do those that read pages unless
+/// the connection's reads come from the page cache
+/// (`Served::reads_from_memory`).
 fn quick(req: &Request) -> bool {
     matches!(
         req,
@@ -496,23 +500,25 @@ async fn send<S: AsyncWrite + Unpin>(
     opts: &ServeOptions,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<usize, End> {
-    let mut frame = resp.encode();
-    if frame.len() - 4 > opts.max_frame as usize {
-        frame = Response::Error {
+    let (mut head, mut tail) = resp.encode_split();
+    let body = head.len() - 4 + tail.len();
+    if body > opts.max_frame as usize {
+        head = Response::Error {
             code: ErrorCode::TooLarge,
             message: format!(
-                "the answer is {} bytes, more than the frame limit of {}: ask for fewer pages",
-                frame.len() - 4,
+                "the answer is {body} bytes, more than the frame limit of {}: ask for fewer pages",
                 opts.max_frame
             ),
         }
         .encode();
+        tail = &[];
     }
+    let len = head.len() + tail.len();
     let sent = |done: std::io::Result<()>| {
-        done.map(|()| frame.len())
+        done.map(|()| len)
             .map_err(|e| End::Lost(format!("writing an answer: {e}")))
     };
-    let write = write_flushed(stream, &frame);
+    let write = write_flushed(stream, &head, tail);
     tokio::pin!(write);
     // Most answers fit in the socket's buffer: written at the first poll,
     // without arming the timeout (a timer costs more than a small
@@ -538,10 +544,15 @@ async fn send<S: AsyncWrite + Unpin>(
     }
 }
 
-/// Writes `frame` and flushes it: a TLS stream may hold the last record
-/// until flushed.
-async fn write_flushed<S: AsyncWrite + Unpin>(stream: &mut S, frame: &[u8]) -> std::io::Result<()> {
-    stream.write_all(frame).await?;
+/// Writes a frame, `head` then `tail` (see `Response::encode_split`), and
+/// flushes it: a TLS stream may hold the last record until flushed.
+async fn write_flushed<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    head: &[u8],
+    tail: &[u8],
+) -> std::io::Result<()> {
+    stream.write_all(head).await?;
+    stream.write_all(tail).await?;
     stream.flush().await
 }
 

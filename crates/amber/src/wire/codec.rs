@@ -320,11 +320,18 @@ impl Request {
 impl Response {
     /// The whole frame of this response: length prefix, then body.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = match self {
-            Response::Cluster { blocks, data } => Frame::with_capacity(64 + 32 * blocks.len() + data.len()),
-            Response::Block(image) => Frame::with_capacity(8 + image.len()),
-            _ => Frame::new(),
-        };
+        let (mut head, tail) = self.encode_split();
+        head.extend_from_slice(tail);
+        head
+    }
+
+    /// The frame of this response in two parts, to be sent one after the
+    /// other: everything but the images a `Block` or `Cluster` ends with,
+    /// then those images, not copied (the server sends a fetch cluster
+    /// from the buffer it read it into). The length prefix counts both.
+    pub fn encode_split(&self) -> (Vec<u8>, &[u8]) {
+        let mut w = Frame::new();
+        let mut tail: &[u8] = &[];
         match self {
             Response::Welcome {
                 version,
@@ -355,7 +362,8 @@ impl Response {
             }
             Response::Block(image) => {
                 w.u8(BLOCK);
-                w.bytes(image);
+                w.count(image.len());
+                tail = image;
             }
             Response::Cluster { blocks, data } => {
                 w.u8(CLUSTER);
@@ -372,7 +380,8 @@ impl Response {
                         }
                     }
                 }
-                w.bytes(data);
+                w.count(data.len());
+                tail = data;
             }
             Response::Catalog { types, roots } => {
                 w.u8(CATALOG_OF);
@@ -464,11 +473,12 @@ impl Response {
             }
             Response::BackupBytes(b) => {
                 w.u8(BACKUP_BYTES);
-                w.bytes(b);
+                w.count(b.len());
+                tail = b;
             }
             Response::BackupDone => w.u8(BACKUP_DONE),
         }
-        w.finish()
+        (w.finish_after(tail.len()), tail)
     }
 
     /// Decodes a response body (without its length prefix).
@@ -682,18 +692,19 @@ impl Frame {
         Frame(vec![0; 4])
     }
 
-    /// A frame with room for `bytes` of body, so that a large answer (a
-    /// cluster's images) is not copied again as its vector grows.
-    fn with_capacity(bytes: usize) -> Frame {
-        let mut v = Vec::with_capacity(4 + bytes);
-        v.extend_from_slice(&[0; 4]);
-        Frame(v)
+    fn finish(self) -> Vec<u8> {
+        self.finish_after(0)
     }
 
-    fn finish(mut self) -> Vec<u8> {
+    /// The frame's bytes so far, with a prefix that counts `tail` more
+    /// bytes to be sent after them.
+    fn finish_after(mut self, tail: usize) -> Vec<u8> {
         // A body over 4 GiB cannot be framed; the prefix then says more
         // than any receiver's limit, which refuses the frame.
-        let n = u32::try_from(self.0.len() - 4).unwrap_or(u32::MAX);
+        let n = (self.0.len() - 4)
+            .checked_add(tail)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(u32::MAX);
         self.0[..4].copy_from_slice(&n.to_le_bytes());
         self.0
     }

@@ -356,3 +356,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A frame sent in two parts is the frame: its prefix counts both, and
+    /// the second part is the response's own images (a `Block`'s, a
+    /// `Cluster`'s, a backup's bytes), not a copy of them.
+    #[test]
+    fn a_split_frame_is_the_frame_and_borrows_its_images(r in response()) {
+        let (head, tail) = r.encode_split();
+        let whole = [&head[..], tail].concat();
+        prop_assert_eq!(&whole, &r.encode());
+        prop_assert_eq!(body(&whole).len(), whole.len() - 4);
+        let images: Option<&[u8]> = match &r {
+            Response::Block(b) | Response::BackupBytes(b) => Some(b),
+            Response::Cluster { data, .. } => Some(data),
+            _ => None,
+        };
+        match images {
+            Some(images) => prop_assert!(std::ptr::eq(tail, images)),
+            None => prop_assert!(tail.is_empty()),
+        }
+    }
+}
