@@ -61,8 +61,8 @@ pub struct Served {
 
 /// A connection's fetch-cluster buffer, handed on to a later connection
 /// when this one ends: a fresh buffer's pages are faulted in by the first
-/// answers' reads, which made a new connection's first two fetches twice
-/// as slow as the next ones.
+/// answers' reads, which made a new connection's first fetches much
+/// slower than the next ones (docs/design.md §10.8).
 #[derive(Debug)]
 struct ClusterBuf(Vec<u8>);
 
@@ -98,8 +98,8 @@ impl Drop for ClusterBuf {
 }
 
 /// The longest a fetch cluster's read may take to count as one from the
-/// page cache: a window of 256 KiB takes 50–100 µs from the page cache on
-/// the machine of docs/results, a read from an SSD several hundred.
+/// page cache: a few times what a window's read from the page cache takes,
+/// less than one from an SSD (docs/design.md §10.8).
 const CACHED_READ: Duration = Duration::from_micros(300);
 
 /// The wire's code for a store error.
