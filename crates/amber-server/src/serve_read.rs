@@ -301,11 +301,10 @@ impl Served {
         Response::Cluster { blocks, data }
     }
 
-    /// Takes back the fetch-cluster buffer a sent answer carried.
+    /// Takes back the fetch-cluster buffer a sent answer carried (taken
+    /// by `cluster`, which left the connection's empty).
     pub(crate) fn sent(&mut self, resp: Response) {
-        if let Response::Cluster { data, .. } = resp
-            && data.capacity() > self.buf.0.capacity()
-        {
+        if let Response::Cluster { data, .. } = resp {
             self.buf.0 = data;
         }
     }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Which of a database's files an error is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +160,16 @@ pub enum Error {
         /// What the server said, or what was wrong with its answer.
         what: String,
     },
+}
+
+/// The error for damage found in `file` at `path`, at `at`: what is wrong.
+pub(crate) fn corrupt(path: &Path, file: FileKind, at: Location, what: impl Into<String>) -> Error {
+    Error::Corrupt {
+        file,
+        path: path.to_path_buf(),
+        at,
+        what: what.into(),
+    }
 }
 
 impl Error {

@@ -10,7 +10,7 @@
 //! opening finds a whole database. The argument is in docs/design.md
 //! ("Collection").
 
-use crate::error::{Error, FileKind, Location, Result};
+use crate::error::{Error, FileKind, Location, Result, corrupt};
 use crate::format::PageNo;
 use crate::format::meta::RootEntry;
 use crate::format::superblock::{SLOT_OFFSETS, Superblock};
@@ -80,13 +80,8 @@ impl NewFile {
             let path = self.path.clone();
             move |e| Error::io(op, &path, e)
         };
-        let generation =
-            crate::format::slot::next_generation(sb.generation).map_err(|what| Error::Corrupt {
-                file: FileKind::PageFile,
-                path: db.to_path_buf(),
-                at: Location::Superblock(0),
-                what,
-            })?;
+        let generation = crate::format::slot::next_generation(sb.generation)
+            .map_err(|what| corrupt(db, FileKind::PageFile, Location::Superblock(0), what))?;
         let ps = self.page_size;
         let (heads, images) =
             build_meta_blobs(&mut fsm, roots, catalog, ps, &[], sb.checkpoint_lsn)?;

@@ -39,7 +39,7 @@ pub mod tx;
 pub mod verify;
 mod wpl;
 
-use crate::error::{Error, FileKind, Location, Result};
+use crate::error::{Error, Result, corrupt};
 use crate::format::meta::RootEntry;
 use crate::format::superblock::Superblock;
 use crate::format::{PageNo, first_data_page};
@@ -196,15 +196,6 @@ impl Deref for Store {
 
     fn deref(&self) -> &Core {
         &self.core
-    }
-}
-
-fn corrupt(path: &Path, file: FileKind, at: Location, what: impl Into<String>) -> Error {
-    Error::Corrupt {
-        file,
-        path: path.to_path_buf(),
-        at,
-        what: what.into(),
     }
 }
 

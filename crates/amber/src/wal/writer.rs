@@ -20,7 +20,7 @@
 
 use super::header::{LogHeader, RECORDS_START, SLOT_OFFSETS};
 use super::record::{Record, TxId};
-use crate::error::{Error, FileKind, Location, Result};
+use crate::error::{Error, FileKind, Location, Result, corrupt};
 use crate::io::IoFile;
 use std::path::PathBuf;
 use crate::vm::{AmberLock, Held, held};
@@ -238,12 +238,8 @@ impl LogWriter {
 
     /// The generation of the next log header written.
     fn next_generation(&self, s: &WState) -> Result<u64> {
-        crate::format::slot::next_generation(s.header_gen).map_err(|what| Error::Corrupt {
-            file: FileKind::Log,
-            path: self.path.clone(),
-            at: Location::File,
-            what,
-        })
+        crate::format::slot::next_generation(s.header_gen)
+            .map_err(|what| corrupt(&self.path, FileKind::Log, Location::File, what))
     }
 
     /// Clears the "closed cleanly" mark before the first append of a
