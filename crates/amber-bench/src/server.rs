@@ -135,6 +135,12 @@ pub struct ServerReport {
     /// The server's CPU time (user + system) over the remote phases,
     /// divided by the blocks it served, µs.
     pub server_cpu_us_per_block: f64,
+    /// The fetch clusters of the remote rounds (each connection's first
+    /// reads, of the OO1 engine's roots and index, and its cold
+    /// traversal) the server answered from its buffer pool and by reads
+    /// (`amber serve --image-cache-mib`; its status report's counts). A
+    /// cluster an earlier round fetched is a hit unless it was let go.
+    pub server_image_cache: CacheCounts,
     /// The server's peak resident memory, KiB.
     pub server_peak_rss_kib: Option<u64>,
     /// This process's peak resident memory (the client and the local
@@ -285,46 +291,92 @@ fn connect_when_up(url: &str, opts: &Options) -> Result<Db, BenchError> {
     }
 }
 
-/// `n` round trips on one authenticated connection (mutual TLS as `opts`
-/// says, and the token), µs each: a `Stats` request (the server answers
-/// from memory) and its answer.
-fn round_trips(
-    (addr, name): (&str, &str),
-    opts: &RemoteOptions,
-    n: usize,
-) -> Result<Vec<f64>, BenchError> {
-    let fail =
-        |e: &dyn std::fmt::Display| BenchError::new(format!("bench server: round trips: {e}"));
-    let tcp = TcpStream::connect(addr).map_err(|e| fail(&e))?;
-    tcp.set_nodelay(true).map_err(|e| fail(&e))?;
-    let tls = opts.tls.as_ref().ok_or_else(|| fail(&"no TLS options"))?;
-    let mut s = tls::connect(tls, tcp, addr, &format!("amber://{addr}/{name}"))?;
-    let mut ask = |req: &Request| -> Result<Response, BenchError> {
-        s.write_all(&req.encode())
-            .and_then(|()| s.flush())
-            .map_err(|e| fail(&e))?;
-        let body = wire::read_frame(&mut s, wire::DEFAULT_MAX_FRAME).map_err(|e| fail(&e))?;
-        Response::decode(&body).map_err(|e| fail(&e))
-    };
-    let hello = Request::Hello {
-        version: wire::VERSION,
-        database: name.to_string(),
-        token: opts.token.clone().unwrap_or_default(),
-    };
-    match ask(&hello)? {
-        Response::Welcome { .. } => {}
-        other => return Err(fail(&format!("the greeting was answered {other:?}"))),
-    }
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        match ask(&Request::Stats)? {
-            Response::Stats { .. } => out.push(t.elapsed().as_secs_f64() * 1e6),
-            other => return Err(fail(&format!("Stats was answered {other:?}"))),
+/// A connection of the bench's own to the server, authenticated as the
+/// clients' are (mutual TLS as their options say, and the token), for
+/// requests `Db` does not make: round trips timed, the status report.
+struct Probe {
+    stream: tls::TlsStream,
+}
+
+impl Probe {
+    fn open((addr, name): (&str, &str), opts: &RemoteOptions) -> Result<Probe, BenchError> {
+        let tcp = TcpStream::connect(addr).map_err(|e| probe_failed(&e))?;
+        tcp.set_nodelay(true).map_err(|e| probe_failed(&e))?;
+        let tls = opts
+            .tls
+            .as_ref()
+            .ok_or_else(|| probe_failed(&"no TLS options"))?;
+        let stream = tls::connect(tls, tcp, addr, &format!("amber://{addr}/{name}"))?;
+        let mut probe = Probe { stream };
+        let hello = Request::Hello {
+            version: wire::VERSION,
+            database: name.to_string(),
+            token: opts.token.clone().unwrap_or_default(),
+        };
+        match probe.ask(&hello)? {
+            Response::Welcome { .. } => Ok(probe),
+            other => Err(probe_failed(&format!(
+                "the greeting was answered {other:?}"
+            ))),
         }
     }
-    let _ = ask(&Request::Bye);
-    Ok(out)
+
+    fn ask(&mut self, req: &Request) -> Result<Response, BenchError> {
+        let s = &mut self.stream;
+        s.write_all(&req.encode())
+            .and_then(|()| s.flush())
+            .map_err(|e| probe_failed(&e))?;
+        let body = wire::read_frame(s, wire::DEFAULT_MAX_FRAME).map_err(|e| probe_failed(&e))?;
+        Response::decode(&body).map_err(|e| probe_failed(&e))
+    }
+
+    /// `n` round trips, µs each: a `Stats` request (the server answers
+    /// from memory) and its answer.
+    fn round_trips(&mut self, n: usize) -> Result<Vec<f64>, BenchError> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            match self.ask(&Request::Stats)? {
+                Response::Stats { .. } => out.push(t.elapsed().as_secs_f64() * 1e6),
+                other => return Err(probe_failed(&format!("Stats was answered {other:?}"))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The server's buffer pool of the (only) database so far: its hits
+    /// and misses, from the status report.
+    fn image_cache(&mut self) -> Result<CacheCounts, BenchError> {
+        let Response::Report(json) = self.ask(&Request::Status)? else {
+            return Err(probe_failed(&"Status was not answered with a report"));
+        };
+        let doc: serde_json::Value = serde_json::from_str(&json).map_err(|e| probe_failed(&e))?;
+        let c = &doc["databases"][0]["image_cache"];
+        let n = |k: &str| c[k].as_u64().unwrap_or(0);
+        Ok(CacheCounts {
+            hits: n("hits"),
+            misses: n("misses"),
+        })
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let _ = self.ask(&Request::Bye);
+    }
+}
+
+fn probe_failed(e: &dyn std::fmt::Display) -> BenchError {
+    BenchError::new(format!("bench server: the bench's own connection: {e}"))
+}
+
+/// Fetch clusters the server answered from its buffer pool and by reads.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct CacheCounts {
+    /// Answered from the pool.
+    pub hits: u64,
+    /// Read from the file.
+    pub misses: u64,
 }
 
 /// Runs the benchmark.
@@ -379,7 +431,9 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
     let db = connect_when_up(&url, &remote_opts)?;
     let backend = db.backend().to_string();
     drop(db);
-    let rtt = round_trips((&addr, name), &remote_opts.remote, cfg.round_trips)?;
+    let mut probe = Probe::open((&addr, name), &remote_opts.remote)?;
+    let rtt = probe.round_trips(cfg.round_trips)?;
+    let cache_before = probe.image_cache()?;
 
     let mut rng = Rng::seed_from_u64(cfg.seed);
     let (mut local, mut remote) = (Vec::new(), Vec::new());
@@ -414,6 +468,8 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
         local.push(l);
         remote.push(r);
     }
+    let cache_after = probe.image_cache()?;
+    drop(probe);
     // The write figures.
     let rtt_median = summarize(&rtt).median;
     let (local_commit_ms, remote_commit_ms, local_tx_ms, remote_tx_ms, commit_ratio) =
@@ -494,6 +550,10 @@ pub fn run(cfg: &ServerConfig) -> Result<ServerReport, BenchError> {
         blocks_per_cold_traversal: median(remote.iter().map(|s| s.fetched as f64).collect()),
         faults_per_cold_traversal: median(remote.iter().map(|s| s.faults as f64).collect()),
         server_cpu_us_per_block: server_cpu * 1e6 / served.max(1) as f64,
+        server_image_cache: CacheCounts {
+            hits: cache_after.hits - cache_before.hits,
+            misses: cache_after.misses - cache_before.misses,
+        },
         server_peak_rss_kib,
         client_peak_rss_kib: procfs::peak_rss_kib(),
         commit_vs_local_plus_rtt: writes.commit_vs_local_plus_rtt,
@@ -547,6 +607,10 @@ pub fn render(r: &ServerReport) -> String {
         r.blocks_per_cold_traversal,
         r.faults_per_cold_traversal,
         r.server_cpu_us_per_block
+    );
+    out += &format!(
+        "  the remote rounds' fetch clusters: {} answered from the server's buffer pool, {} read\n",
+        r.server_image_cache.hits, r.server_image_cache.misses
     );
     let kib =
         |k: Option<u64>| k.map_or("?".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));

@@ -153,6 +153,16 @@ fn status_lines(doc: &Value, out: &mut String) {
             u(d, "aborts"),
             u(d, "pages_served"),
         );
+        let p = &d["image_cache"];
+        let _ = writeln!(
+            out,
+            "  buffer pool: {} of {} bytes in {} fetch cluster(s); {} answered from it, {} read",
+            u(p, "bytes"),
+            u(p, "capacity_bytes"),
+            u(p, "entries"),
+            u(p, "hits"),
+            u(p, "misses"),
+        );
         let w = &d["writer"];
         if w.is_object() {
             let _ = writeln!(

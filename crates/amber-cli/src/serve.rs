@@ -96,9 +96,16 @@ pub struct Args {
     /// writers' pending changes (each checkpoints at its share), half
     /// for the connections' buffers (--max-buffered and a request
     /// frame each: a connection beyond what fits is told the server
-    /// is busy), a quarter left for the rest.
+    /// is busy), an eighth at most for the buffer pool (--image-cache-mib),
+    /// the rest left for the runtime.
     #[arg(long, value_name = "N")]
     pub memory_mib: Option<usize>,
+    /// The server's buffer pool of fetch clusters already read and
+    /// verified, shared by every connection to a database and split evenly
+    /// between the databases: N MiB (with --memory-mib, no more than an
+    /// eighth of it). 0: every fetch reads the file.
+    #[arg(long, value_name = "N", default_value_t = amber_server::config::DEFAULT_IMAGE_CACHE >> 20)]
+    pub image_cache_mib: usize,
     /// Instead of serving, write a self-signed CA (ca.pem, ca.key), a
     /// server certificate for localhost, 127.0.0.1, ::1 and each
     /// --cert-host (server.pem, server.key) and a client certificate
@@ -154,6 +161,7 @@ pub fn serve(a: Args, out: &mut String) -> Result<ExitCode, CliError> {
         hello_timeout: seconds(a.hello_timeout, "--hello-timeout")?,
         read_only: a.read_only,
         memory_budget: a.memory_mib.map(|m| m.saturating_mul(1 << 20)),
+        image_cache: a.image_cache_mib.saturating_mul(1 << 20),
         ..ServeOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -22,8 +22,10 @@
 //! `checkpoint_log_bytes`), which also bounds what each connection's store
 //! replays from the log; half to the connections — a connection is
 //! admitted only while the worst case of every connection's buffers fits,
-//! the next is answered `Busy`; the last quarter is left for the runtime,
-//! the stores' replays and the validator, which are not counted. A
+//! the next is answered `Busy`; an eighth at most to the buffer pools of
+//! framed fetch clusters (`image_cache.rs`), split evenly; the rest is left
+//! for the runtime, the stores' replays and the validator, which are not
+//! counted. A
 //! checkpoint deferred by a connection's old snapshot lets its writer's
 //! pending changes outgrow the share until that connection moves.
 
@@ -64,6 +66,16 @@ pub fn writer_options(opts: &ServeOptions) -> StoreOptions {
         o.checkpoint_log_bytes = o.checkpoint_log_bytes.min(share as u64);
     }
     o
+}
+
+/// The bytes of each database's buffer pool: its even share of
+/// `image_cache`, and with a budget, of no more than an eighth of it.
+pub fn image_cache_share(opts: &ServeOptions) -> usize {
+    let all = match opts.memory_budget {
+        Some(b) => opts.image_cache.min(b / 8),
+        None => opts.image_cache,
+    };
+    all / opts.databases.len().max(1)
 }
 
 /// The log a writer may hold since its last checkpoint: its share of the
@@ -142,6 +154,8 @@ mod tests {
         assert_eq!(w.checkpoint_pending_bytes, 8 << 20);
         assert_eq!(w.checkpoint_log_bytes, 8 << 20);
         assert!(check(&opts).is_ok());
+        // An eighth of 64 MiB, split between the two databases.
+        assert_eq!(image_cache_share(&opts), 4 << 20);
         let none = ServeOptions {
             memory_budget: None,
             ..opts.clone()
@@ -151,6 +165,7 @@ mod tests {
             writer_options(&none).checkpoint_pending_bytes,
             StoreOptions::default().checkpoint_pending_bytes
         );
+        assert_eq!(image_cache_share(&none), none.image_cache / 2);
         let small = ServeOptions {
             memory_budget: Some(8 << 20),
             ..opts

@@ -19,6 +19,10 @@ use std::time::Duration;
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 7878);
 
+/// The bytes of the server's buffer pool unless told otherwise
+/// ([`ServeOptions::image_cache`]): 128 MiB.
+pub const DEFAULT_IMAGE_CACHE: usize = 128 << 20;
+
 /// A server's configuration.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -73,6 +77,11 @@ pub struct ServeOptions {
     /// writers' pending changes and the connections' buffers
     /// (`budget.rs`); `None`: no bound beyond the per-connection ones.
     pub memory_budget: Option<usize>,
+    /// The bytes of the server's buffer pool of framed fetch clusters
+    /// (`image_cache.rs`), shared evenly between the databases; with a
+    /// memory budget, no more than an eighth of it. 0: none, every
+    /// fetch reads the file.
+    pub image_cache: usize,
     /// The file system the databases are on: the real one, or in tests the
     /// crash model (`amber::internals::io::crash`) or the fault model
     /// (`countdown`), so that every file the server reads and writes while
@@ -116,6 +125,7 @@ impl Default for ServeOptions {
             blocking: Blocking::InPlace,
             read_only: false,
             memory_budget: None,
+            image_cache: DEFAULT_IMAGE_CACHE,
             vfs: Arc::new(RealVfs),
         }
     }

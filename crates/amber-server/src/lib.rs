@@ -24,6 +24,8 @@
 //!   within a deadline, the token compared in constant time, then requests until `Bye`, an idle
 //!   timeout, a bad frame or shutdown.
 //! - [`serve_read`]: the answers, from the connection's store.
+//! - [`image_cache`]: the server's buffer pool — fetch clusters already
+//!   read, verified and framed, with the snapshots they are right at.
 //! - [`serve_write`]: transactions — reservations, types, commits through
 //!   the writer store.
 //! - [`validator`]: backward validation at page granularity.
@@ -43,6 +45,7 @@ pub mod budget;
 pub mod certs;
 mod committer;
 pub mod config;
+pub mod image_cache;
 pub mod listener;
 pub mod procfs;
 pub mod serve_read;

@@ -4,6 +4,7 @@
 //! closes), wait for them all, then close the databases' writers (each
 //! checkpointed).
 
+use crate::image_cache::ImageCache;
 use crate::serve_read::read_only;
 use crate::serve_write::Writer;
 use crate::status::Registry;
@@ -28,6 +29,8 @@ pub struct Shared {
     pub databases: HashMap<String, PathBuf>,
     /// Their writers, by name (none when served `read_only`).
     pub writers: HashMap<String, Arc<Writer>>,
+    /// Their buffer pools, by name.
+    pub caches: HashMap<String, Arc<ImageCache>>,
     /// The connections and counters `Status` reports.
     pub status: Registry,
     /// The TLS configuration, when served over TLS.
@@ -53,6 +56,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     let tls = opts.tls.as_ref().map(tls::server_config).transpose()?;
     let mut databases = HashMap::new();
     let mut writers = HashMap::new();
+    let mut caches = HashMap::new();
     for (name, path) in &opts.databases {
         let (n, p) = (name.clone(), path.clone());
         let served_read_only = opts.read_only;
@@ -82,6 +86,8 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             writers.insert(name.clone(), Arc::new(writer));
         }
         databases.insert(name.clone(), path.clone());
+        let cache = ImageCache::new(budget::image_cache_share(&opts));
+        caches.insert(name.clone(), Arc::new(cache));
     }
     let listener = TcpListener::bind(opts.listen)
         .await
@@ -97,6 +103,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             opts,
             databases,
             writers,
+            caches,
             tls,
         }),
     })

@@ -17,7 +17,12 @@
 //! bounded before anything is read: a range is cut at the snapshot's last
 //! page (the store walks a range page by page), and a request whose images
 //! would exceed the connection's share of memory is refused `TooLarge`.
+//!
+//! A fetch cluster already read at the connection's snapshot is answered
+//! from the database's buffer pool (`image_cache.rs`) without a read; one
+//! read is offered to the pool once it has been sent.
 
+use crate::image_cache::{ClusterKey, Framed, ImageCache};
 use crate::serve_write::{Kept, OpenTx, Writer, next_conn};
 use crate::validator::{Pages, ROOT_PAGE};
 use amber::internals::io::Vfs;
@@ -57,6 +62,11 @@ pub struct Served {
     /// Whether the last `ReadCluster` took no longer than a read from the
     /// page cache does ([`CACHED_READ`]).
     cached_reads: bool,
+    /// The database's buffer pool.
+    cache: Arc<ImageCache>,
+    /// The cluster the answer being sent read, and the snapshot it read
+    /// it at, when every block of it was read whole: for the pool.
+    to_keep: Option<(ClusterKey, u64)>,
 }
 
 /// A connection's fetch-cluster buffer, handed on to a later connection
@@ -131,12 +141,13 @@ pub(crate) fn refuse(code: ErrorCode, message: impl Into<String>) -> Response {
 impl Served {
     /// Opens `path` on `vfs` read-only at its last commit. `limit` bounds
     /// the image bytes of one answer; `writer` is the database's writer,
-    /// when the server writes it.
+    /// when the server writes it; `cache` its buffer pool.
     pub fn open(
         vfs: Arc<dyn Vfs>,
         path: &Path,
         limit: usize,
         writer: Option<Arc<Writer>>,
+        cache: Arc<ImageCache>,
     ) -> Result<Served, Error> {
         let store = Store::open(vfs.clone(), path, read_only())?;
         Ok(Served {
@@ -151,6 +162,8 @@ impl Served {
             limit,
             buf: ClusterBuf::new(),
             cached_reads: false,
+            cache,
+            to_keep: None,
         })
     }
 
@@ -263,6 +276,25 @@ impl Served {
         matches!(req, Request::ReadCluster { .. }) && self.cached_reads
     }
 
+    /// The answer to `req` if it is a `ReadCluster` the buffer pool holds
+    /// right at the connection's snapshot, with the blocks where the
+    /// connection's block map has them; the answer's pages join the
+    /// shipped set as a read's would.
+    pub(crate) fn cached(&mut self, req: &Request) -> Option<Arc<Framed>> {
+        let Request::ReadCluster { from, pages } = *req else {
+            return None;
+        };
+        let pages = self.clamp(from, pages);
+        let store = &self.store;
+        let framed = self.cache.get((from, pages), store.snapshot_lsn(), |f| {
+            store.blocks_starting_in(from, pages) == f.blocks
+        })?;
+        for &(head, n) in &framed.blocks {
+            self.shipped.extend(head..head + u64::from(n));
+        }
+        Some(framed)
+    }
+
     /// A fetch cluster: the blocks starting in the range, read with one
     /// `pread` spanning them.
     fn cluster(&mut self, from: u64, pages: u64) -> Response {
@@ -278,6 +310,8 @@ impl Served {
         let started = Instant::now();
         let read = self.store.read_cluster(from, pages, &mut self.buf.0);
         self.cached_reads = started.elapsed() <= CACHED_READ;
+        self.to_keep = (read.iter().all(|b| b.image.is_ok()))
+            .then(|| ((from, pages), self.store.snapshot_lsn()));
         for b in &read {
             self.shipped.extend(b.head..b.head + u64::from(b.pages));
         }
@@ -302,9 +336,22 @@ impl Served {
     }
 
     /// Takes back the fetch-cluster buffer a sent answer carried (taken
-    /// by `cluster`, which left the connection's empty).
+    /// by `cluster`, which left the connection's empty), once the buffer
+    /// pool has a copy of the frame if the cluster was read whole. The
+    /// copy is made after the answer has gone, while the client installs
+    /// its pages.
     pub(crate) fn sent(&mut self, resp: Response) {
-        if let Response::Cluster { data, .. } = resp {
+        let keep = self.to_keep.take();
+        let head = keep.map(|_| resp.encode_split().0);
+        if let Response::Cluster { data, blocks } = resp {
+            if let (Some((key, snapshot)), Some(head)) = (keep, head) {
+                let framed = Framed {
+                    head,
+                    tail: data.clone(),
+                    blocks: blocks.iter().map(|b| (b.head, b.pages)).collect(),
+                };
+                self.cache.put(key, snapshot, framed);
+            }
             self.buf.0 = data;
         }
     }
@@ -313,7 +360,12 @@ impl Served {
     /// what the client must drop, which leaves the shipped set too.
     pub(crate) fn moved(&mut self) -> Result<(u64, Change), Error> {
         let catalog_before = self.store.catalog_changes();
-        let change = match self.store.refresh()? {
+        let snapshot_before = self.store.snapshot_lsn();
+        let refreshed = self.store.refresh()?;
+        if let Refreshed::Pages { lsn, pages } = &refreshed {
+            self.cache.advance(snapshot_before, *lsn, pages);
+        }
+        let change = match refreshed {
             Refreshed::Unchanged => Change::Unchanged,
             // The snapshot has moved: an answer refused as too large would
             // leave the client holding pages that changed. A list over the

@@ -21,6 +21,7 @@
 //! with the peer's address, answered with an `Error` frame when the
 //! socket still takes one, and closes this connection only.
 
+use crate::image_cache::ImageCache;
 use crate::listener::Shared;
 use crate::serve_read::{Served, code_of};
 use crate::{Blocking, ServeOptions, status, tls};
@@ -281,8 +282,11 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let cap = answer_limit(opts.max_frame, opts.max_buffered);
     let writer = shared.writers.get(&database).cloned();
+    let cache =
+        (shared.caches.get(&database).cloned()).unwrap_or_else(|| Arc::new(ImageCache::new(0)));
     let vfs = opts.vfs.clone();
-    let opened = tokio::task::spawn_blocking(move || Served::open(vfs, &path, cap, writer)).await;
+    let opened =
+        tokio::task::spawn_blocking(move || Served::open(vfs, &path, cap, writer, cache)).await;
     let served = match opened {
         Ok(Ok(s)) => s,
         // A read-only open refuses misuse only when the reader table is
@@ -349,6 +353,15 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
         log::trace!("{peer}: {}", name(&req));
         if req == Request::Status {
             match send(stream, &status::report(shared), opts, shutdown).await {
+                Ok(n) => registered.sent(n),
+                Err(end) => return end,
+            }
+            continue;
+        }
+        // Held by the buffer pool: sent as it was framed, on the worker.
+        if let Some(framed) = served.cached(&req) {
+            registered.answered_cached(&framed, &served);
+            match send_frame(stream, &framed.head, &framed.tail, opts, shutdown).await {
                 Ok(n) => registered.sent(n),
                 Err(end) => return end,
             }
@@ -500,10 +513,22 @@ async fn send<S: AsyncWrite + Unpin>(
     opts: &ServeOptions,
     shutdown: &mut watch::Receiver<bool>,
 ) -> Result<usize, End> {
-    let (mut head, mut tail) = resp.encode_split();
+    let (head, tail) = resp.encode_split();
+    send_frame(stream, &head, tail, opts, shutdown).await
+}
+
+/// Sends a frame, `head` then `tail`, as `send` does.
+async fn send_frame<S: AsyncWrite + Unpin>(
+    stream: &mut S,
+    mut head: &[u8],
+    mut tail: &[u8],
+    opts: &ServeOptions,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<usize, End> {
     let body = head.len() - 4 + tail.len();
+    let refusal;
     if body > opts.max_frame as usize {
-        head = Response::Error {
+        refusal = Response::Error {
             code: ErrorCode::TooLarge,
             message: format!(
                 "the answer is {body} bytes, more than the frame limit of {}: ask for fewer pages",
@@ -511,6 +536,7 @@ async fn send<S: AsyncWrite + Unpin>(
             ),
         }
         .encode();
+        head = &refusal;
         tail = &[];
     }
     let len = head.len() + tail.len();
@@ -518,7 +544,7 @@ async fn send<S: AsyncWrite + Unpin>(
         done.map(|()| len)
             .map_err(|e| End::Lost(format!("writing an answer: {e}")))
     };
-    let write = write_flushed(stream, &head, tail);
+    let write = write_flushed(stream, head, tail);
     tokio::pin!(write);
     // Most answers fit in the socket's buffer: written at the first poll,
     // without arming the timeout (a timer costs more than a small

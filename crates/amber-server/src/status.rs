@@ -14,6 +14,7 @@
 //! No locks are listed: the protocol holds none. A transaction reads its
 //! snapshot and the server validates it at commit (docs/design.md §11).
 
+use crate::image_cache::Framed;
 use crate::listener::Shared;
 use crate::procfs;
 use crate::serve_read::Served;
@@ -143,7 +144,6 @@ impl Registered<'_> {
     /// A request was answered `resp`: the counters it moves, and the
     /// connection's state after it.
     pub fn answered(&self, resp: &Response, served: &Served) {
-        let c = &self.conn;
         if let Some(db) = self.db {
             let ps = served.store.page_size() as u64;
             match resp {
@@ -163,6 +163,21 @@ impl Registered<'_> {
                 _ => 0,
             };
         }
+        self.seen(served);
+    }
+
+    /// A `ReadCluster` was answered from the buffer pool with `framed`.
+    pub fn answered_cached(&self, framed: &Framed, served: &Served) {
+        if let Some(db) = self.db {
+            let pages = framed.blocks.iter().map(|b| u64::from(b.1)).sum();
+            db.pages_served.fetch_add(pages, Relaxed);
+        }
+        self.seen(served);
+    }
+
+    /// The connection's state after an answer.
+    fn seen(&self, served: &Served) {
+        let c = &self.conn;
         c.snapshot_lsn.store(served.store.snapshot_lsn(), Relaxed);
         c.in_transaction.store(served.tx.is_some(), Relaxed);
         c.shipped.store(served.shipped.len() as u64, Relaxed);
@@ -233,6 +248,16 @@ pub fn report(shared: &Shared) -> Response {
                 "conflicts": n(|c| &c.conflicts),
                 "aborts": n(|c| &c.aborts),
                 "pages_served": n(|c| &c.pages_served),
+                "image_cache": shared.caches.get(name).map(|c| {
+                    let s = c.stats();
+                    json!({
+                        "capacity_bytes": c.capacity(),
+                        "bytes": s.bytes,
+                        "entries": s.entries,
+                        "hits": s.hits,
+                        "misses": s.misses,
+                    })
+                }),
                 "writer": writer,
             })
         })
