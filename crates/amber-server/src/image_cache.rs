@@ -9,11 +9,14 @@
 //! It is read at one snapshot (`lo == hi`); a connection that moves its
 //! snapshot from `s` to `t` learns which pages commits changed in between
 //! (`Refreshed::Pages`, the list a client drops from its own cache), and
-//! every entry right at `s` that holds none of them is right at `t` too.
-//! A move past a checkpoint (`Refreshed::Everything`) extends nothing:
-//! the entries are left to age out. Whether each block of the cluster is
-//! still where it was at `t` (a free changes no page) is checked at each
-//! hit by the connection against its own block map.
+//! the pool records that move: an entry right at `s` that holds none of
+//! those pages is right at `t` too. Entries are carried along the
+//! recorded moves when they are looked up, not when a move is recorded,
+//! so that a refresh costs the same however many entries the pool holds.
+//! A move past a checkpoint (`Refreshed::Everything`) is not recorded:
+//! entries are not carried across it, and age out. Whether each block of
+//! the cluster is still where it was at `t` (a free changes no page) is
+//! checked at each hit by the connection against its own block map.
 //!
 //! Only clusters whose every block was read whole are kept: an answer
 //! carrying a damaged block's error is read again each time, so the
@@ -81,7 +84,18 @@ struct Inner {
     bytes: usize,
     hits: u64,
     misses: u64,
+    /// The moves of connections' snapshots recorded, `(from, to)`, and
+    /// the pages commits changed in between (sorted).
+    moves: BTreeMap<(u64, u64), Vec<u64>>,
+    /// The pages those lists hold.
+    move_pages: usize,
 }
+
+/// The most moves the pool records, and the most pages their lists hold
+/// (8 bytes each): the oldest go first. An entry last known right at a
+/// snapshot older than every move kept is not carried further.
+const MOVES_KEPT: usize = 4096;
+const MOVE_PAGES_KEPT: usize = 1 << 20;
 
 /// What `Status` reports of a pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,6 +119,39 @@ impl Inner {
             slot.used = now;
             self.by_use.insert(now, key);
         }
+    }
+
+    /// Whether the entry of `key` is right at `snapshot`: read at or
+    /// before it, and carried to it along recorded moves none of which
+    /// changed a page of it. How far it was carried is kept.
+    fn right_at(&mut self, key: ClusterKey, snapshot: u64) -> bool {
+        let Some(slot) = self.slots.get_mut(&key) else {
+            return false;
+        };
+        if snapshot < slot.lo {
+            return false;
+        }
+        let span = slot.framed.span();
+        while slot.hi < snapshot {
+            // The longest recorded move from where the entry is known
+            // right that does not pass `snapshot`: the commits it spans
+            // are all before `snapshot`, so a page of the entry changed
+            // there is changed at `snapshot` too.
+            let from = slot.hi;
+            let Some((&(_, to), changed)) = self
+                .moves
+                .range((from, from + 1)..=(from, snapshot))
+                .next_back()
+            else {
+                return false;
+            };
+            let i = changed.partition_point(|&p| p < span.start);
+            if changed.get(i).is_some_and(|&p| p < span.end) {
+                return false;
+            }
+            slot.hi = to;
+        }
+        true
     }
 
     fn remove(&mut self, key: ClusterKey) {
@@ -136,9 +183,12 @@ impl ImageCache {
         snapshot: u64,
         in_place: impl FnOnce(&Framed) -> bool,
     ) -> Option<Arc<Framed>> {
-        let found = (self.lock().slots.get(&key))
-            .filter(|s| (s.lo..=s.hi).contains(&snapshot))
-            .map(|s| s.framed.clone());
+        let found = {
+            let mut inner = self.lock();
+            (inner.right_at(key, snapshot))
+                .then(|| inner.slots.get(&key).map(|s| s.framed.clone()))
+                .flatten()
+        };
         // Checked without the pool's lock: `in_place` takes the store's.
         let hit = found.filter(|f| in_place(f));
         let mut inner = self.lock();
@@ -188,19 +238,23 @@ impl ImageCache {
     }
 
     /// A connection moved its snapshot from `from` to `to`, and commits
-    /// in between changed `changed` (sorted): every entry right at `from`
-    /// that holds none of those pages is right up to `to`.
-    pub fn advance(&self, from: u64, to: u64, changed: &[u64]) {
+    /// in between changed `changed` (sorted): recorded, so that an entry
+    /// right at `from` that holds none of those pages is right at `to`.
+    pub fn moved(&self, from: u64, to: u64, changed: &[u64]) {
+        if self.capacity == 0 || to <= from || changed.len() > MOVE_PAGES_KEPT {
+            return;
+        }
         let mut inner = self.lock();
-        for slot in inner.slots.values_mut() {
-            if slot.hi >= to || !(slot.lo..=slot.hi).contains(&from) {
-                continue;
-            }
-            let span = slot.framed.span();
-            let i = changed.partition_point(|&p| p < span.start);
-            if changed.get(i).is_none_or(|&p| p >= span.end) {
-                slot.hi = to;
-            }
+        if inner.moves.contains_key(&(from, to)) {
+            return;
+        }
+        inner.moves.insert((from, to), changed.to_vec());
+        inner.move_pages += changed.len();
+        while inner.moves.len() > MOVES_KEPT || inner.move_pages > MOVE_PAGES_KEPT {
+            let Some((_, gone)) = inner.moves.pop_first() else {
+                break;
+            };
+            inner.move_pages -= gone.len();
         }
     }
 
@@ -249,17 +303,17 @@ mod tests {
             "the blocks are no longer where they were"
         );
         // A commit that changed page 13 (in the cluster): not carried.
-        c.advance(5, 7, &[3, 13, 40]);
+        c.moved(5, 7, &[3, 13, 40]);
         assert!(c.get((10, 4), 7, |_| true).is_none());
         // One that changed pages on either side of it: carried.
-        c.advance(5, 9, &[3, 9, 14, 40]);
+        c.moved(5, 9, &[3, 9, 14, 40]);
         assert!(c.get((10, 4), 9, |_| true).is_some());
         assert!(
             c.get((10, 4), 7, |_| true).is_some(),
             "right at every snapshot between"
         );
         // From a snapshot it was not right at: not carried.
-        c.advance(11, 12, &[]);
+        c.moved(11, 12, &[]);
         assert!(c.get((10, 4), 12, |_| true).is_none());
         let s = c.stats();
         assert_eq!((s.entries, s.hits, s.misses), (1, 3, 6));
@@ -268,6 +322,40 @@ mod tests {
         c.put((10, 4), 9, framed(&[(10, 4)], 2));
         assert_eq!(c.get((10, 4), 9, |_| true).unwrap().blocks, [(10, 4)]);
         assert!(c.get((10, 4), 7, |_| true).is_none());
+        // Along a chain of moves, each as far as it goes without passing
+        // the snapshot asked for.
+        c.moved(9, 10, &[]);
+        c.moved(10, 20, &[12]);
+        c.moved(10, 11, &[20]);
+        assert!(c.get((10, 4), 11, |_| true).is_some());
+        c.moved(11, 12, &[]);
+        assert!(c.get((10, 4), 12, |_| true).is_some(), "9 → 10 → 11 → 12");
+        assert!(c.get((10, 4), 20, |_| true).is_none(), "12 → 20 unknown");
+    }
+
+    #[test]
+    fn the_oldest_moves_go_first() {
+        let c = ImageCache::new(1 << 20);
+        c.put((0, 1), 0, framed(&[(0, 1)], 1));
+        for s in 0..MOVES_KEPT as u64 {
+            c.moved(s, s + 1, &[100]);
+        }
+        assert!(c.get((0, 1), MOVES_KEPT as u64, |_| true).is_some());
+        c.put((0, 1), 0, framed(&[(0, 1)], 1));
+        c.moved(MOVES_KEPT as u64, MOVES_KEPT as u64 + 1, &[100]);
+        assert!(
+            c.get((0, 1), 1, |_| true).is_some(),
+            "a read at an older snapshot does not replace a newer entry"
+        );
+        // The move from 0 is gone: an entry read at 0 is not carried.
+        c.put((5, 1), 0, framed(&[(5, 1)], 1));
+        assert!(c.get((5, 1), 1, |_| true).is_none());
+        assert!(c.get((5, 1), 0, |_| true).is_some());
+        // A list longer than the pages kept is not recorded.
+        c.put((7, 1), MOVES_KEPT as u64 + 1, framed(&[(7, 1)], 1));
+        let long: Vec<u64> = (1000..1000 + MOVE_PAGES_KEPT as u64 + 1).collect();
+        c.moved(MOVES_KEPT as u64 + 1, MOVES_KEPT as u64 + 2, &long);
+        assert!(c.get((7, 1), MOVES_KEPT as u64 + 2, |_| true).is_none());
     }
 
     #[test]

@@ -363,7 +363,7 @@ impl Served {
         let snapshot_before = self.store.snapshot_lsn();
         let refreshed = self.store.refresh()?;
         if let Refreshed::Pages { lsn, pages } = &refreshed {
-            self.cache.advance(snapshot_before, *lsn, pages);
+            self.cache.moved(snapshot_before, *lsn, pages);
         }
         let change = match refreshed {
             Refreshed::Unchanged => Change::Unchanged,
