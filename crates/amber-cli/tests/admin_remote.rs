@@ -341,6 +341,15 @@ fn status_lists_databases_connections_and_resources() {
     assert_eq!(d["commits"], 3);
     assert_eq!(d["conflicts"], 0);
     assert!(d["pages_served"].as_u64().unwrap() > 0, "{st}");
+    // The clusters the clients fetched were read into the server's
+    // buffer pool.
+    let pool = &d["image_cache"];
+    assert!(pool["misses"].as_u64().unwrap() > 0, "{st}");
+    assert!(pool["entries"].as_u64().unwrap() > 0, "{st}");
+    assert_eq!(
+        pool["capacity_bytes"].as_u64(),
+        Some(amber_server::config::DEFAULT_IMAGE_CACHE as u64)
+    );
     let w = &d["writer"];
     assert!(w["end_lsn"].as_u64().unwrap() > w["checkpoint_lsn"].as_u64().unwrap());
     let conns = st["connections"].as_array().unwrap();
@@ -372,6 +381,7 @@ fn status_lists_databases_connections_and_resources() {
         "3 commit(s)",
         "in a transaction",
         "writer store: log end LSN",
+        "buffer pool: ",
     ] {
         assert!(
             text.stdout.contains(want),

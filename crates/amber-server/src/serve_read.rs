@@ -310,7 +310,7 @@ impl Served {
         let started = Instant::now();
         let read = self.store.read_cluster(from, pages, &mut self.buf.0);
         self.cached_reads = started.elapsed() <= CACHED_READ;
-        self.to_keep = (read.iter().all(|b| b.image.is_ok()))
+        self.to_keep = (self.cache.capacity() > 0 && read.iter().all(|b| b.image.is_ok()))
             .then(|| ((from, pages), self.store.snapshot_lsn()));
         for b in &read {
             self.shipped.extend(b.head..b.head + u64::from(b.pages));
