@@ -8,21 +8,11 @@
 
 mod common;
 
-use amber::internals::io::real::RealVfs;
 use amber::internals::store::Store;
 use amber::internals::wire::{Request, Response};
-use amber::{Db, Options, PRef, StoreOptions, View};
-use common::{Client, Item, fixture, options, start};
+use amber::{Db, Options, PRef, View};
+use common::{Client, Item, fixture, local, options, start};
 use std::path::Path;
-use std::sync::Arc;
-
-fn local(path: &Path) -> Store {
-    let opts = StoreOptions {
-        read_only: true,
-        ..StoreOptions::default()
-    };
-    Store::open(Arc::new(RealVfs), path, opts).expect("opened locally")
-}
 
 /// Every cluster of 8 pages over `store`'s pages, read by `c`: each
 /// answer's blocks are where `store` has them, each image the block's

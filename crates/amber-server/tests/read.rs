@@ -5,21 +5,10 @@
 
 mod common;
 
-use amber::internals::io::real::RealVfs;
-use amber::internals::store::Store;
 use amber::internals::wire::{Change, ErrorCode, Request, Response};
-use amber::{Db, Options, StoreOptions};
+use amber::{Db, Options};
 use amber_server::{Blocking, ServeOptions};
-use common::{Client, append, error_of, fixture, options, start};
-use std::sync::Arc;
-
-fn local(path: &std::path::Path) -> Store {
-    let opts = StoreOptions {
-        read_only: true,
-        ..StoreOptions::default()
-    };
-    Store::open(Arc::new(RealVfs), path, opts).expect("opened locally")
-}
+use common::{Client, append, error_of, fixture, local, options, start};
 
 #[test]
 fn a_client_reads_what_the_store_holds() {

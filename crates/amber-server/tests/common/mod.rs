@@ -26,6 +26,17 @@ pub struct Item {
     pub next: Option<PRef<Item>>,
 }
 
+/// `path` opened read-only in this process, at its last commit: what a
+/// connection's answers are compared with.
+pub fn local(path: &Path) -> amber::internals::store::Store {
+    let opts = amber::StoreOptions {
+        read_only: true,
+        ..amber::StoreOptions::default()
+    };
+    let vfs = Arc::new(amber::internals::io::real::RealVfs);
+    amber::internals::store::Store::open(vfs, path, opts).expect("opened locally")
+}
+
 /// Writes `n` items in a list under root "items" (a new database at
 /// `path`).
 pub fn write_db(path: &Path, n: u64) {
