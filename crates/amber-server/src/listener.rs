@@ -26,15 +26,22 @@ pub struct Shared {
     /// The configuration.
     pub opts: ServeOptions,
     /// The databases by name.
-    pub databases: HashMap<String, PathBuf>,
+    pub databases: HashMap<String, Database>,
     /// Their writers, by name (none when served `read_only`).
     pub writers: HashMap<String, Arc<Writer>>,
-    /// Their buffer pools, by name.
-    pub caches: HashMap<String, Arc<ImageCache>>,
     /// The connections and counters `Status` reports.
     pub status: Registry,
     /// The TLS configuration, when served over TLS.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// A database served.
+#[derive(Debug)]
+pub struct Database {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its buffer pool, shared by its connections.
+    pub cache: Arc<ImageCache>,
 }
 
 /// A server bound to its address, not yet accepting.
@@ -56,7 +63,6 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
     let tls = opts.tls.as_ref().map(tls::server_config).transpose()?;
     let mut databases = HashMap::new();
     let mut writers = HashMap::new();
-    let mut caches = HashMap::new();
     for (name, path) in &opts.databases {
         let (n, p) = (name.clone(), path.clone());
         let served_read_only = opts.read_only;
@@ -85,9 +91,9 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             })?;
             writers.insert(name.clone(), Arc::new(writer));
         }
-        databases.insert(name.clone(), path.clone());
-        let cache = ImageCache::new(budget::image_cache_share(&opts));
-        caches.insert(name.clone(), Arc::new(cache));
+        let cache = Arc::new(ImageCache::new(budget::image_cache_share(&opts)));
+        let path = path.clone();
+        databases.insert(name.clone(), Database { path, cache });
     }
     let listener = TcpListener::bind(opts.listen)
         .await
@@ -103,7 +109,6 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
             opts,
             databases,
             writers,
-            caches,
             tls,
         }),
     })

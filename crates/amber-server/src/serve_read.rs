@@ -337,14 +337,13 @@ impl Served {
 
     /// Takes back the fetch-cluster buffer a sent answer carried (taken
     /// by `cluster`, which left the connection's empty), once the buffer
-    /// pool has a copy of the frame if the cluster was read whole. The
-    /// copy is made after the answer has gone, while the client installs
-    /// its pages.
-    pub(crate) fn sent(&mut self, resp: Response) {
+    /// pool has a copy of the frame (`head`, then the images) if the
+    /// cluster was read whole. The copy is made after the answer has
+    /// gone, while the client installs its pages.
+    pub(crate) fn sent(&mut self, resp: Response, head: Vec<u8>) {
         let keep = self.to_keep.take();
-        let head = keep.map(|_| resp.encode_split().0);
         if let Response::Cluster { data, blocks } = resp {
-            if let (Some((key, snapshot)), Some(head)) = (keep, head) {
+            if let Some((key, snapshot)) = keep {
                 let framed = Framed {
                     head,
                     tail: data.clone(),

@@ -21,7 +21,6 @@
 //! with the peer's address, answered with an `Error` frame when the
 //! socket still takes one, and closes this connection only.
 
-use crate::image_cache::ImageCache;
 use crate::listener::Shared;
 use crate::serve_read::{Served, code_of};
 use crate::{Blocking, ServeOptions, status, tls};
@@ -274,7 +273,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
         };
         return Err(End::Refuse(ErrorCode::Auth, why.into()));
     }
-    let Some(path) = shared.databases.get(&database).cloned() else {
+    let Some(served_db) = shared.databases.get(&database) else {
         return Err(End::Refuse(
             ErrorCode::NoSuchDatabase,
             format!("no database named {database:?} is served here"),
@@ -282,8 +281,7 @@ async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let cap = answer_limit(opts.max_frame, opts.max_buffered);
     let writer = shared.writers.get(&database).cloned();
-    let cache =
-        (shared.caches.get(&database).cloned()).unwrap_or_else(|| Arc::new(ImageCache::new(0)));
+    let (path, cache) = (served_db.path.clone(), served_db.cache.clone());
     let vfs = opts.vfs.clone();
     let opened =
         tokio::task::spawn_blocking(move || Served::open(vfs, &path, cap, writer, cache)).await;
@@ -399,12 +397,13 @@ async fn requests<S: AsyncRead + AsyncWrite + Unpin>(
             log::debug!("{peer}: request refused: {code}: {message}");
         }
         registered.answered(&resp, &served);
-        match send(stream, &resp, opts, shutdown).await {
+        let (head, tail) = resp.encode_split();
+        match send_frame(stream, &head, tail, opts, shutdown).await {
             Ok(n) => registered.sent(n),
             Err(end) => return end,
         }
         let committed = matches!(resp, Response::Committed { .. });
-        served.sent(resp);
+        served.sent(resp, head);
         if committed {
             crate::budget::relieve(shared, database).await;
         }

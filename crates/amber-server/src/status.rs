@@ -248,8 +248,8 @@ pub fn report(shared: &Shared) -> Response {
                 "conflicts": n(|c| &c.conflicts),
                 "aborts": n(|c| &c.aborts),
                 "pages_served": n(|c| &c.pages_served),
-                "image_cache": shared.caches.get(name).map(|c| {
-                    let s = c.stats();
+                "image_cache": shared.databases.get(name).map(|d| {
+                    let (c, s) = (&d.cache, d.cache.stats());
                     json!({
                         "capacity_bytes": c.capacity(),
                         "bytes": s.bytes,
