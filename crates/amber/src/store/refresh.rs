@@ -121,7 +121,7 @@ impl Core {
             Some(f) => f,
             None => self.open_log()?,
         };
-        let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
+        let (lh, _, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
         // The state is replayed in place, the lock held (nothing reads a
         // state halfway); it is never held while frame memory is touched.
         let mut st = self.lock();
@@ -186,7 +186,7 @@ impl Core {
     fn reload(&self, t: &Table, g: Locked<'_>, slot: u32, snap: &mut Snapshot) -> Result<Refreshed> {
         let (sb, sb_slot) = open::read_superblock(&*self.file, &self.path)?;
         let logf = self.open_log()?;
-        let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
+        let (lh, _, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
         let source = LogSource {
             file: Some(&*logf),
             path: &self.wal_path,
