@@ -48,7 +48,7 @@ pub const FILE: &str = "oo7.amber";
 pub const BUILD_BATCH: usize = 100;
 
 /// Amber's OO7 schema, as the table names it.
-pub const SCHEMA: &str = "objects linked by PRef: atomic parts hold their connections (PVec of target PRef, kind, length) and incoming PRefs; bags are PVecs of PRefs; documents and manuals PStrings; atomic parts by id a two-level array of PRefs, by build date a PMultiIndex<_, i32>; documents by title a PIndex<_, String>; composite parts, base assemblies and modules by id PVecs";
+pub const SCHEMA: &str = "objects linked by PRef: atomic parts hold their connections (PVec of target PRef, kind, length) and incoming PRefs; bags are PVecs of PRefs; documents and manuals PStrings; atomic parts, composite parts, base assemblies and modules by id PVecs of PRefs indexed by id (the atomic parts' one flat vector, 10,000 PRefs per module), atomic parts by build date a PMultiIndex<_, i32>; documents by title a PIndex<_, String>";
 
 /// Makes Amber OO7 databases with one fault backend, opened under one
 /// update strategy.
