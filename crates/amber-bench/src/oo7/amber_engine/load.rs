@@ -44,15 +44,18 @@ pub(super) fn add_graph(
 /// connections, and indexes them by id and build date. The build
 /// allocates a batch of composite parts' atomic parts together, then their
 /// connections ([`add_links`]), so that atomic parts fill pages of their
-/// own: an update of x and y dirties fewer pages.
+/// own: an update of x and y dirties fewer pages. So the parts are all
+/// allocated before any is indexed: an index that grows allocates (a
+/// vector's new buffer, a tree's new node), and the allocator's current
+/// page moves to where that went.
 pub(super) fn add_atomics(
     tx: &mut Tx<'_>,
     root: PRef<Root>,
     atomics: &[generate::AtomicPart],
 ) -> Result<Vec<PRef<AtomicPart>>, EngineError> {
     let mut refs = Vec::with_capacity(atomics.len());
-    for a in atomics {
-        let next = tx.get(root).atomic_parts.len() as u64 + 1;
+    let first = tx.get(root).atomic_parts.len() as u64 + 1;
+    for (a, next) in atomics.iter().zip(first..) {
         if u64::from(a.id) != next {
             return Err(EngineError::bad_input(format!(
                 "atomic part {} added where {next} was expected",
@@ -73,10 +76,12 @@ pub(super) fn add_atomics(
                 part_of: None,
             })
             .ctx("allocating an atomic part")?;
+        refs.push(r);
+    }
+    for (a, &r) in atomics.iter().zip(&refs) {
         index_push(tx, root, r)?;
         tx.multi_insert(root, |r| &mut r.by_date, &a.build_date, r)
             .ctx("indexing a build date")?;
-        refs.push(r);
     }
     Ok(refs)
 }
