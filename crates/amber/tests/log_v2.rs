@@ -8,10 +8,13 @@
 //! appends to a log only once its header says version 3, the version an
 //! older build refuses (`docs/design.md` 1.2).
 
+mod common;
+
 use amber::internals::format::page::{BlockKind, HEADER_SIZE};
 use amber::internals::io::Vfs;
 use amber::internals::io::real::RealVfs;
 use amber::internals::store::{Store, StoreOptions};
+use common::no_checkpoints;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -25,16 +28,6 @@ fn wal(db: &Path) -> PathBuf {
     let mut s = db.as_os_str().to_owned();
     s.push("-wal");
     PathBuf::from(s)
-}
-
-/// The recovery seeds' policy: nothing installed until asked.
-fn opts() -> StoreOptions {
-    StoreOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_pending_bytes: usize::MAX,
-        checkpoint_on_close: false,
-        ..StoreOptions::default()
-    }
 }
 
 /// The changes of the fixture, in commit order: (block, offset in the
@@ -55,7 +48,7 @@ fn changes() -> Vec<(usize, u64, Vec<u8>)> {
 fn write_fixture(dir: &Path) {
     let v: Arc<dyn Vfs> = Arc::new(RealVfs);
     let db = dir.join(DB);
-    let s = Store::create(v, &db, opts()).expect("create");
+    let s = Store::create(v, &db, no_checkpoints()).expect("create");
     let ps = s.page_size() as u64;
     let mut tx = s.begin().expect("begin");
     let ty = tx.define_type(b"fixture").expect("type");
@@ -120,7 +113,7 @@ fn a_version_2_log_recovers_and_is_continued_as_version_3() {
     );
     assert_eq!(log[4096 + 8..4096 + 12], 2u32.to_le_bytes());
     let v: Arc<dyn Vfs> = Arc::new(RealVfs);
-    let s = Store::open(v.clone(), &db, opts()).expect("a version-2 log recovers");
+    let s = Store::open(v.clone(), &db, no_checkpoints()).expect("a version-2 log recovers");
     let r = s.recovery_report();
     assert_eq!((r.committed, r.uncommitted), (4, 1), "{r:?}");
     let ps = s.page_size() as u64;
@@ -160,7 +153,7 @@ fn a_version_2_log_recovers_and_is_continued_as_version_3() {
     tx.write(blocks[0] * ps + 2000, b"appended").expect("write");
     tx.commit().expect("commit");
     drop(s);
-    let s = Store::open(v, &db, opts()).expect("reopens");
+    let s = Store::open(v, &db, no_checkpoints()).expect("reopens");
     assert_eq!(s.recovery_report().committed, 1);
     check(&s, "reopened");
     assert_eq!(
@@ -209,7 +202,7 @@ fn the_first_append_to_a_version_2_log_makes_it_version_3() {
         tx.commit().expect("commit");
         s.close().expect("close");
         set_log_version(&db, 2, closed);
-        let s = Store::open(v.clone(), &db, opts()).expect("opens");
+        let s = Store::open(v.clone(), &db, no_checkpoints()).expect("opens");
         assert_eq!(
             log_versions(&db),
             [2, 2],
@@ -222,7 +215,7 @@ fn the_first_append_to_a_version_2_log_makes_it_version_3() {
         tx.commit().expect("commit");
         assert_eq!(log_versions(&db), [3, 3], "closed {closed}");
         drop(s);
-        let s = Store::open(v, &db, opts()).expect("recovers");
+        let s = Store::open(v, &db, no_checkpoints()).expect("recovers");
         let b = s.read_block(page).expect("reads");
         assert_eq!((&b[100..102], &b[200..206]), (&b"v3"[..], &b"ranges"[..]));
     }
@@ -236,13 +229,13 @@ fn a_log_of_a_later_version_is_refused_and_kept() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let db = tmp.path().join("later.amber");
     let v: Arc<dyn Vfs> = Arc::new(RealVfs);
-    let s = Store::create(v.clone(), &db, opts()).expect("create");
+    let s = Store::create(v.clone(), &db, no_checkpoints()).expect("create");
     let mut tx = s.begin().expect("begin");
     tx.alloc(1, BlockKind::Data).expect("alloc");
     tx.commit().expect("commit");
     drop(s);
     let log = set_log_version(&db, 4, false);
-    let e = Store::open(v.clone(), &db, opts()).expect_err("a version-4 log");
+    let e = Store::open(v.clone(), &db, no_checkpoints()).expect_err("a version-4 log");
     assert!(matches!(e, amber::Error::NotADatabase { .. }), "{e}");
     assert!(e.to_string().contains("log format version 4"), "{e}");
     let e = salvage::new_log(&*v, &db).expect_err("not replaced");
