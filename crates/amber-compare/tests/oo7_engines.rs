@@ -1,4 +1,5 @@
-//! OO7's comparison engines against the in-memory model, in process, on the
+//! OO7's comparison engines that run in process against the in-memory
+//! model (`postgres`, which starts a server, has `postgres.rs`), on the
 //! tiny configuration with two modules: every operation, every iteration
 //! and the post checks, with the engines' own caches and with a 1 MiB
 //! budget; and after the delete job, the key-value layouts hold exactly the
@@ -29,7 +30,7 @@ fn every_op(options: &EngineOptions) {
     let params = params();
     let db = generate(params).expect("tiny generates");
     let mut failures = Vec::new();
-    for factory in amber_compare::oo7::engines() {
+    for factory in amber_compare::oo7::in_process_engines() {
         let name = factory.info().name;
         let base = tempfile::tempdir().expect("temporary directory");
         factory

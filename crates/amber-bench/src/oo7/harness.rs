@@ -17,8 +17,8 @@ use super::plot::write_svg;
 use super::report::{Build, Oo7Report};
 use crate::oo1::BenchError;
 use crate::oo1::harness::{
-    Workspace, copy_tree, remove_dir, reset_dir, select_by, spawn_json, sync_tree, tree_size,
-    with_progress_of,
+    Workspace, copy_tree, keep_available, remove_dir, reset_dir, select_by, spawn_json, sync_tree,
+    tree_size, with_progress_of,
 };
 
 /// The answers every engine must give for one operation.
@@ -108,6 +108,14 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
     let params = args.params();
     params.validate().map_err(BenchError::Usage)?;
     let chosen = select_by("OO7", &engines, args.engines.as_deref(), |f| f.info().name)?;
+    let mut problems = Vec::new();
+    let (chosen, unavailable) = keep_available(
+        "oo7",
+        chosen,
+        args.engines.is_some(),
+        |f| (f.info().name, f.available()),
+        &mut problems,
+    );
     let schemed = with_schemes(&chosen, args.schemes.as_deref())?;
     let selected: Vec<&dyn Oo7Factory> = match &schemed {
         Some(s) => s.iter().map(|f| f.as_ref()).collect(),
@@ -131,7 +139,6 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
     };
     let mut builds = Vec::new();
     let mut built: Vec<(&str, std::path::PathBuf)> = Vec::new();
-    let mut problems = Vec::new();
     for factory in &selected {
         let name = factory.info().name;
         // A scheme of an engine opens that engine's build.
@@ -213,7 +220,8 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
         }
     }
 
-    let report = Oo7Report::new(&args, &builds, &results, &problems);
+    let mut report = Oo7Report::new(&args, &builds, &results, &problems);
+    report.unavailable = unavailable;
     print!("{}", report.table());
     if let Some(path) = &args.json {
         crate::json::write(path, &report).map_err(|e| BenchError::io("writing", path, e))?;

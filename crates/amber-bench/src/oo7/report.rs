@@ -19,6 +19,7 @@ use super::child::JobResult;
 use super::engine::EngineInfo;
 use super::ops::{Op, Phase, Protocol};
 use super::params::Params;
+use crate::oo1::harness::Unavailable;
 use crate::oo1::table::{fmt_bytes, fmt_ms};
 use crate::sys;
 
@@ -114,6 +115,8 @@ pub struct Oo7Report {
     pub machine: String,
     pub kernel: String,
     pub problems: Vec<String>,
+    /// Engines left out because they cannot run on this machine, and why.
+    pub unavailable: Vec<Unavailable>,
 }
 
 /// The scheme of an `ENGINE/SCHEME` engine.
@@ -210,7 +213,11 @@ pub const CHOICES: &[Choice] = &[
     },
     Choice {
         what: "bytes",
-        choice: "bytes_written = wchar of /proc/self/io around each committing iteration (median over the phase); amortized_bytes_per_commit = wchar from before the first iteration to after the forced installation (Amber checkpoint, SQLite wal_checkpoint(TRUNCATE)) divided by the commits",
+        choice: "bytes_written = wchar of /proc/self/io around each committing iteration (median over the phase), or of the server's processes for an engine with a server (see servers); amortized_bytes_per_commit = wchar from before the first iteration to after the forced installation (Amber checkpoint, SQLite wal_checkpoint(TRUNCATE), PostgreSQL CHECKPOINT) divided by the commits; log_bytes = the engine's own count of its commit's log (Amber) or WAL (PostgreSQL)",
+    },
+    Choice {
+        what: "servers",
+        choice: crate::oo1::report::SERVERS,
     },
     Choice {
         what: "tiny",
@@ -343,6 +350,7 @@ impl Oo7Report {
             machine: sys::machine(),
             kernel: sys::kernel(),
             problems: problems.to_vec(),
+            unavailable: Vec::new(),
         };
         report.targets = report.compute_targets();
         report
@@ -561,6 +569,9 @@ impl Oo7Report {
                     g.what, g.ratio, g.goal
                 );
             }
+        }
+        for u in &self.unavailable {
+            let _ = writeln!(t, "  {}: unavailable: {}", u.engine, u.reason);
         }
         for p in &self.problems {
             let _ = writeln!(t, "problem: {p}");
