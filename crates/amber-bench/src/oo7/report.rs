@@ -476,8 +476,10 @@ impl Oo7Report {
             self.protocol.hot
         );
         let _ = write!(t, "{:<14}", "op");
-        for n in &names {
-            let _ = write!(t, "{n:>14}");
+        // A column is 14 wide, or one more than a longer engine name.
+        let w: Vec<usize> = names.iter().map(|n| n.len().max(13) + 1).collect();
+        for (n, w) in names.iter().zip(&w) {
+            let _ = write!(t, "{n:>w$}");
         }
         t.push('\n');
         let mut keys: Vec<(String, &str)> = Vec::new();
@@ -488,9 +490,9 @@ impl Oo7Report {
         }
         for (op, phase) in &keys {
             let _ = write!(t, "{:<14}", format!("{op} {phase}"));
-            for n in &names {
+            for (n, w) in names.iter().zip(&w) {
                 let cell = self.ms(n, op, phase).map_or("-".to_string(), fmt_ms);
-                let _ = write!(t, "{cell:>14}");
+                let _ = write!(t, "{cell:>w$}");
             }
             t.push('\n');
         }
@@ -506,14 +508,14 @@ impl Oo7Report {
             );
             for op in &committing {
                 let _ = write!(t, "{:<14}", op);
-                for n in &names {
+                for (n, w) in names.iter().zip(&w) {
                     let r = self.row(n, op, "hot");
                     let cell = format!(
                         "{}/{}",
                         fmt_bytes(r.and_then(|r| r.bytes_written)),
                         fmt_bytes(r.and_then(|r| r.amortized_bytes_per_commit))
                     );
-                    let _ = write!(t, "{cell:>14}");
+                    let _ = write!(t, "{cell:>w$}");
                 }
                 t.push('\n');
             }
@@ -531,21 +533,21 @@ impl Oo7Report {
             let _ = writeln!(t, "\nlog bytes per commit (hot, the engine's own account)");
             for op in logs {
                 let _ = write!(t, "{:<14}", op);
-                for n in &names {
+                for (n, w) in names.iter().zip(&w) {
                     let cell = fmt_bytes(self.row(n, op, "hot").and_then(|r| r.log_bytes));
-                    let _ = write!(t, "{cell:>14}");
+                    let _ = write!(t, "{cell:>w$}");
                 }
                 t.push('\n');
             }
         }
         let _ = write!(t, "\n{:<14}", "peak RSS");
-        for n in &names {
+        for (n, w) in names.iter().zip(&w) {
             let cell = fmt_bytes(self.peak_rss_kib.get(*n).map(|k| k * 1024));
-            let _ = write!(t, "{cell:>14}");
+            let _ = write!(t, "{cell:>w$}");
         }
         let _ = write!(t, "\n{:<14}", "database");
-        for e in &self.engines {
-            let _ = write!(t, "{:>14}", fmt_bytes(Some(e.db_bytes)));
+        for (e, w) in self.engines.iter().zip(&w) {
+            let _ = write!(t, "{:>w$}", fmt_bytes(Some(e.db_bytes)));
         }
         t.push('\n');
         // One line per schema (the schemes of an engine share it).
