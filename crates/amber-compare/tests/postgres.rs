@@ -315,20 +315,7 @@ fn oo7_every_operation_agrees_with_the_model() {
             };
             failures.extend(oo7_harness::compare_answers(&result, &expected, 1));
             if op == oo7::Op::Delete {
-                let model = oo7::Model::new(&db);
-                for (what, got, want) in [
-                    ("q7", engine.scan(), Ok(model.scan())),
-                    ("q5", engine.q5(), model.q5()),
-                    ("q6", engine.q6(), model.q6()),
-                ] {
-                    let got = got.unwrap_or_else(|e| panic!("{name} {what}: {e}"));
-                    let want = want.expect("the model answers");
-                    if got != want {
-                        failures.push(format!(
-                            "{name}: {what} after the delete job: {got:?}, the generated database's {want:?}"
-                        ));
-                    }
-                }
+                failures.extend(oo7_harness::check_after_delete(&mut engine, &db, name));
             }
             Box::new(engine).close().expect("close");
         }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::args::Oo7Args;
 use super::child::{ChildRequest, JobResult, checks, execute};
-use super::engine::{Answer, EngineOptions, Oo7Factory};
+use super::engine::{Answer, EngineOptions, Oo7Engine, Oo7Factory};
 use super::generate::{Oo7Db, generate};
 use super::model::Model;
 use super::ops::{Op, Protocol};
@@ -77,6 +77,31 @@ pub fn compare_answers(result: &JobResult, expected: &Expected, round: u32) -> V
             "{what}: the reads after the last iteration answered {:?}, expected {:?}",
             result.checks, expected.checks
         ));
+    }
+    problems
+}
+
+/// What a database must answer after the delete job (whose iterations
+/// delete what their setup inserted): Q7 (every atomic part), Q5 and Q6
+/// (every bag entry) as on the generated database, so that nothing the
+/// inserts added is left behind. One line per difference or failure of
+/// `engine` (named `name`).
+pub fn check_after_delete(engine: &mut dyn Oo7Engine, db: &Oo7Db, name: &str) -> Vec<String> {
+    let model = Model::new(db);
+    let mut problems = Vec::new();
+    for (what, got, want) in [
+        ("q7", engine.scan(), Ok(model.scan())),
+        ("q5", engine.q5(), model.q5()),
+        ("q6", engine.q6(), model.q6()),
+    ] {
+        match (got, want) {
+            (Ok(got), Ok(want)) if got == want => {}
+            (Ok(got), Ok(want)) => problems.push(format!(
+                "{name}: {what} after the delete job: {got:?}, the generated database's {want:?}"
+            )),
+            (Err(e), _) => problems.push(format!("{name}: {what} after the delete job: {e}")),
+            (_, Err(e)) => problems.push(format!("the model's {what}: {e}")),
+        }
     }
     problems
 }

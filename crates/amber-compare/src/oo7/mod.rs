@@ -27,6 +27,7 @@ pub mod snapshot;
 pub mod sqlite;
 
 use amber_bench::oo7::Oo7Factory;
+use amber_bench::oo7::engine::EngineError;
 
 /// Every OO7 comparison engine, in the default column order: those
 /// running in the calling process, then `postgres` and
@@ -51,4 +52,31 @@ pub fn in_process_engines() -> Vec<Box<dyn Oo7Factory>> {
         Box::new(redb::RedbFactory::NORMALISED),
         Box::new(redb::RedbFactory::INLINE),
     ]
+}
+
+/// A depth-first walk of a composite part's graph from its root part with a
+/// visited set (`seen`, reused between calls, indexed by id − root: a
+/// composite part's atomic ids follow its root's), along the targets `out`
+/// returns for a part, in order: the ids in visit order. The SQL engines
+/// walk it one query per part.
+pub(crate) fn dfs_order(
+    root: u32,
+    seen: &mut Vec<bool>,
+    mut out: impl FnMut(u32) -> Result<Vec<u32>, EngineError>,
+) -> Result<Vec<u32>, EngineError> {
+    seen.clear();
+    let mut order = Vec::new();
+    let mut stack = vec![root];
+    while let Some(id) = stack.pop() {
+        let i = id.wrapping_sub(root) as usize;
+        if seen.len() <= i {
+            seen.resize(i + 1, false);
+        }
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        order.push(id);
+        stack.extend(out(id)?.into_iter().rev());
+    }
+    Ok(order)
 }

@@ -138,22 +138,7 @@ fn graph_order(
     seen: &mut Vec<bool>,
 ) -> Result<Vec<u32>, EngineError> {
     let root = one(c, &s.root_part, cp)?.ok_or_else(|| missing("composite part", cp))?;
-    seen.clear();
-    let mut order = Vec::new();
-    let mut stack = vec![root];
-    while let Some(id) = stack.pop() {
-        let i = id.wrapping_sub(root) as usize;
-        if seen.len() <= i {
-            seen.resize(i + 1, false);
-        }
-        if std::mem::replace(&mut seen[i], true) {
-            continue;
-        }
-        order.push(id);
-        let to = ids(c, &s.out, id)?;
-        stack.extend(to.into_iter().rev());
-    }
-    Ok(order)
+    super::dfs_order(root, seen, |id| ids(c, &s.out, id))
 }
 
 /// The atomic parts a statement returns as `(id, x, y, build_date)`,
