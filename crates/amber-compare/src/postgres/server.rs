@@ -135,10 +135,12 @@ impl Install {
         &self.bin
     }
 
-    /// A command running PostgreSQL's `program` as the right user.
+    /// A command running PostgreSQL's `program` as the right user, from
+    /// `/` (which that user can search; every path given to it is
+    /// absolute).
     fn command(&self, program: &str) -> Command {
         let exe = self.bin.join(program);
-        match self.user {
+        let mut c = match self.user {
             RunAs::Me => Command::new(exe),
             RunAs::System { uid, gid } => {
                 let mut c = Command::new("setpriv");
@@ -149,7 +151,9 @@ impl Install {
                     .arg(exe);
                 c
             }
-        }
+        };
+        c.current_dir("/");
+        c
     }
 
     /// Creates a cluster in `data` (which must not exist) with `initdb`:
@@ -157,7 +161,10 @@ impl Install {
     /// documentation), UTF-8 with the C locale. Nothing is synced: the
     /// harness syncs a built database's files.
     pub fn init(&self, data: &Path) -> Result<(), EngineError> {
-        fs::create_dir(data)
+        // Absolute: `initdb` runs as another user, maybe from a directory
+        // it cannot search.
+        let data = &fs::create_dir(data)
+            .and_then(|()| fs::canonicalize(data))
             .map_err(|e| EngineError::io(format!("creating {}", data.display()), e))?;
         prepare_data_dir(self, data)?;
         let out = self
@@ -345,6 +352,7 @@ impl Server {
         let server = install.command("postgres");
         let mut tether = Command::new("sh");
         tether
+            .current_dir("/")
             .args(["-c", TETHER, "tether"])
             .arg(server.get_program())
             .args(server.get_args())
