@@ -130,11 +130,6 @@ impl Install {
         Ok(Install { bin, user })
     }
 
-    /// The directory holding `initdb` and `postgres`.
-    pub fn bin(&self) -> &Path {
-        &self.bin
-    }
-
     /// A command running PostgreSQL's `program` as the right user, from
     /// `/` (which that user can search; every path given to it is
     /// absolute).
