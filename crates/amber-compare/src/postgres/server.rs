@@ -456,10 +456,18 @@ impl Server {
                 Err(self.failed(format!("the server's fast shutdown ended with {status}")))
             };
         }
-        // Immediate shutdown, then the last resort.
-        let _ = signal(self.pid, rustix::process::Signal::QUIT);
+        // Immediate shutdown, then the last resort; a server that never
+        // said it was ready has its pid in `postmaster.pid` all the same.
+        let pid = match self.pid {
+            0 => fs::read_to_string(self.data.join("postmaster.pid"))
+                .ok()
+                .and_then(|t| t.lines().next()?.trim().parse().ok())
+                .unwrap_or(0),
+            pid => pid,
+        };
+        let _ = signal(pid, rustix::process::Signal::QUIT);
         if self.wait_exit(Duration::from_secs(10)).is_none() {
-            let _ = signal(self.pid, rustix::process::Signal::KILL);
+            let _ = signal(pid, rustix::process::Signal::KILL);
             let _ = self.tether.kill();
             let _ = self.tether.wait();
         }
