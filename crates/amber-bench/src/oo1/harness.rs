@@ -428,10 +428,18 @@ impl Workspace {
                 fs::create_dir_all(dir).map_err(|e| BenchError::io("creating", dir, e))?;
                 Ok(Workspace::Given(dir.to_path_buf()))
             }
+            // Mode 0711, not the 0700 a temporary directory gets: a server
+            // engine running as another user (PostgreSQL under root, which
+            // it refuses) passes through to its data directory, and no one
+            // else can list the workspace.
             None => tempfile::Builder::new()
                 .prefix(prefix)
                 .tempdir()
-                .map(Workspace::Temp)
+                .and_then(|t| {
+                    use std::os::unix::fs::PermissionsExt;
+                    fs::set_permissions(t.path(), fs::Permissions::from_mode(0o711))?;
+                    Ok(Workspace::Temp(t))
+                })
                 .map_err(|e| {
                     BenchError::io("creating a temporary directory in", std::env::temp_dir(), e)
                 }),

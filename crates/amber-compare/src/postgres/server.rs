@@ -9,9 +9,11 @@
 //!   is root, `initdb` and `postgres` run as the `postgres` system user the
 //!   package creates (`setpriv --reuid --regid --init-groups`), the data
 //!   directory is owned by it (mode 0700, [`prepare_data_dir`] chowns a
-//!   copied one), and every directory above it that others cannot search
-//!   gets the search bit for others (`o+x`: pass through, not list) so that
-//!   the user can reach it. Otherwise both run as this process's user.
+//!   copied one), and every directory above it must let that user search
+//!   it: one that does not is an error naming it (the benchmarks' default
+//!   directory, under the system's temporary directory, does; the
+//!   harness changes no permission above the data directory). Otherwise
+//!   both run as this process's user.
 //! - **Where it listens**: only on a Unix socket in the data directory
 //!   (`listen_addresses = ''`), which is mode 0700: the `trust`
 //!   authentication `initdb` is given lets in no one but the directory's
@@ -223,8 +225,10 @@ fn has_binaries(dir: &Path) -> bool {
 }
 
 /// Makes `data` a data directory the server's user may use: mode 0700,
-/// owned by that user (the whole tree, when it was copied by root), and
-/// reachable through its parents.
+/// owned by that user (the whole tree, when it was copied by root). Every
+/// directory above it must let that user search it; the first that does
+/// not is an error naming it and the remedy — changing the permissions of
+/// a user's directories is not the benchmark's business.
 pub fn prepare_data_dir(install: &Install, data: &Path) -> Result<(), EngineError> {
     let fail =
         |what: &str, path: &Path, e| EngineError::io(format!("{what} {}", path.display()), e);
@@ -237,14 +241,32 @@ pub fn prepare_data_dir(install: &Install, data: &Path) -> Result<(), EngineErro
     let mut dir = data.parent();
     while let Some(d) = dir {
         let meta = fs::metadata(d).map_err(|e| fail("inspecting", d, e))?;
-        let mode = meta.mode();
-        if mode & 0o001 == 0 && meta.uid() == 0 {
-            fs::set_permissions(d, fs::Permissions::from_mode((mode | 0o001) & 0o7777))
-                .map_err(|e| fail("letting the postgres user through", d, e))?;
+        if !searchable(meta.mode(), (meta.uid(), meta.gid()), (uid, gid)) {
+            return Err(EngineError::bad_input(format!(
+                "PostgreSQL runs as the `{SYSTEM_USER}` user, which may not search {} (mode {:o}), above its data directory {}: give the benchmark a --dir it can reach (the default, under {}, is one), or let it through (chmod o+x)",
+                d.display(),
+                meta.mode() & 0o7777,
+                data.display(),
+                std::env::temp_dir().display()
+            )));
         }
         dir = d.parent();
     }
     Ok(())
+}
+
+/// Whether a directory of `mode`, owned by `(uid, gid)`, may be searched by
+/// the user `(user, group)` (its primary group only: the system user has
+/// no other).
+fn searchable(mode: u32, (uid, gid): (u32, u32), (user, group): (u32, u32)) -> bool {
+    let bit = if uid == user {
+        0o100
+    } else if gid == group {
+        0o010
+    } else {
+        0o001
+    };
+    mode & bit != 0
 }
 
 fn chown_tree(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
@@ -296,9 +318,14 @@ impl Server {
     /// goes when the server does, however this process ends (the tether
     /// removes it): for tests, and for several clients sharing a server.
     pub fn scratch(install: &Install) -> Result<Server, EngineError> {
+        // Mode 0711 (its own directory): the server's user passes through.
         let dir = tempfile::Builder::new()
             .prefix("amber-pg-")
             .tempdir()
+            .and_then(|t| {
+                fs::set_permissions(t.path(), fs::Permissions::from_mode(0o711))?;
+                Ok(t)
+            })
             .map_err(|e| EngineError::io("creating a temporary directory", e))?
             .keep();
         let data = dir.join("pgdata");
@@ -576,5 +603,19 @@ mod tests {
         }
         assert!(joined.contains("-c listen_addresses= "), "{joined}");
         assert!(joined.contains("-c shared_buffers=8MB"), "{joined}");
+    }
+
+    #[test]
+    fn search_permission_follows_owner_group_and_others() {
+        let (pg, root) = ((105, 110), (0, 0));
+        assert!(searchable(0o755, root, pg), "others may search");
+        assert!(!searchable(0o700, root, pg), "root's private directory");
+        assert!(!searchable(0o750, root, pg), "another group's");
+        assert!(searchable(0o750, (0, 110), pg), "the user's group");
+        assert!(searchable(0o700, pg, pg), "the user's own");
+        assert!(
+            !searchable(0o077, pg, pg),
+            "the owner's bit, not the others'"
+        );
     }
 }
