@@ -270,15 +270,12 @@ impl Tx<'_> {
     pub(crate) fn remember_changes(&mut self, head: PageNo, regions: &[Region], dirty: &[u8]) {
         let new_block = self.session.tx.new_blocks.contains_key(&head);
         let mut spills = self.pager.spills();
-        let s = spills.entry(head).or_insert_with(|| super::pager::Spill {
-            new_block,
-            changes: Vec::new(),
-        });
-        s.changes.extend(
-            regions
-                .iter()
-                .map(|r| (r.start, dirty[r.start..r.end].to_vec())),
-        );
+        let s = spills
+            .entry(head)
+            .or_insert_with(|| super::pager::Spill::new(new_block, (dirty.len() / self.page_size) as u32));
+        for r in regions {
+            s.record(r.start, &dirty[r.start..r.end], dirty.len());
+        }
     }
 
     /// Commits: returns once the changes are durable. On an error nothing

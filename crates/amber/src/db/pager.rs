@@ -31,6 +31,7 @@ use crate::format::PageNo;
 use crate::format::page::BlockKind;
 use crate::schema::registry::Registry;
 use crate::source::Source;
+use crate::store::pending::Patch;
 use crate::vm::{AmberLock, FrameNo, FrameSpace, Held, held};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -104,15 +105,36 @@ impl std::fmt::Debug for Scratch {
 }
 
 /// The uncommitted changes of a spilled block, in persistent form.
-#[derive(Debug, Default)]
+///
+/// Kept as the store keeps a block's pending changes (`Patch`: the changed
+/// bytes in a block-sized buffer with a bitmap of those written), so that a
+/// block spilled again and again holds at most its own size however many
+/// times it changed: a transaction that toggles index entries under a full
+/// budget respills the same leaves hundreds of thousands of times.
+#[derive(Debug)]
 pub(crate) struct Spill {
     /// Allocated by the open transaction: the base is the empty block.
     pub(crate) new_block: bool,
-    /// (offset, after-image) in the order they were spilled.
-    pub(crate) changes: Vec<(usize, Vec<u8>)>,
+    /// The changed bytes, newest laid over oldest.
+    changes: Patch,
 }
 
 impl Spill {
+    pub(crate) fn new(new_block: bool, run: u32) -> Spill {
+        Spill {
+            new_block,
+            changes: Patch::over_file(run),
+        }
+    }
+
+    /// Records `bytes` at block offset `off` (over what was recorded
+    /// before); `block_len` is the block's size in bytes.
+    pub(crate) fn record(&mut self, off: usize, bytes: &[u8], block_len: usize) {
+        if off + bytes.len() <= block_len {
+            self.changes.write(off as u32, bytes, 0, block_len);
+        }
+    }
+
     /// The block as the open transaction left it: its base (committed or
     /// empty) with the spilled changes laid over.
     pub(crate) fn image(
@@ -129,10 +151,8 @@ impl Spill {
         } else {
             source.read_block(head)?
         };
-        for (off, data) in &self.changes {
-            if let Some(dst) = img.get_mut(*off..off + data.len()) {
-                dst.copy_from_slice(data);
-            }
+        if img.len() == self.changes.run_len as usize * page_size {
+            self.changes.apply(&mut img);
         }
         Ok(img)
     }
