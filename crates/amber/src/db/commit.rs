@@ -37,7 +37,7 @@ use crate::wal::RANGE_HEADER;
 use crate::wal::coalesce::{Region, coalesce, diff_into, log_cost};
 use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The commit path's address map: the frame table's, refusing persistent
 /// addresses in dead space (and remembering that it did, so that the
@@ -258,6 +258,7 @@ impl Tx<'_> {
         // Clean-looking now, but its changes are only in the log: should it
         // be evicted, it must fault back with them.
         self.remember_changes(head, &regions, &dirty);
+        self.pager.requeue(frame);
         self.early_stats.minimal_log_bytes += stats.minimal_log_bytes;
         self.early_stats.changed_bytes += stats.changed_bytes;
         Ok(())
@@ -338,6 +339,14 @@ impl Tx<'_> {
         let written: BTreeSet<FrameNo> = frames.into_iter().collect();
         let copies = software.as_ref().map(|sw| &sw.copies).filter(|c| !c.overflowed);
         let generator = loggen::generator(self.strategy.log);
+        // Each block's records go to the store as they are made, and under
+        // a cache budget are logged early once they hold a quarter of it:
+        // the store keeps the bytes they leave per block, not the records,
+        // so a commit larger than the budget is not held whole three times
+        // (records, buffered ops, the log's buffer).
+        let early_limit = (self.pager.budget())
+            .map(|b| (b as usize * self.page_size / 4).max(1 << 20));
+        let (mut unlogged, mut write) = (0usize, Duration::ZERO);
         let mut records = Vec::new();
         for (&head, &(frame, run)) in &blocks {
             let block = Written {
@@ -351,18 +360,35 @@ impl Tx<'_> {
                 copies,
             };
             generator.block(self, &block, &mut records, &mut stats)?;
+            let tw = Instant::now();
+            let stx = self.stx()?;
+            for r in records.drain(..) {
+                match r {
+                    Record::Range(addr, data) => {
+                        unlogged += data.len();
+                        stx.write(addr, &data)?
+                    }
+                    Record::Page(page, image) => {
+                        unlogged += image.len();
+                        stx.write_page(page, &image)?
+                    }
+                }
+            }
+            if early_limit.is_some_and(|l| unlogged > l) {
+                stx.log_early()?;
+                unlogged = 0;
+            }
+            write += tw.elapsed();
         }
+        // Every record is made: the spilled changes served faults and diffs
+        // and are let go before the store applies the commit (which holds
+        // its own copy of them until then). Nothing faults in between, and
+        // should the commit fail, a spilled block faults back committed.
+        self.pager.spills().clear();
         stats.minimal_log_bytes += self.early_stats.minimal_log_bytes;
         stats.changed_bytes += self.early_stats.changed_bytes;
-        stats.diff = t1.elapsed();
+        stats.diff = t1.elapsed().saturating_sub(write);
         let t2 = Instant::now();
-        let stx = self.stx()?;
-        for r in &records {
-            match r {
-                Record::Range(addr, data) => stx.write(*addr, data)?,
-                Record::Page(page, image) => stx.write_page(*page, image)?,
-            }
-        }
         let mut stx = self
             .stx
             .take()
@@ -371,7 +397,7 @@ impl Tx<'_> {
             stx.set_reads(self.pages_of(&frames));
         }
         let info = stx.commit()?;
-        stats.write = t2.elapsed();
+        stats.write = write + t2.elapsed();
         stats.log_bytes = info.log_bytes;
         self.finish_committed();
         self.drop_changed();
@@ -425,6 +451,7 @@ impl Tx<'_> {
         }
         self.session.tx = Default::default();
         self.fs.set_writers(false);
+        self.pager.release_held();
     }
 
     /// Drops what others changed, when the commit (or its refusal) moved a

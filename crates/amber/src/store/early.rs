@@ -97,7 +97,9 @@ impl Early {
     /// at `commit_lsn`.
     pub(crate) fn apply(&mut self, st: &mut State, txid: TxId, commit_lsn: u64) -> Result<(), String> {
         let shift = st.page_size.trailing_zeros();
-        for (&head, patch) in &mut self.blocks {
+        // Each block's overlay is let go once applied: the committed state
+        // grows as the overlay shrinks.
+        for (head, mut patch) in std::mem::take(&mut self.blocks) {
             for (off, after) in patch.runs() {
                 let rec = Record::Range {
                     txid,
@@ -108,7 +110,6 @@ impl Early {
                 st.apply(&rec, 0, commit_lsn, false)?;
             }
         }
-        self.blocks.clear();
         Ok(())
     }
 }
