@@ -32,6 +32,22 @@ fn val(tx: &amber::Tx<'_>, root: PRef<Root>, v: u64) -> PRef<Val> {
     tx.get(root).vals[v as usize].expect("value")
 }
 
+/// Inserts each `(key, v)` with the public insert.
+fn insert(tx: &mut amber::Tx<'_>, root: PRef<Root>, entries: &[(u32, u64)]) {
+    for &(k, v) in entries {
+        let p = val(tx, root, v);
+        tx.multi_insert(root, |r| &mut r.dates, &k, p)
+            .expect("insert");
+    }
+}
+
+/// Removes one entry of `v` under `k`; whether there was one.
+fn remove(tx: &mut amber::Tx<'_>, root: PRef<Root>, k: u32, v: u64) -> bool {
+    let p = val(tx, root, v);
+    tx.multi_remove(root, |r| &mut r.dates, &k, p)
+        .expect("remove")
+}
+
 fn verify(db: &Db, ctx: &str) {
     let rep = db.verify_deep().expect("verify_deep");
     assert!(rep.findings.is_empty(), "{ctx}: {:#?}", rep.findings);
@@ -59,21 +75,13 @@ fn first_format_index_is_read_and_written_then_takes_format_two_once_empty() {
     let first = val(&tx, root, 5);
     tx.multi_insert_first_format(root, |r| &mut r.dates, &10, first)
         .expect("insert");
-    for (k, v) in [(10, 1), (10, 3), (10, 1), (10, 7), (20, 2), (20, 0)] {
-        let p = val(&tx, root, v);
-        tx.multi_insert(root, |r| &mut r.dates, &k, p)
-            .expect("insert");
-    }
-    let one = val(&tx, root, 1);
-    assert!(
-        tx.multi_remove(root, |r| &mut r.dates, &10, one)
-            .expect("remove")
+    insert(
+        &mut tx,
+        root,
+        &[(10, 1), (10, 3), (10, 1), (10, 7), (20, 2), (20, 0)],
     );
-    let six = val(&tx, root, 6);
-    assert!(
-        !tx.multi_remove(root, |r| &mut r.dates, &10, six)
-            .expect("remove")
-    );
+    assert!(remove(&mut tx, root, 10, 1));
+    assert!(!remove(&mut tx, root, 10, 6));
     tx.commit().expect("commit");
     // Insertion order, less the first 1.
     assert_eq!(values(&db, root, 10), [5, 3, 1, 7]);
@@ -96,23 +104,15 @@ fn first_format_index_is_read_and_written_then_takes_format_two_once_empty() {
     // (allocated in the order of `v`).
     let mut tx = db.begin().expect("begin");
     for (k, v) in all {
-        let p = val(&tx, root, v);
-        assert!(
-            tx.multi_remove(root, |r| &mut r.dates, &k, p)
-                .expect("remove")
-        );
+        assert!(remove(&mut tx, root, k, v));
     }
     assert_eq!(tx.get(root).dates.len(), 0);
-    for (k, v) in [(10, 5), (10, 1), (10, 3), (10, 1), (20, 7), (20, 2)] {
-        let p = val(&tx, root, v);
-        tx.multi_insert(root, |r| &mut r.dates, &k, p)
-            .expect("insert");
-    }
-    let one = val(&tx, root, 1);
-    assert!(
-        tx.multi_remove(root, |r| &mut r.dates, &10, one)
-            .expect("remove")
+    insert(
+        &mut tx,
+        root,
+        &[(10, 5), (10, 1), (10, 3), (10, 1), (20, 7), (20, 2)],
     );
+    assert!(remove(&mut tx, root, 10, 1));
     tx.commit().expect("commit");
     assert_eq!(values(&db, root, 10), [1, 3, 5]);
     assert_eq!(values(&db, root, 20), [2, 7]);
