@@ -73,36 +73,17 @@ impl FrameSpace {
                         err: e,
                     })?,
                 Imp::Sigsegv(s) => {
-                    // The pages are allocated in one call (`MADV_POPULATE_
-                    // WRITE` on the staging view) rather than by a fault
-                    // (and a zeroed page) each as the copy touches them,
-                    // then copied through the staging view. The program's
-                    // view of these frames is PROT_NONE, so nobody reads
-                    // them meanwhile, and we hold the lock, so no other
-                    // installer writes them. (A `pwrite` into the memfd
-                    // allocates as it copies too, but counts as written
-                    // bytes in /proc/self/io: under a cache budget every
-                    // refetch looked like a write to disk.)
-                    let off = addr - self.base;
-                    // SAFETY: `off..off + bytes.len()` lies inside the
-                    // staging view, which maps the whole memfd read-write
-                    // for as long as the space lives; nobody else touches
-                    // these frames (above); the source is a separate buffer.
-                    let dst = unsafe { s.staging.ptr().add(off) };
-                    if let Err(e) =
-                        sys::madvise(dst as usize, bytes.len(), libc::MADV_POPULATE_WRITE)
-                    {
-                        // Before Linux 5.14: the copy faults the pages in.
-                        if e.raw_os_error() != Some(libc::EINVAL) {
-                            return Err(VmError::Os {
-                                op: "madvise(MADV_POPULATE_WRITE)",
-                                err: e,
-                            });
-                        }
-                    }
-                    // SAFETY: as above: both ranges are valid for
-                    // `bytes.len()` bytes and do not overlap.
-                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+                    // Written into the memfd rather than copied through the
+                    // staging view: the kernel allocates the pages as it
+                    // copies, instead of taking a page fault (and zeroing a
+                    // page) for each. The program's view of these frames is
+                    // PROT_NONE, so nobody reads them meanwhile, and we hold
+                    // the lock, so no other installer writes them.
+                    sys::pwrite_all(s.memfd.as_raw_fd(), bytes, (addr - self.base) as u64)
+                        .map_err(|e| VmError::Os {
+                            op: "pwrite(memfd)",
+                            err: e,
+                        })?;
                     let prot = if protect {
                         libc::PROT_READ
                     } else {

@@ -211,6 +211,31 @@ pub(crate) fn mprotect(addr: usize, len: usize, prot: libc::c_int) -> io::Result
     }
 }
 
+/// Writes all of `buf` at offset `off` of `fd` (async-signal-safe: only
+/// `pwrite` itself).
+pub(crate) fn pwrite_all(fd: libc::c_int, mut buf: &[u8], mut off: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        let at =
+            libc::off_t::try_from(off).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `buf` is valid for reads of `buf.len()` bytes for the call.
+        let n = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), at) };
+        match n {
+            n if n > 0 => {
+                buf = &buf[n as usize..];
+                off += n as u64;
+            }
+            0 => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Sleeps while `word` holds `expected` (`FUTEX_WAIT`, process-private);
 /// returns at once if it does not, and on a wake-up or a signal, so callers
 /// check again. Async-signal-safe.
