@@ -309,6 +309,17 @@ impl Pager {
         line.queue.extend(held);
     }
 
+    /// Puts the block at `frame` back in line if it was set aside as
+    /// written: its changes were logged early and it was write-protected
+    /// again, so it may be evicted (it faults back with them).
+    pub(crate) fn requeue(&self, frame: FrameNo) {
+        let mut line = self.fifo();
+        if let Some(i) = line.held.iter().position(|&(f, _)| f == frame) {
+            let v = line.held.swap_remove(i);
+            line.queue.push_back(v);
+        }
+    }
+
     /// The installed blocks, (first frame, frames), oldest first.
     pub(crate) fn resident_blocks(&self) -> Vec<(FrameNo, u32)> {
         let line = self.fifo();

@@ -23,7 +23,7 @@
 //! | event | `Uffd` | `Sigsegv` |
 //! |---|---|---|
 //! | reservation | private anonymous, registered with one userfaultfd (missing + write-protect) | a memfd mapped twice: the program's view `PROT_NONE`, a staging view always read-write |
-//! | first touch of a non-resident frame | the kernel queues a message; the handler thread calls `missing`, which installs with `UFFDIO_COPY` (atomic); the thread is woken when `missing` returns | SIGSEGV; the handler posts the frame to the space's service thread and waits (futex); the service thread calls `missing`; install allocates the memfd's pages (`MADV_POPULATE_WRITE` on the staging view) and copies through it, then `mprotect`s the frames readable; the handler returns |
+//! | first touch of a non-resident frame | the kernel queues a message; the handler thread calls `missing`, which installs with `UFFDIO_COPY` (atomic); the thread is woken when `missing` returns | SIGSEGV; the handler posts the frame to the space's service thread and waits (futex); the service thread calls `missing`; install writes the memfd (`pwrite`), then `mprotect`s the frames readable; the handler returns |
 //! | first write to a clean frame (tracking on) | resolved by the kernel (`UFFD_FEATURE_WP_ASYNC`): no signal, no message | SIGSEGV; in the handler, `first_write(frame, clean)`, then `mprotect` read-write and note the frame |
 //! | `take_written` | `PAGEMAP_SCAN` for written pages, re-protecting them in the same ioctl | the noted frames, `mprotect`ed read-only again (all or nothing) |
 //! | `evict` | `MADV_DONTNEED` | `mprotect(PROT_NONE)`, then punch a hole in the memfd |
