@@ -246,7 +246,7 @@ impl Pager {
         let Some(budget) = self.budget else { return };
         let target = budget.saturating_sub(incoming);
         let resident = || self.stats.resident.load(Ordering::Relaxed);
-        let slack = (budget / 32).max(1);
+        let slack = self.slack();
         let mut tries = self.fifo().queue.len();
         while resident() > target && tries > 0 {
             let want = resident() - target + slack;
@@ -299,6 +299,12 @@ impl Pager {
         if resident() > target {
             self.pressure.store(true, Ordering::Release);
         }
+    }
+
+    /// Frames a batch of evictions frees beyond what the fault needs: a
+    /// thirty-second of the budget (none without one).
+    pub(crate) fn slack(&self) -> u64 {
+        self.budget.map_or(0, |b| (b / 32).max(1))
     }
 
     /// Puts the blocks set aside as written back in line: the transaction
