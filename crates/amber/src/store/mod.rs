@@ -25,6 +25,7 @@ mod batch;
 pub mod backup;
 pub mod checkpoint;
 mod checkpointer;
+mod early;
 mod logged;
 pub(crate) mod open;
 mod order;
