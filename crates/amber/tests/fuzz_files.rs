@@ -33,16 +33,23 @@ fn target(name: &str, default: u64) {
 #[test]
 fn seeds_read_back_whole() {
     let seeds_of = corpus().iter().filter(|(t, _)| *t == FILE_TARGETS[0]);
-    let mut n = 0;
+    let (mut n, mut version_2) = (0, 0);
     for (_, data) in seeds_of {
         let b = Bundle::decode(data);
+        if b.log[8..12] == 2u32.to_le_bytes() {
+            version_2 += 1;
+        }
         let vfs: Arc<dyn Vfs> = Arc::new(b.materialize());
         let db = Db::open_with(vfs, seeds::db_path(), seeds::options(b.page_size()))
             .expect("a seed opens");
         assert_eq!(Nodes::read(&db, true), 1 + 2 * NODES as usize);
         n += 1;
     }
-    assert_eq!(n, 6, "4, 8 and 16 KiB pages, closed and crashed");
+    assert_eq!(
+        (n, version_2),
+        (7, 1),
+        "4, 8 and 16 KiB pages, closed and crashed, and a crashed one with a version-2 log"
+    );
 }
 
 /// The seeds collect and migrate whole (so that `migrate_collect`'s

@@ -93,21 +93,16 @@ fn every_io_call_failing_in_turn() {
     );
 }
 
-/// No automatic checkpoint: the test decides when one runs.
-fn manual() -> StoreOptions {
-    StoreOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_pending_bytes: usize::MAX,
-        checkpoint_on_close: false,
-        ..StoreOptions::default()
-    }
-}
-
 /// A store on `inner` through a countdown failing call `fail_at` once, with
 /// a committed history whose last changes are pending (not checkpointed).
 fn history(inner: &CrashVfs, fail_at: u64) -> (CountdownVfs, Store, Model) {
     let cd = CountdownVfs::new(Arc::new(inner.clone()), fail_at, false);
-    let s = Store::create(Arc::new(cd.clone()), Path::new("/db"), manual()).unwrap();
+    let s = Store::create(
+        Arc::new(cd.clone()),
+        Path::new("/db"),
+        common::no_checkpoints(),
+    )
+    .unwrap();
     let mut rng = SplitMix::new(7);
     let (mut m, _, e) = run_workload(&s, Model::default(), &mut rng, 12);
     assert!(e.is_none(), "the history failed: {e:?}");
@@ -179,7 +174,7 @@ fn every_io_call_of_a_checkpoint_failing_once() {
         }
         drop(s);
         let v: Arc<dyn Vfs> = Arc::new(inner.clone());
-        let s = Store::open(v, Path::new("/db"), manual())
+        let s = Store::open(v, Path::new("/db"), common::no_checkpoints())
             .unwrap_or_else(|e| panic!("call {n}: reopen failed: {e}"));
         let ok =
             model.diff(&s).is_none() || in_flight.as_ref().is_some_and(|m| m.diff(&s).is_none());
@@ -200,13 +195,18 @@ fn every_io_call_of_a_checkpoint_failing_once() {
 fn a_failed_background_checkpoint_is_reported_by_the_next_call() {
     let auto = StoreOptions {
         checkpoint_log_bytes: 2_000,
-        ..manual()
+        ..common::no_checkpoints()
     };
     // The calls up to the end of the commit that crosses the threshold,
     // counted where it does not (no background checkpoint to race with).
     let calls_before = {
         let cd = CountdownVfs::new(Arc::new(CrashVfs::new()), 0, false);
-        let s = Store::create(Arc::new(cd.clone()), Path::new("/db"), manual()).unwrap();
+        let s = Store::create(
+            Arc::new(cd.clone()),
+            Path::new("/db"),
+            common::no_checkpoints(),
+        )
+        .unwrap();
         let mut tx = s.begin().unwrap();
         let head = tx
             .alloc(1, amber::internals::format::page::BlockKind::Raw)

@@ -3,23 +3,16 @@
 //! whose records straddle chunk boundaries or were logged early. A log that
 //! a clean close vouched for is not read at all.
 
+mod common;
+
 use amber::internals::format::page::{BlockKind, HEADER_SIZE};
 use amber::internals::io::countdown::CountdownVfs;
 use amber::internals::io::crash::{CrashVfs, SplitMix};
 use amber::internals::io::{OpenMode, Vfs};
 use amber::internals::store::{Store, StoreOptions, StoreTx};
+use common::no_checkpoints;
 use std::path::Path;
 use std::sync::Arc;
-
-/// No checkpoint on its own: everything stays in the log.
-fn opts() -> StoreOptions {
-    StoreOptions {
-        checkpoint_log_bytes: u64::MAX,
-        checkpoint_pending_bytes: usize::MAX,
-        checkpoint_on_close: false,
-        ..StoreOptions::default()
-    }
-}
 
 /// What the data blocks hold after their headers (whose checksum and LSN
 /// change when a checkpoint installs them).
@@ -37,7 +30,7 @@ fn replay_follows_commit_order() {
     let vfs = CrashVfs::new();
     let v: Arc<dyn Vfs> = Arc::new(vfs.clone());
     let p = Path::new("/db");
-    let s = Store::create(v.clone(), p, opts()).unwrap();
+    let s = Store::create(v.clone(), p, no_checkpoints()).unwrap();
     let ps = s.page_size() as u64;
     let mut tx = s.begin().unwrap();
     let page = tx.alloc(1, BlockKind::Data).unwrap();
@@ -55,7 +48,7 @@ fn replay_follows_commit_order() {
     let off = HEADER_SIZE;
     assert_eq!(&s.read_block(page).unwrap()[off..off + 4], b"AAAA");
     drop(s);
-    let s = Store::open(v, p, opts()).unwrap();
+    let s = Store::open(v, p, no_checkpoints()).unwrap();
     assert_eq!(s.recovery_report().committed, 3);
     assert_eq!(&s.read_block(page).unwrap()[off..off + 4], b"AAAA");
 }
@@ -65,7 +58,7 @@ fn a_log_of_many_chunks_replays_to_the_running_state() {
     let vfs = CrashVfs::new();
     let v: Arc<dyn Vfs> = Arc::new(vfs.clone());
     let p = Path::new("/db");
-    let s = Store::create(v.clone(), p, opts()).unwrap();
+    let s = Store::create(v.clone(), p, no_checkpoints()).unwrap();
     let ps = s.page_size();
     let mut tx = s.begin().unwrap();
     let mut pages = Vec::new();
@@ -125,7 +118,7 @@ fn a_log_of_many_chunks_replays_to_the_running_state() {
     let want = blocks(&s);
     let before = s.stats().end_lsn;
     drop(s);
-    let s = Store::open(v, p, opts()).unwrap();
+    let s = Store::open(v, p, no_checkpoints()).unwrap();
     let rep = s.recovery_report().clone();
     assert_eq!(rep.end_lsn, before);
     assert_eq!(rep.uncommitted, uncommitted);

@@ -188,8 +188,9 @@ fn every_scheme_logs_the_same() {
 /// written page whole; all leave the same database.
 #[test]
 fn log_generators_log_what_they_promise() {
-    use amber::internals::wal::{RANGE_HEADER, Record, record::COMMIT_SIZE};
-    let (commit, header) = (COMMIT_SIZE as u64, RANGE_HEADER as u64);
+    use amber::internals::wal::{Record, ranges, record::COMMIT_SIZE};
+    // One range alone: its record and its entry.
+    let (commit, header) = (COMMIT_SIZE as u64, (ranges::RECORD + ranges::ENTRY) as u64);
     let page = Record::Page {
         txid: 1,
         page: 1,

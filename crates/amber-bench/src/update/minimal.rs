@@ -9,21 +9,28 @@
 //!    fields, at the fields' addresses in the database (the part's address
 //!    plus the fields' offsets in [`Part`]). Consecutive changed bytes form a
 //!    region.
-//! 2. *What logging them costs at least*: a range record of the log covers
-//!    one contiguous span of one page with after-images only (a commit
-//!    writes no before-images, `docs/design.md` 1.2), at a cost of its
-//!    header `H` plus the bytes it spans. The cheapest set of records
-//!    covering a page's regions is found by trying every way of cutting the
-//!    page's regions (in address order) into runs: dynamic programming over
-//!    the cut points, `O(n²)` per page.
+//! 2. *What logging them costs at least*: the log (format 3,
+//!    `docs/design.md` 1.2) carries changed bytes as ranges in ranges
+//!    records, after-images only (a commit writes no before-images). A
+//!    range covers one contiguous span of one page (a part's block is one
+//!    page) and costs [`ENTRY`] plus the bytes it spans; a record costs
+//!    [`RECORD`] and holds any number of ranges that ascend with less than
+//!    64 KiB between one and the next. The cheapest covering is found by
+//!    trying every way of cutting the regions (in address order) into
+//!    ranges — dynamic programming over the cut points, within a page —
+//!    and counting a record for the first range and for every range more
+//!    than a u16 (65,535 bytes) after the one before, where no record can
+//!    go on. (A record's ranges fill at most 64 KiB; a commit logging more
+//!    pays one record more per 64 KiB, at most 22 bytes in 65,535, which
+//!    this minimum leaves out: it is a lower bound there.)
 //!
 //! The commit record every commit adds is not part of it (the verdict
 //! compares records with records).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::mem::offset_of;
 
-use amber::internals::wal::RANGE_HEADER;
+use amber::internals::wal::ranges::{ENTRY, RECORD};
 
 use crate::oo1::amber_engine::AmberOo1;
 use crate::oo1::amber_engine::schema::Part;
@@ -112,39 +119,43 @@ impl Shadow {
         }
         Expected {
             parts: count.len() as u64,
-            minimal_log_bytes: minimal_records(changed_bytes, self.page_size, RANGE_HEADER as u64),
+            minimal_log_bytes: minimal_records(changed_bytes, self.page_size),
         }
     }
 }
 
-/// The least bytes of range records (each `header` plus the bytes it spans,
-/// within one page) that cover every address of `changed`.
-pub(super) fn minimal_records(mut changed: Vec<u64>, page_size: u64, header: u64) -> u64 {
+/// The least bytes of ranges records that cover every address of
+/// `changed` (module docs, step 2).
+pub(super) fn minimal_records(mut changed: Vec<u64>, page_size: u64) -> u64 {
     changed.sort_unstable();
     changed.dedup();
-    // Maximal runs of consecutive changed bytes, per page: [start, end).
-    let mut pages: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    // Maximal runs of consecutive changed bytes that do not cross a page
+    // boundary: [start, end).
+    let mut regions: Vec<(u64, u64)> = Vec::new();
     for a in changed {
-        let regions = pages.entry(a / page_size).or_default();
         match regions.last_mut() {
-            Some(last) if last.1 == a => last.1 = a + 1,
+            Some(last) if last.1 == a && a % page_size != 0 => last.1 = a + 1,
             _ => regions.push((a, a + 1)),
         }
     }
-    pages
-        .values()
-        .map(|regions| {
-            // best[j]: the least cost of covering the first j regions.
-            let mut best = vec![0u64; regions.len() + 1];
-            for j in 1..=regions.len() {
-                best[j] = (0..j)
-                    .map(|i| best[i] + header + (regions[j - 1].1 - regions[i].0))
-                    .min()
-                    .unwrap_or(u64::MAX);
-            }
-            best[regions.len()]
-        })
-        .sum()
+    let (entry, record) = (ENTRY as u64, RECORD as u64);
+    // best[j]: the least cost of the first j regions, region j − 1 ending a
+    // range. A range over regions i..j lies in one page; it opens a record
+    // when it is the first or lies more than a u16 after region i − 1.
+    let mut best = vec![0u64; regions.len() + 1];
+    for j in 1..=regions.len() {
+        let page = regions[j - 1].0 / page_size;
+        best[j] = (0..j)
+            .rev()
+            .take_while(|&i| regions[i].0 / page_size == page)
+            .map(|i| {
+                let opens = i == 0 || regions[i].0 - regions[i - 1].1 > u64::from(u16::MAX);
+                best[i] + entry + (regions[j - 1].1 - regions[i].0) + if opens { record } else { 0 }
+            })
+            .min()
+            .unwrap_or(u64::MAX);
+    }
+    best[regions.len()]
 }
 
 #[cfg(test)]
@@ -152,18 +163,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn records_are_cut_where_a_gap_costs_more_than_a_header() {
-        let h = 20;
-        // One byte: one record.
-        assert_eq!(minimal_records(vec![100], 4096, h), 21);
-        // Two bytes 10 apart share a record (20 + 11 < 2 · 21).
-        assert_eq!(minimal_records(vec![100, 110], 4096, h), 31);
-        // Two bytes 100 apart do not (2 · 21 < 20 + 101).
-        assert_eq!(minimal_records(vec![100, 200], 4096, h), 42);
-        // The same bytes on two pages never share a record.
-        assert_eq!(minimal_records(vec![4095, 4096], 4096, h), 42);
+    fn ranges_are_cut_where_a_gap_costs_more_than_an_entry() {
+        let (e, r) = (ENTRY as u64, RECORD as u64);
+        // One byte: one record of one range.
+        assert_eq!(minimal_records(vec![100], 4096), r + e + 1);
+        // Two bytes 4 apart share a range (3 unchanged bytes < an entry).
+        assert_eq!(minimal_records(vec![100, 104], 4096), r + e + 5);
+        // Two bytes 6 apart do not: two ranges of one record.
+        assert_eq!(minimal_records(vec![100, 106], 4096), r + 2 * (e + 1));
+        // The same bytes on two pages never share a range, but a record.
+        assert_eq!(minimal_records(vec![4095, 4096], 4096), r + 2 * (e + 1));
+        // Ranges more than a u16 apart need two records.
+        assert_eq!(
+            minimal_records(vec![100, 100 + 65_537], 1 << 20),
+            2 * (r + e + 1)
+        );
+        assert_eq!(
+            minimal_records(vec![100, 100 + 65_536], 1 << 20),
+            r + 2 * (e + 1)
+        );
         // A run of changed bytes, duplicates ignored.
-        assert_eq!(minimal_records(vec![7, 5, 6, 6], 4096, h), 23);
-        assert_eq!(minimal_records(Vec::new(), 4096, h), 0);
+        assert_eq!(minimal_records(vec![7, 5, 6, 6], 4096), r + e + 3);
+        assert_eq!(minimal_records(Vec::new(), 4096), 0);
     }
 }

@@ -30,8 +30,9 @@
 //! changed, which the benchmark computes itself (module `minimal`): from its own
 //! copy of every part's `x` and `y` it knows which bytes each commit changes
 //! and, from the parts' addresses, where they lie; it then finds the
-//! cheapest way to cover them with range records (header plus span, one page
-//! each, after-images only). Nothing of it comes from Amber's diff, so a diff
+//! cheapest way to cover them with ranges records (per record a header,
+//! per range an entry plus its span, a range within one page,
+//! after-images only). Nothing of it comes from Amber's diff, so a diff
 //! that logged unchanged bytes, missed a merge or merged too much would show
 //! as a ratio above 1. The worst commit decides. Amber's own count of the
 //! same minimum (`CommitStats::minimal_log_bytes`, computed by the commit
@@ -63,7 +64,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use amber::Strategy;
-use amber::internals::wal::RANGE_HEADER;
+use amber::internals::wal::ranges;
 use amber::internals::wal::record::COMMIT_SIZE;
 
 use crate::backend::Backends;
@@ -305,7 +306,8 @@ pub fn update(cfg: &UpdateConfig) -> Result<UpdateReport, BenchError> {
         first_write: first_writes,
         target_log_vs_minimal: TARGET_LOG_VS_MINIMAL,
         target_first_write_uffd_us: TARGET_FIRST_WRITE_UFFD_US,
-        range_header_bytes: RANGE_HEADER,
+        ranges_record_bytes: ranges::RECORD,
+        range_entry_bytes: ranges::ENTRY,
         commit_record_bytes: COMMIT_SIZE,
         engine: crate::oo1::EngineFactory::info(&factory).summary,
         loadavg_before,

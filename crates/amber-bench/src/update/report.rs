@@ -117,8 +117,12 @@ pub struct UpdateReport {
     pub first_write: Vec<FirstWrite>,
     pub target_log_vs_minimal: f64,
     pub target_first_write_uffd_us: f64,
-    /// Range record header (H) and commit record sizes of the log format.
-    pub range_header_bytes: usize,
+    /// What a ranges record costs beyond its ranges (R), what each range
+    /// costs beyond its bytes (E), and the commit record's size, in the
+    /// log format.
+    pub ranges_record_bytes: usize,
+    /// See `ranges_record_bytes`.
+    pub range_entry_bytes: usize,
     pub commit_record_bytes: usize,
     /// The Amber OO1 engine's summary (schema and options).
     pub engine: &'static str,
@@ -134,7 +138,7 @@ per p in {0, 0.05, 0.2, 1}: OO1's hot update input (root and per-visit decisions
 warm-up traversals untimed, then iters traversals with one commit each, every answer checked against the reference evaluator; \
 medians of CommitStats (detect / diff / write), Tx::commit wall time, log_bytes and minimal_log_bytes; \
 the verdict, log_vs_minimal, compares each commit's records (log_bytes - commit_record_bytes) with minimal_log_bytes, computed by the benchmark without Amber's diff: \
-the bytes of x and y that differ between the benchmark's own copy of each part before and after the traversal's increments, at the fields' addresses, cut into range records (a header of range_header_bytes + span, one page each, after-images only) in the cheapest way (dynamic programming over the cut points); the worst commit decides; \
+the bytes of x and y that differ between the benchmark's own copy of each part before and after the traversal's increments, at the fields' addresses, cut into ranges (range_entry_bytes + span each, within one page, after-images only) carried by ranges records (ranges_record_bytes each; one holds ranges less than 64 KiB apart) in the cheapest way (dynamic programming over the cut points); the worst commit decides; \
 engine_minimal_log_bytes is Amber's own count (CommitStats::minimal_log_bytes), reported beside it; \
 first write: M parts on distinct pages, resident and re-protected by a commit, read (untimed), then a field of each incremented twice in two tight loops \
 in one transaction, (loop 1 - loop 2) / M, median over rounds";

@@ -10,9 +10,10 @@
 //! a transaction is, unswizzled, exactly its committed image: every earlier
 //! transaction either committed (and the store holds its changes) or aborted
 //! (and restored the page from the store). The modified regions are merged
-//! by the minimal-log rule (after-images only, so 1 · gap ≤ H) and logged as
-//! range records; pointers are in persistent form because the dirty copy was
-//! unswizzled. Then one commit record and one sync.
+//! by the minimal-log rule (after-images only, so 1 · gap ≤ E, the 4 bytes
+//! a range costs in a ranges record) and logged, in address order, as
+//! ranges records; pointers are in persistent form because the dirty copy
+//! was unswizzled. Then one commit record and one sync.
 //!
 //! No pointer into dead space (`dead.rs`) may be logged: unswizzling the
 //! written blocks refuses one, as `Error::Dangling`.
@@ -33,8 +34,8 @@ use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::format::objects::ObjectEntry;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block, convert_object};
 use crate::vm::{Barrier, FrameNo};
-use crate::wal::RANGE_HEADER;
-use crate::wal::coalesce::{Region, coalesce, diff_into, log_cost};
+use crate::wal::coalesce::{Region, coalesce, diff_into, ranges_cost, records_needed};
+use crate::wal::ranges::{ENTRY, RECORD};
 use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -199,10 +200,12 @@ impl Tx<'_> {
     }
 
     /// `regions` merged by the minimal-log rule for records carrying
-    /// `images` images per byte; their log cost counted in `stats`.
+    /// `images` images per byte; what the ranges cost in their records
+    /// counted in `stats` (the records' own bytes are the batch's:
+    /// [`record_bytes`]).
     pub(crate) fn coalesced(regions: &[Region], images: usize, stats: &mut CommitStats) -> Vec<Region> {
-        let merged = coalesce(regions, RANGE_HEADER, images);
-        stats.minimal_log_bytes += log_cost(&merged, RANGE_HEADER, images) as u64;
+        let merged = coalesce(regions, ENTRY, images);
+        stats.minimal_log_bytes += ranges_cost(&merged, images) as u64;
         merged
     }
 
@@ -250,6 +253,7 @@ impl Tx<'_> {
         let mut stats = CommitStats::default();
         let regions = Self::changes(&clean, &dirty, 2, None, &mut stats);
         let base = head * self.page_size as u64;
+        stats.minimal_log_bytes += record_bytes(spans(&regions, base));
         let stx = self.stx()?;
         for r in &regions {
             stx.write_with_before(
@@ -357,6 +361,9 @@ impl Tx<'_> {
             .map(|b| (b as usize * self.page_size / 4).max(1 << 20));
         let (mut unlogged, mut write) = (0usize, Duration::ZERO);
         let mut records = Vec::new();
+        // The addresses of the diffed ranges of the batch being gathered
+        // (the minimal log counts the records they need: `record_bytes`).
+        let mut diffed = Vec::new();
         for (&head, &(frame, run)) in &blocks {
             let block = Written {
                 head,
@@ -373,6 +380,11 @@ impl Tx<'_> {
             let stx = self.stx()?;
             for r in records.drain(..) {
                 match r {
+                    Record::Diffed(addr, data) => {
+                        unlogged += data.len();
+                        diffed.push((addr, addr + data.len() as u64));
+                        stx.write(addr, &data)?
+                    }
                     Record::Range(addr, data) => {
                         unlogged += data.len();
                         stx.write(addr, &data)?
@@ -386,9 +398,11 @@ impl Tx<'_> {
             if early_limit.is_some_and(|l| unlogged > l) {
                 stx.log_early()?;
                 unlogged = 0;
+                stats.minimal_log_bytes += record_bytes(diffed.drain(..));
             }
             write += tw.elapsed();
         }
+        stats.minimal_log_bytes += record_bytes(diffed);
         // Every record is made: the spilled changes served faults and diffs
         // and are let go before the store applies the commit (which holds
         // its own copy of them until then). Nothing faults in between, and
@@ -504,6 +518,20 @@ impl Tx<'_> {
         }
         self.drop_changed();
     }
+}
+
+/// The bytes of the ranges records a batch of ranges needs beyond what its
+/// ranges cost (`wal::coalesce::batch_cost`): [`RECORD`] per record. The
+/// ranges are `(start, end)` addresses, in the order they are logged.
+pub(crate) fn record_bytes(spans: impl IntoIterator<Item = (u64, u64)>) -> u64 {
+    (RECORD * records_needed(spans)) as u64
+}
+
+/// The addresses of `regions` of the block at address `base`.
+pub(crate) fn spans(regions: &[Region], base: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+    regions
+        .iter()
+        .map(move |r| (base + r.start as u64, base + r.end as u64))
 }
 
 impl Drop for Tx<'_> {

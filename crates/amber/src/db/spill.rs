@@ -53,6 +53,9 @@ impl Tx<'_> {
         let target = budget - budget / 8;
         let ps = self.page_size as u64;
         let mut spilled = false;
+        // The addresses of the ranges spilled, for the minimal log's count
+        // of the records they need.
+        let mut spanned = Vec::new();
         for (head, (frame, run)) in self.parts().blocks_of(&all) {
             if self.pager.stats.resident.load(Ordering::Relaxed) <= target {
                 break;
@@ -70,6 +73,7 @@ impl Tx<'_> {
             let mut stats = std::mem::take(&mut self.early_stats);
             let regions = Self::changes(&clean, &dirty, 2, None, &mut stats);
             self.early_stats = stats;
+            spanned.extend(super::commit::spans(&regions, head * ps));
             let stx = self.stx()?;
             for r in &regions {
                 stx.write_with_before(
@@ -93,6 +97,7 @@ impl Tx<'_> {
             spilled = true;
         }
         if spilled {
+            self.early_stats.minimal_log_bytes += super::commit::record_bytes(spanned);
             self.stx()?.log_early()?;
         }
         Ok(())

@@ -46,6 +46,11 @@ fn prefix(data: &[u8]) -> (usize, bool, &[u8]) {
     (ps, reseal, data.get(2..).unwrap_or(&[]))
 }
 
+/// The page size a decoder target's input asks for.
+pub(super) fn page_size_of(data: &[u8]) -> usize {
+    prefix(data).0
+}
+
 /// A 512-byte slot from the start of `data` (zero-padded), resealed when
 /// byte 512 of the input has bit 0 set.
 fn slot(data: &[u8]) -> [u8; SLOT_SIZE] {

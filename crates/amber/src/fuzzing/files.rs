@@ -154,9 +154,9 @@ impl Bundle {
         }
         let base = [0usize, 4096]
             .iter()
-            .filter_map(|&o| LogHeader::decode(self.log.get(o..)?).ok())
-            .max_by_key(|h| h.generation)
-            .map(|h| h.base_lsn);
+            .filter_map(|&o| LogHeader::decode_versioned(self.log.get(o..)?).ok())
+            .max_by_key(|(h, _)| h.generation)
+            .map(|(h, _)| h.base_lsn);
         if let Some(base) = base {
             let mut at = RECORDS_START as usize;
             while let Some(n) = self.log.get(at..).and_then(|b| record_len(b, ps).ok()) {

@@ -10,7 +10,7 @@ use super::files::Bundle;
 use crate::format::superblock::SLOT_OFFSETS;
 use crate::io::crash::SplitMix;
 use crate::wal::header::RECORDS_START;
-use crate::wal::record::record_len;
+use crate::wal::record::{K_RANGES, record_len};
 
 /// Values that sit at the edges of what length and count fields allow.
 const INTERESTING: [u64; 16] = [
@@ -38,6 +38,11 @@ const INTERESTING: [u64; 16] = [
 /// every record of its log.
 pub fn hot_offsets(target: &str, data: &[u8]) -> Vec<usize> {
     let mut hot: Vec<usize> = (0..64.min(data.len())).collect();
+    if target == "log_records" {
+        // The records after the page-size code, the flags and the base LSN.
+        let ps = super::decoders::page_size_of(data);
+        record_offsets(data, LOG_RECORDS_START, ps, &mut hot);
+    }
     if !super::FILE_TARGETS.contains(&target) {
         hot.extend((4096..data.len()).step_by(4096).flat_map(|p| p..p + 64));
         hot.retain(|&o| o < data.len());
@@ -56,13 +61,29 @@ pub fn hot_offsets(target: &str, data: &[u8]) -> Vec<usize> {
             .step_by(ps)
             .flat_map(|p| (0..64).map(move |i| pf + p + i)),
     );
-    let mut at = RECORDS_START as usize;
-    while let Some(n) = b.log.get(at..).and_then(|r| record_len(r, ps).ok()) {
-        hot.extend((0..24).map(|i| log + at + i));
-        at += n;
-    }
+    let mut in_log = Vec::new();
+    record_offsets(&b.log, RECORDS_START as usize, ps, &mut in_log);
+    hot.extend(in_log.into_iter().map(|o| log + o));
     hot.retain(|&o| o < data.len());
     hot
+}
+
+/// Where a log_records input's records start.
+const LOG_RECORDS_START: usize = 10;
+
+/// Adds the offsets of the headers of the records in `log` from `at`: 24
+/// bytes of each, and of a ranges record the first 64 bytes of its body
+/// too (the lengths and gaps of its first ranges).
+fn record_offsets(log: &[u8], mut at: usize, ps: usize, hot: &mut Vec<usize>) {
+    while let Some(n) = log.get(at..).and_then(|r| record_len(r, ps).ok()) {
+        let head = if log.get(at + 4) == Some(&K_RANGES) {
+            84
+        } else {
+            24
+        };
+        hot.extend((0..head.min(n)).map(|i| at + i));
+        at += n;
+    }
 }
 
 /// Applies 1 to 4 random changes to `data`, keeping it at most `max_len`

@@ -92,7 +92,9 @@ pub fn database<C: Content>(page_size: usize, crashed: bool) -> Result<Bundle> {
 /// The page sizes of the seeds.
 pub const PAGE_SIZES: [usize; 3] = [4096, 8192, 16384];
 
-/// Every seed database: each page size, closed and crashed.
+/// Every seed database: each page size, closed and crashed; and the
+/// crashed one of 4 KiB pages with its log as log format 2 wrote it
+/// ([`as_version_2`]), for recovery of an older build's log.
 pub fn databases<C: Content>() -> Result<Vec<Bundle>> {
     let mut out = Vec::new();
     for ps in PAGE_SIZES {
@@ -100,7 +102,80 @@ pub fn databases<C: Content>() -> Result<Vec<Bundle>> {
             out.push(database::<C>(ps, crashed)?);
         }
     }
+    let crashed = database::<C>(PAGE_SIZES[0], true)?;
+    out.push(as_version_2(&crashed).ok_or_else(|| {
+        crate::Error::internal("the crashed seed's log does not decode as it was written")
+    })?);
     Ok(out)
+}
+
+/// `b` with its log as log format 2 writes the same records: each ranges
+/// record as one range record (kind 1) per range, everything else as it
+/// is, at the LSNs that follow, each commit record's durable point the end
+/// of the commit record before it (a seed syncs every commit), and the
+/// header copies of version 2. `None` if the log does not decode.
+pub fn as_version_2(b: &Bundle) -> Option<Bundle> {
+    use crate::wal::header::VERSION_SINGLE_RANGES;
+    use crate::wal::ranges;
+    use crate::wal::record::{Record, decode};
+    let ps = b.page_size();
+    let (h, _) = LogHeader::decode_versioned(b.log.get(..512)?).ok()?;
+    let start = RECORDS_START as usize;
+    let mut out = b.log.get(..start)?.to_vec();
+    for o in crate::wal::header::SLOT_OFFSETS {
+        let slot = out.get_mut(o as usize..o as usize + 512)?;
+        slot[8..12].copy_from_slice(&VERSION_SINGLE_RANGES.to_le_bytes());
+        let c = crate::format::crc(&slot[..508]);
+        slot[508..].copy_from_slice(&c.to_le_bytes());
+    }
+    let (mut at, mut durable) = (start, h.base_lsn);
+    let lsn = |out: &Vec<u8>| h.base_lsn + (out.len() - start) as u64;
+    while at < b.log.len() {
+        let Ok((r, n)) = decode(&b.log[at..], h.base_lsn + (at - start) as u64, ps) else {
+            break;
+        };
+        match r {
+            Record::Ranges {
+                txid,
+                addr,
+                before,
+                body,
+            } => {
+                for g in ranges::iter(addr, before, body) {
+                    let one = Record::Range {
+                        txid,
+                        addr: g.addr,
+                        after: g.after,
+                        before: g.before,
+                    };
+                    one.encode(lsn(&out), &mut out);
+                }
+            }
+            Record::Commit { txid, synced_delta } => {
+                let here = lsn(&out);
+                let delta = if synced_delta == u32::MAX {
+                    u32::MAX
+                } else {
+                    u32::try_from(here - durable).ok()?
+                };
+                Record::Commit {
+                    txid,
+                    synced_delta: delta,
+                }
+                .encode(here, &mut out);
+                durable = lsn(&out);
+            }
+            other => other.encode(lsn(&out), &mut out),
+        }
+        at += n;
+    }
+    // Nothing after the last record: what follows it in the source (a
+    // torn tail, bytes of older epochs) belongs to other positions.
+    Some(Bundle {
+        page_file: b.page_file.clone(),
+        log: out,
+        reseal: b.reseal,
+    })
 }
 
 /// [`databases`], built once per process and kept (for the targets that
@@ -117,7 +192,10 @@ pub fn cached<C: Content>() -> &'static [Bundle] {
 /// Seeds of each decoder target, cut from the seed databases, by target
 /// name (as `DECODER_TARGETS` names them).
 pub fn decoder_seeds(dbs: &[Bundle]) -> Vec<(&'static str, Vec<u8>)> {
-    let mut out = Vec::new();
+    let mut out: Vec<(&'static str, Vec<u8>)> = every_kind()
+        .map(|v| ("log_records", v))
+        .into_iter()
+        .collect();
     for b in dbs {
         let pf = &b.page_file;
         for off in SLOT_OFFSETS {
@@ -130,7 +208,10 @@ pub fn decoder_seeds(dbs: &[Bundle]) -> Vec<(&'static str, Vec<u8>)> {
         }
         let ps_code = page_size_code(b.page_size());
         // The log: its records as the record-stream target takes them.
-        if let Some(h) = b.log.get(..512).and_then(|s| LogHeader::decode(s).ok())
+        if let Some((h, _)) = b
+            .log
+            .get(..512)
+            .and_then(|s| LogHeader::decode_versioned(s).ok())
             && b.log.len() > RECORDS_START as usize
         {
             let mut v = vec![ps_code, 0];
@@ -173,6 +254,88 @@ pub fn decoder_seeds(dbs: &[Bundle]) -> Vec<(&'static str, Vec<u8>)> {
         }
     }
     out
+}
+
+/// A log_records input holding a record of every kind, with and without
+/// before-images (of 4 KiB pages, from LSN 1): version 2's range records
+/// and the kinds the seed databases never write (before-images are logged
+/// only when a transaction outgrows memory) reach the decoders too.
+fn every_kind() -> Option<Vec<u8>> {
+    use crate::wal::ranges::Body;
+    use crate::wal::record::Record;
+    let image = [0x5au8; 4096];
+    let mut after = Body::new(8232, b"after", None)?;
+    let mut both = Body::new(8232, b"new", Some(b"old"))?;
+    if !(after.push(8300, b"more", None) && both.push(8240, b"N", Some(b"O"))) {
+        return None;
+    }
+    let records = [
+        Record::Range {
+            txid: 1,
+            addr: 8232,
+            after: b"range",
+            before: None,
+        },
+        Record::Range {
+            txid: 1,
+            addr: 8232,
+            after: b"new",
+            before: Some(b"old"),
+        },
+        Record::Ranges {
+            txid: 1,
+            addr: after.addr,
+            before: false,
+            body: &after.bytes,
+        },
+        Record::Ranges {
+            txid: 1,
+            addr: both.addr,
+            before: true,
+            body: &both.bytes,
+        },
+        Record::Page {
+            txid: 1,
+            page: 2,
+            image: &image,
+        },
+        Record::Alloc {
+            txid: 1,
+            page: 3,
+            count: 1,
+            kind: 1,
+        },
+        Record::Free {
+            txid: 1,
+            page: 3,
+            count: 1,
+        },
+        Record::Root {
+            txid: 1,
+            name: b"root",
+            addr: 8232,
+            type_id: 1,
+        },
+        Record::Type {
+            txid: 1,
+            type_id: 1,
+            desc: b"descriptor",
+        },
+        Record::Commit {
+            txid: 1,
+            synced_delta: 0,
+        },
+        Record::Intent {
+            entries: &[2, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4],
+        },
+    ];
+    let mut v = vec![page_size_code(4096), 0];
+    v.extend_from_slice(&1u64.to_le_bytes());
+    let start = v.len();
+    for r in records {
+        r.encode(1 + (v.len() - start) as u64, &mut v);
+    }
+    Some(v)
 }
 
 /// The page-size code the decoder targets take in their first byte.

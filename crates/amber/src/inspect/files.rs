@@ -10,9 +10,9 @@ use crate::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superb
 use crate::io::real::RealVfs;
 use crate::io::{IoFile, OpenMode, Vfs, read_at_most};
 use crate::store::wal_path;
-use crate::wal::Record;
 use crate::wal::header::{self as log_header, LogHeader};
 use crate::wal::scan::{self, Tail};
+use crate::wal::{Record, ranges};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +96,8 @@ pub enum LogHeaderCopy {
     Valid {
         /// The header.
         header: LogHeader,
+        /// Its format version (2 or 3: `wal/header.rs`).
+        version: u32,
         /// Whether it carries the database's identity.
         belongs: bool,
     },
@@ -170,6 +172,15 @@ pub enum RecordKind {
         /// commit).
         before_image: bool,
     },
+    /// New bytes for several ranges (log format 3's ranges record).
+    Ranges {
+        /// Each range: the persistent address of its first byte, and its
+        /// length.
+        ranges: Vec<(u64, usize)>,
+        /// Whether the old bytes are logged too (records logged before
+        /// commit).
+        before_image: bool,
+    },
     /// A whole page image.
     Page {
         /// The page.
@@ -229,6 +240,14 @@ impl RecordKind {
                 len: after.len(),
                 before_image: before.is_some(),
             },
+            Record::Ranges {
+                addr, before, body, ..
+            } => RecordKind::Ranges {
+                ranges: ranges::iter(addr, before, body)
+                    .map(|r| (r.addr, r.after.len()))
+                    .collect(),
+                before_image: before,
+            },
             Record::Page { page, .. } => RecordKind::Page { page },
             Record::Alloc {
                 page, count, kind, ..
@@ -272,16 +291,17 @@ pub fn read_log(path: &Path, visit: &mut dyn FnMut(&LogRecord)) -> Result<LogVie
     let size = f.size().map_err(|e| Error::io("stat", &wal, e))?;
     let decoded = header_copies(&*f, &wal)?;
     let mut best: Option<LogHeader> = None;
-    for h in decoded.iter().flatten() {
+    for (h, _) in decoded.iter().flatten() {
         if sb.is_none_or(|sb| sb.db_id == h.db_id)
             && best.is_none_or(|b| h.generation > b.generation)
         {
             best = Some(*h);
         }
     }
-    let copy = |d: &std::result::Result<LogHeader, String>| match d {
-        Ok(h) => LogHeaderCopy::Valid {
+    let copy = |d: &std::result::Result<(LogHeader, u32), String>| match d {
+        Ok((h, version)) => LogHeaderCopy::Valid {
             header: *h,
+            version: *version,
             belongs: sb.is_none_or(|sb| sb.db_id == h.db_id),
         },
         Err(e) => LogHeaderCopy::Damaged(e.clone()),
@@ -349,11 +369,17 @@ fn scan_records(
 fn header_copies(
     f: &dyn IoFile,
     wal: &Path,
-) -> Result<[std::result::Result<LogHeader, String>; 2]> {
+) -> Result<[std::result::Result<(LogHeader, u32), String>; 2]> {
     let read = |off| -> Result<_> {
         let mut b = [0u8; log_header::SLOT_SIZE];
         read_at_most(f, &mut b, off).map_err(|e| Error::io("read log header", wal, e))?;
-        Ok(LogHeader::decode(&b))
+        Ok(match LogHeader::decode_versioned(&b) {
+            Ok((_, v)) if v == log_header::VERSION_NO_TRAILER => Err(format!(
+                "format version {v} (records without a length trailer), which this build \
+                 does not read"
+            )),
+            other => other,
+        })
     };
     Ok([
         read(log_header::SLOT_OFFSETS[0])?,
@@ -362,10 +388,11 @@ fn header_copies(
 }
 
 /// Whether the newest valid header copy was written by a clean close.
-fn newest_closed(copies: &[std::result::Result<LogHeader, String>; 2]) -> bool {
+fn newest_closed(copies: &[std::result::Result<(LogHeader, u32), String>; 2]) -> bool {
     copies
         .iter()
         .flatten()
+        .map(|(h, _)| h)
         .max_by_key(|h| h.generation)
         .is_some_and(|h| h.closed)
 }

@@ -8,7 +8,7 @@ use super::wpl::supersedes;
 use crate::format::meta::RootEntry;
 use crate::format::page::{self, BlockKind};
 use crate::format::{PAddr, PageNo};
-use crate::wal::Record;
+use crate::wal::{Record, ranges};
 
 impl State {
     /// Applies `rec`, logged at `lsn`, of a transaction that committed at
@@ -24,6 +24,13 @@ impl State {
         let ps = self.page_size;
         match *rec {
             Record::Range { addr, after, .. } => self.write_range(addr, after, commit_lsn)?,
+            Record::Ranges {
+                addr, before, body, ..
+            } => {
+                for r in ranges::iter(addr, before, body) {
+                    self.write_range(r.addr, r.after, commit_lsn)?;
+                }
+            }
             Record::Page { page, image, .. } => {
                 let (head, len) = self
                     .fsm

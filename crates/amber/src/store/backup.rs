@@ -169,12 +169,13 @@ fn generation(file: &dyn IoFile, path: &Path) -> Result<u64> {
 
 /// The base LSN of the log's newest valid header copy.
 fn current_base_lsn(log: &dyn IoFile, wal: &Path) -> Result<u64> {
-    match newest_log_header(log, wal)? {
-        (Some((h, _)), _) => Ok(h.base_lsn),
-        (None, problems) => Err(Error::invalid(format!(
+    let headers = newest_log_header(log, wal)?;
+    match headers.best {
+        Some((h, _)) => Ok(h.base_lsn),
+        None => Err(Error::invalid(format!(
             "{}: no valid log header copy ({})",
             wal.display(),
-            problems.join("; ")
+            headers.problems.join("; ")
         ))),
     }
 }

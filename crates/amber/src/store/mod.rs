@@ -21,6 +21,7 @@
 
 pub mod alloc;
 pub mod apply;
+mod batch;
 pub mod backup;
 pub mod checkpoint;
 mod checkpointer;

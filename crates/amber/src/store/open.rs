@@ -198,7 +198,7 @@ impl Store {
                 Error::io("open log", &wal, e)
             }
         })?;
-        let (lh, log_copy_damaged) = read_log_header(&*logf, &wal, &sb)?;
+        let (lh, log_version, log_copy_damaged) = read_log_header(&*logf, &wal, &sb)?;
         // A reader beside a live writer reads the log up to the end the
         // writer published: what lies after it may be half written.
         let published = match (&readers, opts.read_only) {
@@ -248,7 +248,7 @@ impl Store {
                 t.register_writer(g, end_lsn, st.sb.generation)?;
             }
             drop(registering);
-            Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))
+            Some(LogWriter::resume(logf, wal.clone(), lh, log_version, end_lsn))
         };
         let mut core = Core {
             vfs,
@@ -354,14 +354,28 @@ pub(crate) fn read_superblock_slots(
 }
 
 /// Reads the log header copies and picks the newest valid one matching the
-/// database.
-/// Also says whether one copy was damaged.
+/// database; returns it with its format version, and whether one copy was
+/// damaged.
 pub(crate) fn read_log_header(
     file: &dyn IoFile,
     path: &Path,
     sb: &Superblock,
-) -> Result<(LogHeader, bool)> {
-    let (best, problems) = newest_log_header(file, path)?;
+) -> Result<(LogHeader, u32, bool)> {
+    let LogHeaders {
+        best,
+        problems,
+        newer,
+    } = newest_log_header(file, path)?;
+    if let (None, Some(v)) = (best, newer) {
+        return Err(Error::NotADatabase {
+            path: path.to_path_buf(),
+            what: format!(
+                "log format version {v}, written by a newer build; this build reads versions \
+                 up to {}: open the database with the build that wrote it",
+                log_header::VERSION
+            ),
+        });
+    }
     let (h, version) = best.ok_or_else(|| {
         corrupt(
             path,
@@ -389,12 +403,13 @@ pub(crate) fn read_log_header(
             ),
         ));
     }
+    // A version-2 log is read as it is (its records are version 3's), and
+    // the writer rewrites its header as version 3 before its first record.
     // A version-1 log (records without the length trailer) is read only
     // when a clean close vouched that its epoch is empty: there is nothing
-    // to read in either framing, and the writer writes a version-2 header
-    // before its first record. One with records to recover is refused:
+    // to read in either framing. One with records to recover is refused:
     // the build that wrote it recovers them.
-    if version != log_header::VERSION && !(h.closed && h.base_lsn == sb.checkpoint_lsn) {
+    if version == log_header::VERSION_NO_TRAILER && !(h.closed && h.base_lsn == sb.checkpoint_lsn) {
         return Err(Error::NotADatabase {
             path: path.to_path_buf(),
             what: format!(
@@ -417,32 +432,45 @@ pub(crate) fn read_log_header(
             ),
         ));
     }
-    Ok((h, !problems.is_empty()))
+    Ok((h, version, !problems.is_empty()))
 }
 
 /// A log header copy and its format version.
 pub(super) type VersionedHeader = (LogHeader, u32);
 
-/// The newest valid log header copy, if any, with its format version (this
-/// build's, or [`log_header::VERSION_NO_TRAILER`]), and what is wrong with
-/// the copies that are not valid.
-pub(super) fn newest_log_header(
-    file: &dyn IoFile,
-    path: &Path,
-) -> Result<(Option<VersionedHeader>, Vec<String>)> {
-    let mut best: Option<VersionedHeader> = None;
-    let mut problems = Vec::new();
+/// What the two copies of a log header hold.
+pub(super) struct LogHeaders {
+    /// The newest valid copy, if any, with its format version (this
+    /// build's, [`log_header::VERSION_SINGLE_RANGES`] or
+    /// [`log_header::VERSION_NO_TRAILER`]).
+    pub(super) best: Option<VersionedHeader>,
+    /// What is wrong with each copy that is not valid.
+    pub(super) problems: Vec<String>,
+    /// A sound copy of a format version later than this build's.
+    pub(super) newer: Option<u32>,
+}
+
+/// Reads both copies of the log header of `file`.
+pub(super) fn newest_log_header(file: &dyn IoFile, path: &Path) -> Result<LogHeaders> {
+    let mut out = LogHeaders {
+        best: None,
+        problems: Vec::new(),
+        newer: None,
+    };
     for (i, off) in log_header::SLOT_OFFSETS.iter().enumerate() {
         let mut b = [0u8; log_header::SLOT_SIZE];
         crate::io::read_at_most(file, &mut b, *off)
             .map_err(|e| Error::io("read log header", path, e))?;
         match LogHeader::decode_versioned(&b) {
-            Ok((h, v)) if best.is_none_or(|(x, _)| h.generation > x.generation) => {
-                best = Some((h, v))
+            Ok((h, v)) if out.best.is_none_or(|(x, _)| h.generation > x.generation) => {
+                out.best = Some((h, v))
             }
             Ok(_) => {}
-            Err(e) => problems.push(format!("copy {i}: {e}")),
+            Err(e) => {
+                out.newer = out.newer.or(log_header::newer_version(&b));
+                out.problems.push(format!("copy {i}: {e}"));
+            }
         }
     }
-    Ok((best, problems))
+    Ok(out)
 }

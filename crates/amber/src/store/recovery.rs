@@ -39,7 +39,7 @@ use crate::io::IoFile;
 use crate::wal::header::RECORDS_START;
 use crate::wal::record::{BadRecord, RANGE_AFTER, intent_entries, is_page_record, record_len};
 use crate::wal::scan::{self, ScanEnd, Tail};
-use crate::wal::{Record, TxId};
+use crate::wal::{Record, TxId, ranges};
 use std::ops::ControlFlow;
 use std::path::Path;
 
@@ -56,10 +56,11 @@ pub struct RecoveryReport {
     pub committed: u64,
     /// Transactions without one (ignored).
     pub uncommitted: u64,
-    /// Records replayed.
+    /// Records replayed (a ranges record counts once per range).
     pub redone: u64,
     /// Committed records not replayed because later page images of all
-    /// the pages they change supersede them (whole-page logging).
+    /// the pages they change supersede them (whole-page logging; a range of
+    /// a ranges record counts as a record).
     pub superseded: u64,
     /// Records the backward scan of a writer's restart read (0: it did not
     /// run, the log holding no page records).
@@ -254,14 +255,16 @@ struct Redo<'a> {
     stopped_at: Option<u64>,
 }
 
-/// A record of the chunk being replayed, queued to be written once its
-/// transaction's commit record is reached.
+/// A record of the chunk being replayed (or one range of a ranges
+/// record), queued to be written once its transaction's commit record is
+/// reached.
 #[derive(Debug, Clone, Copy)]
 struct Queued {
-    /// A range record: offset of its after-image in the chunk; any other:
-    /// offset of the record.
+    /// Offset of the record in the chunk.
+    rec: usize,
+    /// A range: offset of its after-image in the chunk.
     at: usize,
-    /// A range record: length of its after-image.
+    /// A range: length of its after-image.
     len: usize,
     /// A range record: the address written; any other: [`NOT_RANGE`].
     addr: u64,
@@ -319,8 +322,13 @@ impl<'a> Redo<'a> {
         };
         let ps = self.st.page_size as u64;
         match *r {
-            Record::Range { addr, after, .. } => {
-                t.extend(addr / ps..=addr.saturating_add(after.len().max(1) as u64 - 1) / ps)
+            Record::Range { addr, after, .. } => t.extend(pages_of(addr, after.len(), ps)),
+            Record::Ranges {
+                addr, before, body, ..
+            } => {
+                for r in ranges::iter(addr, before, body) {
+                    t.extend(pages_of(r.addr, r.after.len(), ps));
+                }
             }
             Record::Page { page, .. } => t.push(page),
             Record::Alloc { page, count, .. } | Record::Free { page, count, .. } => {
@@ -412,12 +420,23 @@ impl<'a> Redo<'a> {
                     self.counts.committed += 1;
                 }
                 Record::Range { addr, after, .. } => self.queue.push(Queued {
+                    rec: at,
                     at: at + RANGE_AFTER,
                     len: after.len(),
                     addr,
                     lsn: 0,
                 }),
+                Record::Ranges {
+                    addr, before, body, ..
+                } => self.queue.extend(ranges::iter(addr, before, body).map(|r| Queued {
+                    rec: at,
+                    at: at + RANGE_AFTER + r.at,
+                    len: r.after.len(),
+                    addr: r.addr,
+                    lsn: 0,
+                })),
                 _ => self.queue.push(Queued {
+                    rec: at,
                     at,
                     len: 0,
                     addr: NOT_RANGE,
@@ -436,26 +455,19 @@ impl<'a> Redo<'a> {
     fn write_queued(&mut self, lsn0: u64, bytes: &[u8]) -> Result<()> {
         let ps = self.st.page_size;
         for i in 0..self.queue.len() {
-            let Queued { at, len, addr, lsn } = self.queue[i];
+            let Queued {
+                rec,
+                at,
+                len,
+                addr,
+                lsn,
+            } = self.queue[i];
             if addr != NOT_RANGE {
-                let rec_lsn = lsn0 + (at - RANGE_AFTER) as u64;
-                let ps64 = ps as u64;
-                let (first, last) = (addr / ps64, addr.saturating_add(len.max(1) as u64 - 1) / ps64);
-                if !self.wpl.latest.is_empty() && self.wpl.supersedes(first, last, (lsn, rec_lsn)) {
+                let rec_lsn = lsn0 + rec as u64;
+                if !self.write_range(addr, &bytes[at..at + len], rec_lsn, lsn)? {
                     self.counts.superseded += 1;
                     continue;
                 }
-                if let Some(t) = self.touched.as_deref_mut() {
-                    let ps = self.st.page_size as u64;
-                    t.extend(addr / ps..=addr.saturating_add(len.max(1) as u64 - 1) / ps);
-                }
-                // What `apply` does for a range record.
-                self.st
-                    .write_range(addr, &bytes[at..at + len], lsn)
-                    .map_err(|what| {
-                        let at = lsn0 + (at - RANGE_AFTER) as u64;
-                        corrupt(self.path, FileKind::Log, Location::Lsn(at), what)
-                    })?;
             } else {
                 let rec = scan::records(lsn0 + at as u64, &bytes[at..], ps).next();
                 let Some(Ok((rec_lsn, r))) = rec else {
@@ -486,11 +498,46 @@ impl<'a> Redo<'a> {
         v.extend_from_slice(bytes);
     }
 
+    /// Writes the range `data` at `addr`, of the record at `rec_lsn` of a
+    /// transaction that committed at `commit_lsn` (what `State::apply`
+    /// does for a range), unless later page images supersede it: then
+    /// returns false.
+    fn write_range(&mut self, addr: u64, data: &[u8], rec_lsn: u64, commit_lsn: u64) -> Result<bool> {
+        let ps = self.st.page_size as u64;
+        let pages = pages_of(addr, data.len(), ps);
+        if !self.wpl.latest.is_empty()
+            && self
+                .wpl
+                .supersedes(*pages.start(), *pages.end(), (commit_lsn, rec_lsn))
+        {
+            return Ok(false);
+        }
+        if let Some(t) = self.touched.as_deref_mut() {
+            t.extend(pages);
+        }
+        self.st
+            .write_range(addr, data, commit_lsn)
+            .map_err(|what| corrupt(self.path, FileKind::Log, Location::Lsn(rec_lsn), what))?;
+        Ok(true)
+    }
+
     /// Replays the records in `bytes` (starting at `lsn`) of a transaction
     /// that committed at `commit_lsn`.
     fn apply(&mut self, lsn: u64, bytes: &[u8], commit_lsn: u64) -> Result<()> {
         for rec in scan::records(lsn, bytes, self.st.page_size) {
             let (lsn, r) = rec.map_err(|e| self.undecodable(lsn, e))?;
+            if let Record::Ranges {
+                addr, before, body, ..
+            } = r
+            {
+                for g in ranges::iter(addr, before, body) {
+                    match self.write_range(g.addr, g.after, lsn, commit_lsn)? {
+                        true => self.counts.redone += 1,
+                        false => self.counts.superseded += 1,
+                    }
+                }
+                continue;
+            }
             if self.superseded(&r, lsn, commit_lsn) {
                 self.counts.superseded += 1;
                 continue;
@@ -516,8 +563,8 @@ impl<'a> Redo<'a> {
         match *r {
             Record::Page { page, .. } => !self.wpl.is_latest(page, (commit_lsn, lsn)),
             Record::Range { addr, after, .. } => {
-                let last = addr.saturating_add(after.len().max(1) as u64 - 1) / ps;
-                self.wpl.supersedes(addr / ps, last, (commit_lsn, lsn))
+                let pages = pages_of(addr, after.len(), ps);
+                self.wpl.supersedes(*pages.start(), *pages.end(), (commit_lsn, lsn))
             }
             _ => false,
         }
@@ -532,6 +579,13 @@ impl<'a> Redo<'a> {
             format!("a record the scan accepted does not decode ({e})"),
         )
     }
+}
+
+/// The pages `len` bytes at `addr` lie on (`page_size`-byte pages). A
+/// range of a kind-1 record may claim to end past 2^64 (a checksum does
+/// not make its fields sane): it is taken to end there.
+fn pages_of(addr: u64, len: usize, page_size: u64) -> std::ops::RangeInclusive<u64> {
+    addr / page_size..=addr.saturating_add(len.max(1) as u64 - 1) / page_size
 }
 
 /// Whether the run of checked records `bytes` holds a page record.

@@ -153,7 +153,7 @@ impl Core {
             Some(f) => f,
             None => self.open_log()?,
         };
-        let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
+        let (lh, _, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
         if sb.generation != self.lock().sb.generation || lh.base_lsn > snap.lsn {
             return self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap);
         }
@@ -240,7 +240,7 @@ impl Core {
     fn reload(&self, t: &Table, g: Locked<'_>, slot: u32, snap: &mut Snapshot) -> Result<Refreshed> {
         let (sb, sb_slot) = open::read_superblock(&*self.file, &self.path)?;
         let logf = self.open_log()?;
-        let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
+        let (lh, _, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
         let source = LogSource {
             file: Some(&*logf),
             path: &self.wal_path,

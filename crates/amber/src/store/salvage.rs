@@ -19,7 +19,8 @@
 //!   log are gone, and the page file alone cannot tell which case it is, so
 //!   the new log is made only on request. A log whose header copies are
 //!   both unreadable is treated as missing (a new-log run cut short leaves
-//!   one); a log with a valid header is never replaced.
+//!   one); a log with a valid header is never replaced, nor one whose
+//!   header is sound but of a later format version than this build reads.
 
 use super::open::{lock_database, newest_log_header, read_log_header, read_superblock};
 use super::wal_path;
@@ -68,7 +69,7 @@ pub fn cut_damaged_log(vfs: &dyn Vfs, path: &Path) -> Result<Option<CutLog>> {
     let log = vfs
         .open(&wal, OpenMode::ReadWrite)
         .map_err(|e| Error::io("open log", &wal, e))?;
-    let (lh, _) = read_log_header(&*log, &wal, &sb)?;
+    let (lh, _, _) = read_log_header(&*log, &wal, &sb)?;
     let ps = sb.page_size as usize;
     let end = scan::scan(&*log, lh.base_lsn, sb.checkpoint_lsn, ps, &mut |_, _| {
         ControlFlow::Continue(())
@@ -135,10 +136,18 @@ pub fn new_log(vfs: &dyn Vfs, path: &Path) -> Result<u64> {
         let log = vfs
             .open(&wal, OpenMode::ReadWrite)
             .map_err(|e| Error::io("open log", &wal, e))?;
-        if newest_log_header(&*log, &wal)?.0.is_some() {
+        let headers = newest_log_header(&*log, &wal)?;
+        if headers.best.is_some() {
             return Err(Error::invalid(format!(
                 "{}: the log exists and has a valid header; a new log is made only for a \
                  database whose log is missing or unreadable",
+                wal.display()
+            )));
+        }
+        if let Some(v) = headers.newer {
+            return Err(Error::invalid(format!(
+                "{}: the log's header is sound but of format version {v}, which a newer build \
+                 wrote; its records may hold commits: recover it with that build",
                 wal.display()
             )));
         }

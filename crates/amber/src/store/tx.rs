@@ -12,13 +12,15 @@
 //! Reads through the store see committed state only; the runtime keeps its
 //! own view of uncommitted changes.
 
+use super::batch::Batch;
 use super::early::Early;
 use super::logged::{Logged, LoggedTx};
 use super::{Core, Store};
 use crate::error::{Error, Result};
 use crate::format::page::{BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::format::{PAddr, PageNo};
-use crate::wal::record::{COMMIT_SIZE, MAX_RANGE};
+use crate::wal::ranges::max_range;
+use crate::wal::record::COMMIT_SIZE;
 use crate::wal::{Record, TxId};
 use crate::format::meta::RootEntry;
 use std::collections::BTreeMap;
@@ -184,12 +186,14 @@ impl<'s> StoreTx<'s> {
         Ok(())
     }
 
-    /// Records new bytes at `addr` (after-image only).
+    /// Records new bytes at `addr` (after-image only). Bytes past what one
+    /// log record holds become several ranges.
     pub fn write(&mut self, addr: PAddr, data: &[u8]) -> Result<()> {
         self.check_range(addr, data.len())?;
-        for (i, chunk) in data.chunks(MAX_RANGE).enumerate() {
+        let most = max_range(1);
+        for (i, chunk) in data.chunks(most).enumerate() {
             self.ops.push(Op::Range {
-                addr: addr + (i * MAX_RANGE) as u64,
+                addr: addr + (i * most) as u64,
                 after: chunk.to_vec(),
                 before: None,
             });
@@ -204,13 +208,10 @@ impl<'s> StoreTx<'s> {
             return Err(Error::invalid("before- and after-images differ in length"));
         }
         self.check_range(addr, after.len())?;
-        for (i, (a, b)) in after
-            .chunks(MAX_RANGE)
-            .zip(before.chunks(MAX_RANGE))
-            .enumerate()
-        {
+        let most = max_range(2);
+        for (i, (a, b)) in after.chunks(most).zip(before.chunks(most)).enumerate() {
             self.ops.push(Op::Range {
-                addr: addr + (i * MAX_RANGE) as u64,
+                addr: addr + (i * most) as u64,
                 after: a.to_vec(),
                 before: Some(b.to_vec()),
             });
@@ -416,19 +417,18 @@ impl<'s> StoreTx<'s> {
         }
         let store = self.store;
         let log = store.log()?;
+        let ops = &self.ops[self.logged..];
+        let batch = Batch::new(ops)?;
         let _g = store.gate_shared();
         {
             let mut st = store.lock();
             Core::check_poisoned(&st)?;
             st.early.insert(self.txid);
         }
-        let recs: Vec<Record<'_>> = self.ops[self.logged..]
-            .iter()
-            .map(|o| o.record(self.txid))
-            .collect();
-        self.log_bytes += recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>();
+        let recs = batch.records(ops, self.txid);
+        self.log_bytes += Batch::bytes(&recs);
         let first = log.append(&recs)?;
-        let lsns: Vec<u64> = record_lsns(first, &recs).collect();
+        let lsns = batch.op_lsns(first, &recs);
         drop(recs);
         // What the commit needs of them: ranges as the bytes they leave,
         // the rest as they are.
@@ -512,17 +512,22 @@ impl<'s> StoreTx<'s> {
             self.release();
             return Err(e);
         }
-        let recs: Vec<Record<'_>> = self.ops[self.logged..]
-            .iter()
-            .map(|o| o.record(self.txid))
-            .collect();
-        let records_len: u64 = recs.iter().map(|r| r.encoded_len() as u64).sum();
+        let ops = &self.ops[self.logged..];
+        let batch = match Batch::new(ops) {
+            Ok(b) => b,
+            Err(e) => {
+                self.release();
+                return Err(e);
+            }
+        };
+        let recs = batch.records(ops, self.txid);
+        let records_len = Batch::bytes(&recs);
         let bytes = records_len + COMMIT_SIZE as u64;
         let appended = log.append_commit(&recs, self.txid);
         // Each op's LSN: the records end where the commit record starts.
         let lsns: Vec<u64> = match &appended {
             Ok(a) => (self.early_lsns.iter().copied())
-                .chain(record_lsns(a.commit_lsn - records_len, &recs))
+                .chain(batch.op_lsns(a.commit_lsn - records_len, &recs))
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -579,15 +584,6 @@ impl<'s> StoreTx<'s> {
         st.early.remove(&self.txid);
         self.ops.clear();
     }
-}
-
-/// The LSNs of `recs`, appended one after the other from `first`.
-fn record_lsns<'r>(first: u64, recs: &'r [Record<'_>]) -> impl Iterator<Item = u64> + 'r {
-    recs.iter().scan(first, |at, r| {
-        let lsn = *at;
-        *at += r.encoded_len() as u64;
-        Some(lsn)
-    })
 }
 
 impl Drop for StoreTx<'_> {

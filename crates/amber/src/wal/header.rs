@@ -8,9 +8,9 @@
 //!
 //! ```text
 //!   0  8  magic        "AMBERLOG"
-//!   8  4  version      2 (1: records without the length trailer; see
-//!                      `record.rs`, and `store/open.rs` for what opening a
-//!                      version-1 log does)
+//!   8  4  version      3 (2: no ranges records; 1: records without the
+//!                      length trailer; see `record.rs`, and `store/open.rs`
+//!                      for what opening an older log does)
 //!  12  4  page_size
 //!  16  8  generation
 //!  24  8  base_lsn     LSN of the record at file offset 8192
@@ -27,11 +27,16 @@ use crate::format::slot::{self, SlotError};
 
 /// Log header magic.
 pub const MAGIC: &[u8; 8] = b"AMBERLOG";
-/// Format version: 2 since records end with their length (`record.rs`).
-pub const VERSION: u32 = 2;
-/// The version before, whose records have no trailer: its header has the
-/// same fields, so it is decoded (by [`LogHeader::decode_versioned`]) for
-/// the open to say what to do with it.
+/// Format version: 3 since ranges records (kind 9, `ranges.rs`).
+pub const VERSION: u32 = 3;
+/// The version before ranges records: its records are this version's
+/// (kind 1 is still read), so such a log is read as it is, and its header
+/// rewritten as version 3 before the first record is appended (an older
+/// build refuses the log from then on: it reads no version-3 header).
+pub const VERSION_SINGLE_RANGES: u32 = 2;
+/// The version whose records have no trailer: its header has the same
+/// fields, so it is decoded (by [`LogHeader::decode_versioned`]) for the
+/// open to say what to do with it.
 pub const VERSION_NO_TRAILER: u32 = 1;
 /// Byte offsets of the two copies.
 pub const SLOT_OFFSETS: [u64; 2] = [0, 4096];
@@ -83,11 +88,11 @@ impl LogHeader {
         }
     }
 
-    /// Decodes a copy of this version or of `VERSION_NO_TRAILER`;
-    /// returns it with its version.
+    /// Decodes a copy of this version, of `VERSION_SINGLE_RANGES` or of
+    /// `VERSION_NO_TRAILER`; returns it with its version.
     pub fn decode_versioned(b: &[u8]) -> Result<(LogHeader, u32), String> {
-        let version = match b.get(8..12) {
-            Some(v) if v == VERSION_NO_TRAILER.to_le_bytes() => VERSION_NO_TRAILER,
+        let version = match crate::format::bytes::get_u32(b, 8) {
+            Some(v @ (VERSION_NO_TRAILER | VERSION_SINGLE_RANGES)) => v,
             _ => VERSION,
         };
         let read = || -> Result<LogHeader, SlotError> {
@@ -112,6 +117,14 @@ impl LogHeader {
         };
         read().map(|h| (h, version)).map_err(|e| e.to_string())
     }
+}
+
+/// The version of a copy that is sound (magic and checksum right) but of
+/// a format version later than this build's: a log a newer build wrote,
+/// which this one must neither read nor replace.
+pub fn newer_version(b: &[u8]) -> Option<u32> {
+    let v = crate::format::bytes::get_u32(b, 8).filter(|&v| v > VERSION)?;
+    slot::open(b, MAGIC, v).is_ok().then_some(v)
 }
 
 #[cfg(test)]
@@ -142,11 +155,22 @@ mod tests {
             ..h
         };
         assert!(LogHeader::decode(&far.encode()).unwrap_err().contains("beyond"));
-        // A version-1 copy decodes with its version, and only so.
-        let mut old = h.encode();
-        old[8..12].copy_from_slice(&VERSION_NO_TRAILER.to_le_bytes());
-        crate::format::slot::seal(&mut old);
-        assert_eq!(LogHeader::decode_versioned(&old), Ok((h, 1)));
-        assert!(LogHeader::decode(&old).unwrap_err().contains("version 1"));
+        // A version-1 or version-2 copy decodes with its version, and only
+        // so; a later one not at all.
+        for v in [VERSION_NO_TRAILER, VERSION_SINGLE_RANGES] {
+            let mut old = h.encode();
+            old[8..12].copy_from_slice(&v.to_le_bytes());
+            crate::format::slot::seal(&mut old);
+            assert_eq!(LogHeader::decode_versioned(&old), Ok((h, v)));
+            assert!(LogHeader::decode(&old).unwrap_err().contains(&format!("version {v}")));
+        }
+        let mut new = h.encode();
+        new[8..12].copy_from_slice(&4u32.to_le_bytes());
+        crate::format::slot::seal(&mut new);
+        assert!(LogHeader::decode_versioned(&new).unwrap_err().contains("version 4"));
+        assert_eq!(newer_version(&new), Some(4));
+        assert_eq!(newer_version(&h.encode()), None);
+        new[30] ^= 1;
+        assert_eq!(newer_version(&new), None, "damaged");
     }
 }

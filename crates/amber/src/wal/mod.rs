@@ -6,8 +6,9 @@ pub mod backward;
 pub mod coalesce;
 pub mod header;
 mod readahead;
+pub mod ranges;
 pub mod record;
 pub mod scan;
 pub mod writer;
 
-pub use record::{RANGE_HEADER, Record, TxId};
+pub use record::{Record, TxId};

@@ -1,4 +1,4 @@
-//! Log records, byte by byte (log format version 2).
+//! Log records, byte by byte (log format version 3).
 //!
 //! Every record starts with the same 8 bytes and ends with a 4-byte trailer:
 //!
@@ -31,19 +31,27 @@
 //! | 6    | root   | txid u32, addr u64, type_id u32 (24)             | `len` name bytes |
 //! | 7    | type   | txid u32, type_id u32 (16)                       | `len` descriptor bytes |
 //! | 8    | intent | count u32 (12); `len` unused                     | count × (page u64, checksum u32) |
+//! | 9    | ranges | txid u32, addr u64 (20); `len` = body bytes      | the ranges, `ranges.rs` |
+//!
+//! Version 3 added kind 9, and writes ranges only so (`ranges.rs` says
+//! why); kind 1 is read for the records of a version-2 log.
 //!
 //! `synced_delta` in a commit record is the distance back from the commit
 //! record to the end of the log that was known durable when the record was
 //! written (saturating at u32::MAX). Recovery uses it to tell a torn tail from
 //! damage in the middle of the log.
 
+use super::ranges;
 use crate::format::bytes::Cursor;
 use crate::format::{PAddr, PageNo, crc, crc_append};
 
-/// What a range record costs beyond its images: its 20-byte header and its
-/// 4-byte trailer; the per-record cost H in the coalescing rule.
+/// What a range record of version 2 (kind 1, one range) costs beyond its
+/// images: its 20-byte header and its 4-byte trailer. Version 3 writes
+/// ranges records instead (`ranges.rs`: [`ranges::RECORD`] per record,
+/// [`ranges::ENTRY`] per range).
 pub const RANGE_HEADER: usize = RANGE_AFTER + TRAILER;
-/// Offset of a range record's after-image in the record.
+/// Offset of a range record's after-image in the record, and of a ranges
+/// record's body.
 pub const RANGE_AFTER: usize = 20;
 /// Bytes of the trailer that ends every record: its length.
 pub const TRAILER: usize = 4;
@@ -55,7 +63,7 @@ pub const COMMIT_SIZE: usize = 16 + TRAILER;
 /// entries (the store never writes one, but the decoder takes it, so the
 /// backward walk must too).
 pub const MIN_RECORD: usize = 12 + TRAILER;
-/// Largest after-image one range record carries.
+/// Largest after-image one range record (kind 1) carries.
 pub const MAX_RANGE: usize = u16::MAX as usize;
 /// Most entries in one intent record.
 pub const MAX_INTENT: usize = 4096;
@@ -73,6 +81,8 @@ pub const K_COMMIT: u8 = 5;
 const K_ROOT: u8 = 6;
 const K_TYPE: u8 = 7;
 const K_INTENT: u8 = 8;
+/// The kind byte of a ranges record (`ranges.rs`).
+pub const K_RANGES: u8 = 9;
 
 /// A transaction id, unique within the live part of the log.
 pub type TxId = u32;
@@ -147,6 +157,18 @@ pub enum Record<'a> {
         /// Opaque descriptor bytes.
         desc: &'a [u8],
     },
+    /// Several byte ranges (log format 3; `ranges.rs`): after-images, and
+    /// before-images too if `before`.
+    Ranges {
+        /// Transaction.
+        txid: TxId,
+        /// Address of the first range.
+        addr: PAddr,
+        /// Whether each range carries its before-image.
+        before: bool,
+        /// The encoded ranges ([`ranges::iter`] reads them).
+        body: &'a [u8],
+    },
     /// A checkpoint is about to install these blocks with these checksums.
     Intent {
         /// Raw entries: count × (page u64, checksum u32).
@@ -159,6 +181,7 @@ impl Record<'_> {
     pub fn txid(&self) -> Option<TxId> {
         match *self {
             Record::Range { txid, .. }
+            | Record::Ranges { txid, .. }
             | Record::Page { txid, .. }
             | Record::Alloc { txid, .. }
             | Record::Free { txid, .. }
@@ -176,6 +199,7 @@ impl Record<'_> {
                 Record::Range { after, before, .. } => {
                     RANGE_AFTER + after.len() + before.map_or(0, <[u8]>::len)
                 }
+                Record::Ranges { body, .. } => RANGE_AFTER + body.len(),
                 Record::Page { image, .. } => PAGE_IMAGE + image.len(),
                 Record::Alloc { .. } | Record::Free { .. } => 24,
                 Record::Commit { .. } => 16,
@@ -195,6 +219,9 @@ impl Record<'_> {
                 if before.is_some() { FLAG_BEFORE } else { 0 },
                 after.len() as u16,
             ),
+            Record::Ranges { before, body, .. } => {
+                (K_RANGES, if *before { FLAG_BEFORE } else { 0 }, body.len() as u16)
+            }
             Record::Page { .. } => (K_PAGE, 0, 0),
             Record::Alloc { kind, .. } => (K_ALLOC, *kind, 0),
             Record::Free { .. } => (K_FREE, 0, 0),
@@ -219,6 +246,13 @@ impl Record<'_> {
                 if let Some(b) = before {
                     out.extend_from_slice(b);
                 }
+            }
+            Record::Ranges {
+                txid, addr, body, ..
+            } => {
+                out.extend_from_slice(&txid.to_le_bytes());
+                out.extend_from_slice(&addr.to_le_bytes());
+                out.extend_from_slice(body);
             }
             Record::Page { txid, page, image } => {
                 out.extend_from_slice(&txid.to_le_bytes());
@@ -305,6 +339,9 @@ pub fn max_record_len(page_size: usize) -> usize {
 
 /// The length of the record at the start of `buf` as its header says,
 /// without checking its checksum (for walking a log before verifying it).
+/// A ranges record whose body is malformed (`ranges::check`) is
+/// [`BadRecord::Length`], so that no scan accepts one, whatever its
+/// checksum.
 #[inline]
 pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
     let h = buf.get(..8).ok_or(BadRecord::Truncated)?;
@@ -322,6 +359,15 @@ pub fn record_len(buf: &[u8], page_size: usize) -> Result<usize, BadRecord> {
         K_COMMIT => 16,
         K_ROOT => 24 + len,
         K_TYPE => 16 + len,
+        K_RANGES => {
+            let total = RANGE_AFTER + len + TRAILER;
+            let rec = buf.get(..total).ok_or(BadRecord::Truncated)?;
+            let addr = u64::from_le_bytes(rec[12..20].try_into().map_err(|_| BadRecord::Truncated)?);
+            if !ranges::check(addr, flags & FLAG_BEFORE != 0, &rec[RANGE_AFTER..RANGE_AFTER + len]) {
+                return Err(BadRecord::Length);
+            }
+            RANGE_AFTER + len
+        }
         K_INTENT => {
             let n = buf
                 .get(8..12)
@@ -439,6 +485,12 @@ pub fn decode_verified(buf: &[u8], total: usize) -> Result<(Record<'_>, usize), 
                 before,
             }
         }
+        K_RANGES => Record::Ranges {
+            txid: c.u32().map_err(t)?,
+            addr: c.u64().map_err(t)?,
+            before: flags & FLAG_BEFORE != 0,
+            body: c.bytes(len).map_err(t)?,
+        },
         K_PAGE => Record::Page {
             txid: c.u32().map_err(t)?,
             page: c.u64().map_err(t)?,
@@ -550,7 +602,40 @@ mod tests {
             Record::Intent {
                 entries: &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0],
             },
+            // "ab" at 8200, "c" three bytes after it.
+            Record::Ranges {
+                txid: 5,
+                addr: 8200,
+                before: false,
+                body: &[2, 0, b'a', b'b', 3, 0, 1, 0, b'c'],
+            },
+            Record::Ranges {
+                txid: 5,
+                addr: 8200,
+                before: true,
+                body: &[1, 0, b'n', b'o', 9, 0, 1, 0, b'N', b'O'],
+            },
         ]
+    }
+
+    #[test]
+    fn a_malformed_ranges_body_is_no_record() {
+        for body in [&[][..], &[2, 0, b'a'], &[0, 0], &[1, 0, b'a', 0]] {
+            let mut buf = Vec::new();
+            Record::Ranges {
+                txid: 1,
+                addr: 8200,
+                before: false,
+                body,
+            }
+            .encode(64, &mut buf);
+            assert_eq!(decode(&buf, 64, 4096), Err(BadRecord::Length), "{body:?}");
+            assert_eq!(record_len(&buf, 4096), Err(BadRecord::Length));
+        }
+        // A body cut by the end of the buffer is truncated, not malformed.
+        let mut buf = Vec::new();
+        all()[9].encode(64, &mut buf);
+        assert_eq!(record_len(&buf[..buf.len() - 1], 4096), Err(BadRecord::Truncated));
     }
 
     #[test]

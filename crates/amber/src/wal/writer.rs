@@ -18,7 +18,7 @@
 //! everything from then on; reopening the database recovers from what is
 //! durable.
 
-use super::header::{LogHeader, RECORDS_START, SLOT_OFFSETS};
+use super::header::{LogHeader, RECORDS_START, SLOT_OFFSETS, VERSION};
 use super::record::{Record, TxId};
 use crate::error::{Error, FileKind, Location, Result, corrupt};
 use crate::io::IoFile;
@@ -58,9 +58,9 @@ struct WState {
     failed: Option<String>,
     /// Syncs performed (for the group-commit statistics).
     syncs: u64,
-    /// The header on disk says "closed cleanly": it must be rewritten
-    /// before the first record is appended.
-    closed_on_disk: bool,
+    /// The header on disk says "closed cleanly", or is of an older format
+    /// version: it must be rewritten before the first record is appended.
+    stale_header: bool,
     prev_base_lsn: u64,
     /// Commit records appended by this writer so far: the next one's
     /// sequence number (the order in which commits must apply).
@@ -121,12 +121,13 @@ impl LogWriter {
             .map_err(|e| Error::io("truncate log", &path, e))?;
         file.sync_data()
             .map_err(|e| Error::io("sync log", &path, e))?;
-        Ok(Self::resume(file, path, h, base_lsn))
+        Ok(Self::resume(file, path, h, VERSION, base_lsn))
     }
 
-    /// Continues a log whose header is `h` and whose valid records end at
-    /// `end_lsn` (the caller has truncated anything after it).
-    pub fn resume(file: Box<dyn IoFile>, path: PathBuf, h: LogHeader, end_lsn: u64) -> LogWriter {
+    /// Continues a log whose header is `h`, of format `version`, and whose
+    /// valid records end at `end_lsn` (the caller has truncated anything
+    /// after it).
+    pub fn resume(file: Box<dyn IoFile>, path: PathBuf, h: LogHeader, version: u32, end_lsn: u64) -> LogWriter {
         LogWriter {
             file,
             path,
@@ -144,7 +145,7 @@ impl LogWriter {
                 waiting: Vec::new(),
                 failed: None,
                 syncs: 0,
-                closed_on_disk: h.closed,
+                stale_header: h.closed || version != VERSION,
                 prev_base_lsn: h.prev_base_lsn,
                 commits: 0,
                 epochs: Vec::new(),
@@ -243,9 +244,12 @@ impl LogWriter {
     }
 
     /// Clears the "closed cleanly" mark before the first append of a
-    /// session: from now on bytes after the end may be this epoch's.
+    /// session: from now on bytes after the end may be this epoch's. A
+    /// header of an older format version is rewritten as this one's (its
+    /// records are this version's too, `header.rs`), so that no build
+    /// that reads only older versions takes the records appended now.
     fn reopen_epoch(&self, s: &mut WState) -> Result<()> {
-        if !s.closed_on_disk {
+        if !s.stale_header {
             return Ok(());
         }
         let h = LogHeader {
@@ -257,7 +261,7 @@ impl LogWriter {
             closed: false,
         };
         self.write_header(s, &h)?;
-        s.closed_on_disk = false;
+        s.stale_header = false;
         Ok(())
     }
 
@@ -424,7 +428,7 @@ impl LogWriter {
         let ended = s.end_lsn - s.base_lsn;
         s.base_lsn = h.base_lsn;
         s.buf_lsn = h.base_lsn;
-        s.closed_on_disk = closing;
+        s.stale_header = closing;
         self.shrink(&mut s, ended, keep_bytes)
     }
 

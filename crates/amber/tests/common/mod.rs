@@ -4,8 +4,19 @@
 
 use amber::internals::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use amber::internals::io::crash::SplitMix;
-use amber::internals::store::{Store, StoreTx};
+use amber::internals::store::{Store, StoreOptions, StoreTx};
 use std::collections::BTreeMap;
+
+/// No automatic checkpoint, none on close: everything stays in the log
+/// until the test asks.
+pub fn no_checkpoints() -> StoreOptions {
+    StoreOptions {
+        checkpoint_log_bytes: u64::MAX,
+        checkpoint_pending_bytes: usize::MAX,
+        checkpoint_on_close: false,
+        ..StoreOptions::default()
+    }
+}
 
 /// What the store must hold: block images (logical bytes), roots, types.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

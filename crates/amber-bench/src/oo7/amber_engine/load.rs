@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use amber::{PIndex, PMultiIndex, PRef, PVec, Tx, View};
 
 use super::schema::{
-    AtomChunk, AtomicPart, BaseAssembly, CHUNK, ComplexAssembly, CompositePart, Conn, Document,
-    Manual, Module, Root,
+    AtomicPart, BaseAssembly, ComplexAssembly, CompositePart, Conn, Document, Manual, Module, Root,
 };
 use crate::oo7::engine::{EngineError, ResultExt};
 use crate::oo7::generate::{self, Connection, Oo7Db, document_text, manual_text, title};
@@ -19,8 +18,7 @@ pub(super) fn create_root(tx: &mut Tx<'_>, document_size: u32) -> Result<PRef<Ro
         modules: PVec::new(),
         base: PVec::new(),
         composites: PVec::new(),
-        atomic_chunks: PVec::new(),
-        atomics: 0,
+        atomic_parts: PVec::new(),
         by_date: PMultiIndex::new(),
         by_title: PIndex::new(),
     })
@@ -46,15 +44,18 @@ pub(super) fn add_graph(
 /// connections, and indexes them by id and build date. The build
 /// allocates a batch of composite parts' atomic parts together, then their
 /// connections ([`add_links`]), so that atomic parts fill pages of their
-/// own: an update of x and y dirties fewer pages.
+/// own: an update of x and y dirties fewer pages. So the parts are all
+/// allocated before any is indexed: an index that grows allocates (a
+/// vector's new buffer, a tree's new node), and the allocator's current
+/// page moves to where that went.
 pub(super) fn add_atomics(
     tx: &mut Tx<'_>,
     root: PRef<Root>,
     atomics: &[generate::AtomicPart],
 ) -> Result<Vec<PRef<AtomicPart>>, EngineError> {
     let mut refs = Vec::with_capacity(atomics.len());
-    for a in atomics {
-        let next = tx.get(root).atomics + 1;
+    let first = tx.get(root).atomic_parts.len() as u64 + 1;
+    for (a, next) in atomics.iter().zip(first..) {
         if u64::from(a.id) != next {
             return Err(EngineError::bad_input(format!(
                 "atomic part {} added where {next} was expected",
@@ -75,10 +76,12 @@ pub(super) fn add_atomics(
                 part_of: None,
             })
             .ctx("allocating an atomic part")?;
+        refs.push(r);
+    }
+    for (a, &r) in atomics.iter().zip(&refs) {
         index_push(tx, root, r)?;
         tx.multi_insert(root, |r| &mut r.by_date, &a.build_date, r)
             .ctx("indexing a build date")?;
-        refs.push(r);
     }
     Ok(refs)
 }
@@ -198,24 +201,8 @@ fn index_push(
     root: PRef<Root>,
     part: PRef<AtomicPart>,
 ) -> Result<(), EngineError> {
-    let i = tx.get(root).atomics as usize;
-    let chunk = if i.is_multiple_of(CHUNK) {
-        let chunk = tx
-            .alloc(AtomChunk {
-                parts: [None; CHUNK],
-            })
-            .ctx("allocating an index chunk")?;
-        tx.push(root, |r| &mut r.atomic_chunks, chunk)
-            .ctx("adding an index chunk")?;
-        chunk
-    } else {
-        *tx.slice(&tx.get(root).atomic_chunks)
-            .get(i / CHUNK)
-            .ok_or_else(|| EngineError::corrupt(format!("the index lacks chunk {}", i / CHUNK)))?
-    };
-    tx.get_mut(chunk).parts[i % CHUNK] = Some(part);
-    tx.get_mut(root).atomics += 1;
-    Ok(())
+    tx.push(root, |r| &mut r.atomic_parts, Some(part))
+        .ctx("indexing an atomic part")
 }
 
 /// The composite part with id `id`.

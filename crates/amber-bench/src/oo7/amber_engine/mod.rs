@@ -48,7 +48,7 @@ pub const FILE: &str = "oo7.amber";
 pub const BUILD_BATCH: usize = 100;
 
 /// Amber's OO7 schema, as the table names it.
-pub const SCHEMA: &str = "objects linked by PRef: atomic parts hold their connections (PVec of target PRef, kind, length) and incoming PRefs; bags are PVecs of PRefs; documents and manuals PStrings; atomic parts by id a two-level array of PRefs, by build date a PMultiIndex<_, i32>; documents by title a PIndex<_, String>; composite parts, base assemblies and modules by id PVecs";
+pub const SCHEMA: &str = "objects linked by PRef: atomic parts hold their connections (PVec of target PRef, kind, length) and incoming PRefs; bags are PVecs of PRefs; documents and manuals PStrings; atomic parts, composite parts, base assemblies and modules by id PVecs of PRefs indexed by id (the atomic parts' one flat vector, 10,000 PRefs per module), atomic parts by build date a PMultiIndex<_, i32>; documents by title a PIndex<_, String>";
 
 /// Makes Amber OO7 databases with one fault backend, opened under one
 /// update strategy.
@@ -139,14 +139,19 @@ impl Oo7Factory for AmberOo7Factory {
         let k = db.params.conn_per_atomic as usize;
         for batch in db.composites.chunks(BUILD_BATCH) {
             let mut tx = adb.begin().ctx("beginning the build")?;
-            let mut refs = Vec::with_capacity(batch.len());
-            for c in batch {
-                refs.push(load::add_atomics(&mut tx, root, db.parts_of(c))?);
-            }
-            for (c, refs) in batch.iter().zip(refs) {
+            // The batch's atomic parts, every composite part's in turn:
+            // their ids follow one another (`add_atomics` checks).
+            let per = db.params.atomic_per_comp as usize;
+            let first = batch.first().map_or(0, |c| (c.first_atomic - 1) as usize);
+            let parts = db
+                .atomics
+                .get(first..first + batch.len() * per)
+                .ok_or_else(|| EngineError::bad_input("a batch's atomic parts are missing"))?;
+            let refs = load::add_atomics(&mut tx, root, parts)?;
+            for (c, refs) in batch.iter().zip(refs.chunks(per)) {
                 let first = (c.first_atomic - 1) as usize * k;
                 let conns = &db.connections[first..first + refs.len() * k];
-                load::add_links(&mut tx, root, c, &refs, conns)?;
+                load::add_links(&mut tx, root, c, refs, conns)?;
             }
             tx.commit().ctx("committing the build")?;
         }

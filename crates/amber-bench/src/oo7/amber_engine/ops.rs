@@ -4,9 +4,7 @@ use amber::{Db, PRef, Tx, View};
 
 use super::AmberOo7;
 use super::load;
-use super::schema::{
-    AtomChunk, AtomicPart, BaseAssembly, CHUNK, ComplexAssembly, CompositePart, Module, Root,
-};
+use super::schema::{AtomicPart, BaseAssembly, ComplexAssembly, CompositePart, Module, Root};
 use crate::oo7::engine::{
     Answer, EngineError, Oo7Engine, ResultExt, Tag, Tally, count_i, toggle_date, toggle_document,
 };
@@ -18,23 +16,18 @@ fn missing(what: &str, id: u32) -> EngineError {
     EngineError::bad_input(format!("{what} {id} is not in the database"))
 }
 
-/// Atomic part `id` in the two-level id index `chunks`.
+/// Atomic part `id` in the id index `parts`.
 #[inline]
-fn find(
-    r: &impl View,
-    chunks: &[PRef<AtomChunk>],
-    id: u32,
-) -> Result<PRef<AtomicPart>, EngineError> {
-    let i = (id as usize).wrapping_sub(1);
-    chunks
-        .get(i / CHUNK)
-        .and_then(|&c| r.get(c).parts[i % CHUNK])
-        .ok_or_else(|| missing("atomic part", id))
+fn find(parts: &[Option<PRef<AtomicPart>>], id: u32) -> Result<PRef<AtomicPart>, EngineError> {
+    match parts.get((id as usize).wrapping_sub(1)) {
+        Some(&Some(p)) => Ok(p),
+        _ => Err(missing("atomic part", id)),
+    }
 }
 
 /// Atomic part `id`, through the root's id index.
 fn atomic(r: &impl View, root: PRef<Root>, id: u32) -> Result<PRef<AtomicPart>, EngineError> {
-    find(r, r.slice(&r.get(root).atomic_chunks), id)
+    find(r.slice(&r.get(root).atomic_parts), id)
 }
 
 fn module(r: &impl View, root: PRef<Root>, id: u32) -> Result<PRef<Module>, EngineError> {
@@ -279,10 +272,10 @@ impl Oo7Engine for AmberOo7 {
 
     fn lookup(&mut self, ids: &[u32]) -> Result<Answer, EngineError> {
         let db = &self.db;
-        let chunks = db.slice(&db.get(self.root).atomic_chunks);
+        let parts = db.slice(&db.get(self.root).atomic_parts);
         let mut tally = Tally::new();
         for &id in ids {
-            tally_atomic(&mut tally, db.get(find(db, chunks, id)?));
+            tally_atomic(&mut tally, db.get(find(parts, id)?));
         }
         Ok(tally.finish())
     }
@@ -348,10 +341,8 @@ impl Oo7Engine for AmberOo7 {
     fn scan(&mut self) -> Result<Answer, EngineError> {
         let db = &self.db;
         let mut tally = Tally::new();
-        for &c in db.slice(&db.get(self.root).atomic_chunks) {
-            for p in db.get(c).parts.iter().flatten() {
-                tally_atomic(&mut tally, db.get(*p));
-            }
+        for p in db.slice(&db.get(self.root).atomic_parts).iter().flatten() {
+            tally_atomic(&mut tally, db.get(*p));
         }
         Ok(tally.finish())
     }
@@ -360,16 +351,14 @@ impl Oo7Engine for AmberOo7 {
         let db = &self.db;
         let root = self.root;
         let mut tally = Tally::new();
-        for &c in db.slice(&db.get(root).atomic_chunks) {
-            for p in db.get(c).parts.iter().flatten() {
-                let a = db.get(*p);
-                let Ok(comp) = load::composite(db, root, a.doc_id) else {
-                    continue;
-                };
-                if let Some(d) = db.get(comp).documentation {
-                    tally.fold(Tag::Pair, [i64::from(a.id), i64::from(db.get(d).id), 0]);
-                    tally.add(1);
-                }
+        for p in db.slice(&db.get(root).atomic_parts).iter().flatten() {
+            let a = db.get(*p);
+            let Ok(comp) = load::composite(db, root, a.doc_id) else {
+                continue;
+            };
+            if let Some(d) = db.get(comp).documentation {
+                tally.fold(Tag::Pair, [i64::from(a.id), i64::from(db.get(d).id), 0]);
+                tally.add(1);
             }
         }
         Ok(tally.finish())
@@ -430,12 +419,11 @@ impl Oo7Engine for AmberOo7 {
                 };
                 tx.multi_remove(root, |r| &mut r.by_date, &date, p)
                     .ctx("removing a build date")?;
-                let i = (pid as usize).wrapping_sub(1);
-                let chunk = *tx
-                    .slice(&tx.get(root).atomic_chunks)
-                    .get(i / CHUNK)
+                let slot = tx
+                    .slice_mut(root, |r| &mut r.atomic_parts)
+                    .get_mut((pid as usize).wrapping_sub(1))
                     .ok_or_else(|| missing("atomic part", pid))?;
-                tx.get_mut(chunk).parts[i % CHUNK] = None;
+                *slot = None;
                 tx.free(p).ctx("freeing an atomic part")?;
             }
             if let Some(slot) = tx

@@ -12,13 +12,24 @@
 //! module (`module`), which T7 reaches by walking up; a module points to
 //! its design root and its manual.
 //!
-//! **(choice)** Indexes: atomic parts by id are a two-level array (a vector
-//! of [`AtomChunk`]s of [`CHUNK`] pointers, as OO1's Amber engine, so a
-//! lookup is three loads); composite parts, base assemblies and modules by
-//! id are vectors indexed by id − 1 (their ids are dense; a deleted
-//! composite part leaves `None`); atomic parts by build date are a
+//! **(choice)** Indexes: atomic parts, composite parts, base assemblies
+//! and modules by id are vectors indexed by id − 1 (their ids are dense; a
+//! deleted part leaves `None`), so a lookup is one bounds-checked index and
+//! one checked dereference; atomic parts by build date are a
 //! `PMultiIndex<AtomicPart, i32>` (about ten parts per date on small);
 //! documents by title a `PIndex<Document, String>`.
+//!
+//! The atomic parts' vector is OO7's largest index: 10,000 pointers per
+//! module on small (one 128 KiB buffer once grown), 100,000 on medium
+//! (1 MiB). A buffer is one block, and a block is the unit of fetch,
+//! swizzling, diffing and installation (docs/design.md §6): the first
+//! lookup fetches and swizzles the whole vector, and a commit that changes
+//! an entry diffs and a checkpoint writes all of it. OO1's Amber engine
+//! splits its 200,000-part index into chunks of 128 pointers for that
+//! reason; here a two-level index cost a second checked dereference per
+//! lookup, which was most of the gap between Amber's Q1 and the arena's,
+//! and the whole vector costs the first lookup of a process and the
+//! commits that change it (both measured in docs/results/oo7.md).
 
 use amber::{PIndex, PMultiIndex, PRef, PString, PVec, Persistent};
 
@@ -139,18 +150,6 @@ pub struct Manual {
     pub text: PString,
 }
 
-/// Atomic-part pointers per chunk of the id index.
-pub const CHUNK: usize = 128;
-
-/// One chunk of the atomic-part id index.
-#[derive(Persistent)]
-#[persistent(name = "oo7::AtomChunk")]
-#[repr(C)]
-pub struct AtomChunk {
-    /// `None` past the last part and for deleted parts.
-    pub parts: [Option<PRef<AtomicPart>>; CHUNK],
-}
-
 /// The root object: the indexes.
 #[derive(Persistent)]
 #[persistent(name = "oo7::Root")]
@@ -161,9 +160,9 @@ pub struct Root {
     pub modules: PVec<PRef<Module>>,
     pub base: PVec<PRef<BaseAssembly>>,
     pub composites: PVec<Option<PRef<CompositePart>>>,
-    pub atomic_chunks: PVec<PRef<AtomChunk>>,
-    /// Atomic part ids allocated (`1..=atomics`).
-    pub atomics: u64,
+    /// Atomic parts by id − 1 (ids are dense: `1..=len` were allocated);
+    /// `None` for a deleted part.
+    pub atomic_parts: PVec<Option<PRef<AtomicPart>>>,
     pub by_date: PMultiIndex<AtomicPart, i32>,
     pub by_title: PIndex<Document, String>,
 }

@@ -110,11 +110,15 @@ pub struct RecoveryReport {
     pub records: u64,
     /// Committed transactions recovery found.
     pub transactions: u64,
-    /// Records replayed.
+    /// Records replayed (a ranges record counts once per range).
     pub redone: u64,
-    /// Range records in the workload.
+    /// Ranges in the workload.
+    pub ranges: u64,
+    /// Ranges records in the log (records less the commit records): one
+    /// per transaction and one more wherever a range does not follow the
+    /// one before in address order within 64 KiB.
     pub range_records: u64,
-    /// Mean range records per transaction.
+    /// Mean ranges per transaction.
     pub ranges_per_transaction: f64,
     /// Mean bytes per range.
     pub bytes_per_range: f64,

@@ -147,6 +147,10 @@ fn kind_name(k: &RecordKind) -> &'static str {
             before_image: true, ..
         } => "range (with before-image)",
         RecordKind::Range { .. } => "range",
+        RecordKind::Ranges {
+            before_image: true, ..
+        } => "ranges (with before-images)",
+        RecordKind::Ranges { .. } => "ranges",
         RecordKind::Page { .. } => "page",
         RecordKind::Alloc { .. } => "alloc",
         RecordKind::Free { .. } => "free",
@@ -174,10 +178,15 @@ fn log(path: &Path, out: &mut String) -> Result<()> {
     let _ = writeln!(out, "log {}: {} bytes", view.path.display(), view.size);
     for (i, c) in view.headers.iter().enumerate() {
         match c {
-            LogHeaderCopy::Valid { header: h, belongs } => {
+            LogHeaderCopy::Valid {
+                header: h,
+                version,
+                belongs,
+            } => {
                 let _ = writeln!(
                     out,
-                    "  header copy {i}: generation {}, base LSN {}, page size {}{}",
+                    "  header copy {i}: format version {version}, generation {}, base LSN {}, \
+                     page size {}{}",
                     h.generation,
                     h.base_lsn,
                     h.page_size,

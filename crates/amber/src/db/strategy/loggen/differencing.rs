@@ -39,7 +39,7 @@ impl LogGenerator for Differencing {
                 let logged: Vec<(usize, &[u8])> = found.iter().map(|(s, d)| (*s, &d[..])).collect();
                 super::check_covers(tx, b.head, &clean, &dirty, &logged)?;
             }
-            out.extend(found.into_iter().map(|(s, d)| Record::Range(base + s as u64, d)));
+            out.extend(found.into_iter().map(|(s, d)| Record::Diffed(base + s as u64, d)));
             stats.copy_diffed_blocks += 1;
             return Ok(());
         }
@@ -58,7 +58,7 @@ impl LogGenerator for Differencing {
             check_barrier(tx, b.head, &clean, &dirty, &regions)?;
         }
         for r in regions {
-            out.push(Record::Range(base + r.start as u64, dirty[r.start..r.end].to_vec()));
+            out.push(Record::Diffed(base + r.start as u64, dirty[r.start..r.end].to_vec()));
         }
         Ok(())
     }

@@ -48,7 +48,11 @@ pub(crate) struct Written<'a> {
 
 /// One record to log.
 pub(crate) enum Record {
-    /// Bytes at a persistent address (an after-image).
+    /// Bytes at a persistent address (an after-image) that a diff found
+    /// changed: what the minimal log counts.
+    Diffed(u64, Vec<u8>),
+    /// Bytes at a persistent address (an after-image) logged as the
+    /// detection scheme recorded them, without a diff.
     Range(u64, Vec<u8>),
     /// A whole page image.
     Page(PageNo, Vec<u8>),
