@@ -59,36 +59,42 @@ pub fn expected_answers(
 /// Compares a job's answers with the expected ones; returns one line per
 /// difference.
 pub fn compare_answers(result: &JobResult, expected: &Expected, protocol: Protocol) -> Vec<String> {
-    let mut problems = Vec::new();
     let what = format!("{}: {}", result.engine, result.job.label());
-    if result.iterations.len() != expected.iterations.len() {
-        problems.push(format!(
-            "{what}: {} iterations, expected {}",
-            result.iterations.len(),
-            expected.iterations.len()
-        ));
-    }
-    for (i, (got, want)) in result
-        .iterations
-        .iter()
-        .zip(&expected.iterations)
-        .enumerate()
-    {
-        if got.answer != *want {
-            problems.push(format!(
-                "{what}: iteration {} ({}) answered {:?}, expected {:?}",
-                i + 1,
-                protocol.phase(i).name(),
-                got.answer,
-                want
-            ));
-        }
-    }
+    let answers: Vec<Answer> = result.iterations.iter().map(|it| it.answer).collect();
+    let mut problems = compare_answers_of(&what, &answers, expected, protocol);
     if result.checks != expected.checks {
         problems.push(format!(
             "{what}: reads after the last iteration answered {:?}, expected {:?}",
             result.checks, expected.checks
         ));
+    }
+    problems
+}
+
+/// Compares the answers of a run's iterations with the expected ones;
+/// returns one line per difference, each starting with `what`.
+pub fn compare_answers_of(
+    what: &str,
+    answers: &[Answer],
+    expected: &Expected,
+    protocol: Protocol,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    if answers.len() != expected.iterations.len() {
+        problems.push(format!(
+            "{what}: {} iterations, expected {}",
+            answers.len(),
+            expected.iterations.len()
+        ));
+    }
+    for (i, (got, want)) in answers.iter().zip(&expected.iterations).enumerate() {
+        if got != want {
+            problems.push(format!(
+                "{what}: iteration {} ({}) answered {got:?}, expected {want:?}",
+                i + 1,
+                protocol.phase(i).name(),
+            ));
+        }
     }
     problems
 }

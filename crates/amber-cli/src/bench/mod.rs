@@ -11,6 +11,7 @@ mod oo7;
 mod readers;
 mod serve_blocking;
 mod server;
+mod texas;
 
 use crate::error::CliError;
 use amber_bench::backend::Backends;
@@ -37,6 +38,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "oo1",
         "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB and redb (normalised, and LMDB and redb inline), a serde snapshot and plain memory",
+    ),
+    (
+        "texas",
+        "Kakkad & Wilson's traversal sets: 45 OO1 traversals (1 cold, 34 warm, 10 hot) with PRef everywhere, Smart in the B+tree index only, and Smart everywhere; CPU time, faults, pages reserved and pointers swizzled per traversal",
     ),
     (
         "hot",
@@ -438,6 +443,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         Some("index") => index::run(args, out)?,
         Some("oo1") => return oo1::run(args, out),
         Some("oo7") => return oo7::run(args, out),
+        Some("texas") => return texas::run(args, out),
         Some("readers") => return readers::run(args, out),
         Some("server") => return server::run(args, out),
         Some("serve-blocking") => return serve_blocking::run(args, out),
