@@ -163,10 +163,9 @@ macro_rules! granularity {
                 pub parts: u64,
             }
 
-            /// Builds the database of `data` in the empty database `db`:
-            /// the parts in id order, then their connections, then the
-            /// index bottom-up.
-            pub fn build(db: &mut Db, data: &GeneratedDb) -> Result<()> {
+            /// Adds the parts of `data` to `db` in id order, then links
+            /// their connections; returns them by id (index `id − 1`).
+            pub fn build_parts(db: &mut Db, data: &GeneratedDb) -> Result<Vec<PRef<Part>>> {
                 let mut refs: Vec<PRef<Part>> = Vec::with_capacity(data.parts.len());
                 for batch in data.parts.chunks(BUILD_BATCH) {
                     let mut tx = db.begin().ctx("beginning the build")?;
@@ -195,12 +194,7 @@ macro_rules! granularity {
                     }
                     tx.commit().ctx("committing the parts")?;
                 }
-                let part_of = |id: u32| {
-                    (id as usize)
-                        .checked_sub(1)
-                        .and_then(|i| refs.get(i).copied())
-                        .ok_or_else(|| EngineError::MissingPart { id })
-                };
+                let part_of = |id: u32| part_by_id(&refs, id);
                 for batch in data.parts.chunks(BUILD_BATCH) {
                     let mut tx = db.begin().ctx("beginning the build")?;
                     for p in batch {
@@ -213,6 +207,22 @@ macro_rules! granularity {
                     }
                     tx.commit().ctx("committing the connections")?;
                 }
+                Ok(refs)
+            }
+
+            fn part_by_id(refs: &[PRef<Part>], id: u32) -> Result<PRef<Part>> {
+                (id as usize)
+                    .checked_sub(1)
+                    .and_then(|i| refs.get(i).copied())
+                    .ok_or(EngineError::MissingPart { id })
+            }
+
+            /// Builds the database of `data` in the empty database `db`:
+            /// the parts in id order, then their connections, then the
+            /// index bottom-up.
+            pub fn build(db: &mut Db, data: &GeneratedDb) -> Result<()> {
+                let refs = build_parts(db, data)?;
+                let part_of = |id: u32| part_by_id(&refs, id);
                 let mut tx = db.begin().ctx("beginning the build")?;
                 // The leaves, then each level above, until one node is left.
                 let mut level: Vec<(u32, PRef<Node>)> = Vec::new();

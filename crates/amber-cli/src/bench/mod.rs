@@ -4,6 +4,7 @@
 //! [`BENCHES`], and an arm in [`run`] that parses, runs, prints the table and
 //! writes `--json`.
 
+mod epvm;
 mod index;
 mod olsim;
 mod oo1;
@@ -38,6 +39,10 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "oo1",
         "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB and redb (normalised, and LMDB and redb inline), a serde snapshot and plain memory",
+    ),
+    (
+        "epvm",
+        "White & DeWitt's object faulting and swizzling architectures on OO1: CESM, EPVM 1.0 with and without swizzling, and Amber's page-fault mapping; cold / warm / hot, one transaction or one per iteration, updates with probability p, hot sweeps to 1,000 iterations, beside the paper's Tables 1-6",
     ),
     (
         "texas",
@@ -444,6 +449,7 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         Some("oo1") => return oo1::run(args, out),
         Some("oo7") => return oo7::run(args, out),
         Some("texas") => return texas::run(args, out),
+        Some("epvm") => return epvm::run(args, out),
         Some("readers") => return readers::run(args, out),
         Some("server") => return server::run(args, out),
         Some("serve-blocking") => return serve_blocking::run(args, out),
