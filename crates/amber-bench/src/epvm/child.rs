@@ -23,6 +23,7 @@ use crate::oo1::engine::{Answer, EngineError, ResultExt, Tally, UpdatePlan};
 use crate::oo1::error::BenchError;
 use crate::oo1::harness::{Expected, compare_answers_of};
 use crate::oo1::ops::{Input, Job, Op, Protocol, inputs};
+use crate::procfs;
 use crate::rng::Rng;
 
 /// The hidden subcommand that makes the binary run one experiment.
@@ -46,6 +47,8 @@ pub struct Iteration {
     /// Wall time; for an iteration that is a transaction of its own, its
     /// begin and commit included.
     pub ms: f64,
+    /// User + system CPU of the process (every thread) over the same span.
+    pub cpu_ms: f64,
     /// Pages read from below during it, where the version can tell.
     pub reads: Option<u64>,
     pub answer: Answer,
@@ -62,6 +65,8 @@ pub struct ChildRun {
     pub commit_ms: f64,
     /// Every iteration and every commit.
     pub total_ms: f64,
+    /// Their CPU time.
+    pub total_cpu_ms: f64,
     /// Pages read from below over the run.
     pub reads: u64,
     /// EPVM 1.0's table emptied for want of buffer pool frames.
@@ -184,6 +189,28 @@ fn work_of(input: &Input) -> Result<(u32, Option<&UpdatePlan>), EngineError> {
     }
 }
 
+/// Wall and CPU time from a start.
+struct Clock {
+    wall: Instant,
+    cpu_ns: u64,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock {
+            cpu_ns: procfs::cpu_time_ns(),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Milliseconds of wall and CPU time since the start.
+    fn read(&self) -> (f64, f64) {
+        let wall = self.wall.elapsed().as_secs_f64() * 1e3;
+        let cpu = procfs::cpu_time_ns().saturating_sub(self.cpu_ns) as f64 / 1e6;
+        (wall, cpu)
+    }
+}
+
 /// Runs the experiment's iterations and transactions on `engine`.
 fn drive<E: Engine>(
     engine: &mut E,
@@ -193,7 +220,7 @@ fn drive<E: Engine>(
     let start_reads = engine.reads();
     let mut iterations = Vec::with_capacity(inputs.len());
     let mut random = Vec::new();
-    let mut commit_ms = 0.0;
+    let (mut commit_ms, mut commit_cpu_ms) = (0.0, 0.0);
     let per_iteration = matches!(
         request.experiment,
         Experiment::PerIteration
@@ -206,12 +233,14 @@ fn drive<E: Engine>(
         for input in inputs {
             let (root, plan) = work_of(input)?;
             let before = engine.reads();
-            let t = Instant::now();
+            let clock = Clock::start();
             let mut tx = engine.begin(true)?;
             let answer = tx.iterate(root, Work { plan, random: None })?;
             tx.commit()?;
+            let (ms, cpu_ms) = clock.read();
             iterations.push(Iteration {
-                ms: t.elapsed().as_secs_f64() * 1e3,
+                ms,
+                cpu_ms,
                 reads: Some(engine.reads() - before),
                 answer,
             });
@@ -224,11 +253,12 @@ fn drive<E: Engine>(
         for input in inputs {
             let (root, plan) = work_of(input)?;
             let before = tx.reads();
-            let t = Instant::now();
+            let clock = Clock::start();
             let answer = tx.iterate(root, Work { plan, random: None })?;
-            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let (ms, cpu_ms) = clock.read();
             iterations.push(Iteration {
                 ms,
+                cpu_ms,
                 reads: before.zip(tx.reads()).map(|(a, b)| b - a),
                 answer,
             });
@@ -240,7 +270,7 @@ fn drive<E: Engine>(
             let mut rng = Rng::stream(request.params.seed, &[0xE9, 3]);
             for _ in 0..10 {
                 let before = tx.reads();
-                let t = Instant::now();
+                let clock = Clock::start();
                 let answer = tx.iterate(
                     root,
                     Work {
@@ -248,23 +278,27 @@ fn drive<E: Engine>(
                         random: Some(&mut rng),
                     },
                 )?;
+                let (ms, cpu_ms) = clock.read();
                 random.push(Iteration {
-                    ms: t.elapsed().as_secs_f64() * 1e3,
+                    ms,
+                    cpu_ms,
                     reads: before.zip(tx.reads()).map(|(a, b)| b - a),
                     answer,
                 });
             }
         }
-        let t = Instant::now();
+        let clock = Clock::start();
         tx.commit()?;
-        commit_ms = t.elapsed().as_secs_f64() * 1e3;
+        (commit_ms, commit_cpu_ms) = clock.read();
     }
     let total_ms = iterations.iter().map(|i| i.ms).sum::<f64>() + commit_ms;
+    let total_cpu_ms = iterations.iter().map(|i| i.cpu_ms).sum::<f64>() + commit_cpu_ms;
     Ok(ChildRun {
         iterations,
         random,
         commit_ms,
         total_ms,
+        total_cpu_ms,
         reads: engine.reads() - start_reads,
         flushes: None,
         check: None,

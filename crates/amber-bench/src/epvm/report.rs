@@ -44,6 +44,9 @@ pub struct Row {
     pub ms: f64,
     /// The smallest and largest round.
     pub ms_range: (f64, f64),
+    /// User + system CPU of the process over the same span (median): on a
+    /// shared machine the steadier measure of work that does not wait.
+    pub cpu_ms: f64,
     /// Parts visited.
     pub count: u64,
     /// Parts updated.
@@ -83,8 +86,8 @@ fn median_u64(v: &[u64]) -> u64 {
     s.get(s.len() / 2).copied().unwrap_or(0)
 }
 
-/// A cell of one run: ms, parts visited, parts changed, reads.
-type Cell = (f64, u64, u64, Option<u64>);
+/// A cell of one run: ms, CPU ms, parts visited, parts changed, reads.
+type Cell = (f64, f64, u64, u64, Option<u64>);
 
 /// A phase of a run: the mean of `its` iterations' times, their visits,
 /// changes and reads.
@@ -93,6 +96,7 @@ fn phase(its: &[Iteration]) -> Cell {
     let reads: Option<Vec<u64>> = its.iter().map(|i| i.reads).collect();
     (
         its.iter().map(|i| i.ms).sum::<f64>() / n,
+        its.iter().map(|i| i.cpu_ms).sum::<f64>() / n,
         its.first().map_or(0, |i| i.answer.count),
         its.first().map_or(0, |i| i.answer.changed),
         reads.map(|r| r.iter().sum::<u64>() / r.len().max(1) as u64),
@@ -273,15 +277,13 @@ impl EpvmReport {
         said: &[&str],
     ) {
         let versions = self.versions();
-        if !versions.iter().any(|&v| {
-            self.cell(v, parts, "traversal", tx, "cold", None, None)
-                .is_some()
-        }) {
+        let cell = |v, phase| self.cell(v, parts, "traversal", tx, phase, None, None);
+        if !versions.iter().any(|&v| cell(v, "cold").is_some()) {
             return;
         }
         let _ = writeln!(
             s,
-            "\n{title}: {parts} parts, traversal without updates, {}",
+            "\n{title}: {parts} parts, traversal without updates, {}; ms (CPU ms)",
             if tx == "single" {
                 "one transaction (begin and commit not timed)"
             } else {
@@ -290,17 +292,8 @@ impl EpvmReport {
         );
         let _ = writeln!(
             s,
-            "  {:<10} {:>10} {:>7} {:>10} {:>7}   | {:<9} {:>8} {:>5} {:>8} {:>9}",
-            "version",
-            "cold ms",
-            "I/Os",
-            "warm ms",
-            "I/Os",
-            "paper",
-            "cold s",
-            "I/Os",
-            "warm s",
-            "I/Os"
+            "  {:<10} {:>19} {:>6} {:>19} {:>6}   | {:<9} {:>8} {:>5} {:>8} {:>9}",
+            "version", "cold", "I/Os", "warm", "I/Os", "paper", "cold s", "I/Os", "warm s", "I/Os"
         );
         let theirs = |name: &str| {
             paper
@@ -311,15 +304,14 @@ impl EpvmReport {
                 })
         };
         for &v in &versions {
-            let c = self.cell(v, parts, "traversal", tx, "cold", None, None);
-            let w = self.cell(v, parts, "traversal", tx, "warm", None, None);
+            let (c, w) = (cell(v, "cold"), cell(v, "warm"));
             let _ = writeln!(
                 s,
-                "  {:<10} {:>10} {:>7} {:>10} {:>7}   | {}",
+                "  {:<10} {:>19} {:>6} {:>19} {:>6}   | {}",
                 v.name(),
-                c.map_or("-".into(), |r| fmt_ms(r.ms)),
+                fmt_cell(c),
                 c.map_or("-".into(), |r| fmt_reads(r.reads)),
-                w.map_or("-".into(), |r| fmt_ms(r.ms)),
+                fmt_cell(w),
                 w.map_or("-".into(), |r| fmt_reads(r.reads)),
                 theirs(v.paper_name()).unwrap_or_default()
             );
@@ -328,7 +320,7 @@ impl EpvmReport {
             if !versions.iter().any(|v| v.paper_name() == *name) {
                 let _ = writeln!(
                     s,
-                    "  {:<10} {:>10} {:>7} {:>10} {:>7}   | {}",
+                    "  {:<10} {:>19} {:>6} {:>19} {:>6}   | {}",
                     "-",
                     "",
                     "",
@@ -338,20 +330,15 @@ impl EpvmReport {
                 );
             }
         }
-        let rank = |phase: &str| self.ranking(parts, "traversal", tx, phase, None, None);
-        for (i, line) in said.iter().enumerate() {
-            let phase = if said.len() == 2 && i == 1 {
-                "warm"
-            } else {
-                "cold"
-            };
+        for line in said {
             let _ = writeln!(s, "  paper: {line}");
-            if said.len() == 2 || i == 0 {
-                let _ = writeln!(s, "  here ({phase}): {}", rank(phase));
-            }
         }
-        if said.len() == 1 {
-            let _ = writeln!(s, "  here (warm): {}", rank("warm"));
+        for phase in ["cold", "warm"] {
+            let _ = writeln!(
+                s,
+                "  here ({phase}, by CPU): {}",
+                self.ranking(parts, "traversal", tx, phase, None, None, Measure::Cpu)
+            );
         }
     }
 
@@ -368,12 +355,12 @@ impl EpvmReport {
         let versions = self.versions();
         let _ = writeln!(
             s,
-            "\nTable 3: {parts} parts, hot traversal, one transaction"
+            "\nTable 3: {parts} parts, hot traversal, one transaction; ms (CPU ms)"
         );
         let _ = writeln!(
             s,
-            "  {:<10} {:>12} {:>16}   | {:<9} {:>8} {:>13}",
-            "version", "hot ms", "w/o random ms", "paper", "hot s", "w/o random s"
+            "  {:<10} {:>19} {:>19}   | {:<9} {:>8} {:>13}",
+            "version", "hot", "w/o random", "paper", "hot s", "w/o random s"
         );
         let theirs = |name: &str| {
             paper::TABLE_3
@@ -381,15 +368,14 @@ impl EpvmReport {
                 .find(|r| r.0 == name)
                 .map(|(name, hot, wo)| format!("{name:<9} {hot:>8.3} {wo:>13.3}"))
         };
+        let cell = |v, op| self.cell(v, parts, op, "single", "hot", None, None);
         for &v in &versions {
-            let with = self.cell(v, parts, "traversal+random", "single", "hot", None, None);
-            let without = self.cell(v, parts, "traversal", "single", "hot", None, None);
             let _ = writeln!(
                 s,
-                "  {:<10} {:>12} {:>16}   | {}",
+                "  {:<10} {:>19} {:>19}   | {}",
                 v.name(),
-                with.map_or("-".into(), |r| fmt_ms(r.ms)),
-                without.map_or("-".into(), |r| fmt_ms(r.ms)),
+                fmt_cell(cell(v, "traversal+random")),
+                fmt_cell(cell(v, "traversal")),
                 theirs(v.paper_name()).unwrap_or_default()
             );
         }
@@ -397,7 +383,7 @@ impl EpvmReport {
             if !versions.iter().any(|v| v.paper_name() == name) {
                 let _ = writeln!(
                     s,
-                    "  {:<10} {:>12} {:>16}   | {}",
+                    "  {:<10} {:>19} {:>19}   | {}",
                     "-",
                     "",
                     "",
@@ -406,66 +392,47 @@ impl EpvmReport {
             }
         }
         let _ = writeln!(s, "  paper: {}", said::TABLE_3);
-        let _ = writeln!(
-            s,
-            "  here (w/o random): {}",
-            self.ranking(parts, "traversal", "single", "hot", None, None)
-        );
-        let _ = writeln!(
-            s,
-            "  here (with random): {}",
-            self.ranking(parts, "traversal+random", "single", "hot", None, None)
-        );
+        for (label, op) in [
+            ("w/o random", "traversal"),
+            ("with random", "traversal+random"),
+        ] {
+            let _ = writeln!(
+                s,
+                "  here ({label}, by CPU): {}",
+                self.ranking(parts, op, "single", "hot", None, None, Measure::Cpu)
+            );
+        }
         let ratio = |a: Version, b: Version| {
-            let x = self
-                .cell(a, parts, "traversal", "single", "hot", None, None)?
-                .ms;
-            let y = self
-                .cell(b, parts, "traversal", "single", "hot", None, None)?
-                .ms;
-            Some(x / y)
+            Some(cell(a, "traversal")?.cpu_ms / cell(b, "traversal")?.cpu_ms)
         };
-        let mut facts = Vec::new();
-        for (a, b) in [
+        let facts: Vec<String> = [
             (Version::Cesm, Version::Epvm1),
             (Version::Cesm, Version::Mapped),
             (Version::Epvm1, Version::Mapped),
             (Version::Epvm1No, Version::Epvm1),
-        ] {
-            if let Some(r) = ratio(a, b) {
-                facts.push(format!("{a} / {b} {r:.2}"));
-            }
-        }
-        let _ = writeln!(s, "  here (w/o random): {}", facts.join(", "));
+        ]
+        .into_iter()
+        .filter_map(|(a, b)| ratio(a, b).map(|r| format!("{a} / {b} {r:.2}")))
+        .collect();
+        let _ = writeln!(s, "  here (w/o random, CPU): {}", facts.join(", "));
     }
 
     fn updates(&self, s: &mut String, title: &str, parts: u32, tx: &str, said: &str) {
-        let versions = self.versions();
-        let ps: Vec<f64> = {
-            let mut v: Vec<f64> = self
-                .rows
-                .iter()
-                .filter(|r| {
-                    r.parts == parts && r.op == "update" && r.tx == tx && r.phase == "total"
-                })
-                .filter_map(|r| r.p)
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v.dedup();
-            v
-        };
-        if ps.is_empty() {
-            return;
-        }
-        let iterations = self
+        let rows: Vec<&Row> = self
             .rows
             .iter()
-            .find(|r| r.parts == parts && r.op == "update" && r.tx == tx)
-            .and_then(|r| r.iterations)
-            .unwrap_or(0);
+            .filter(|r| r.parts == parts && r.op == "update" && r.tx == tx && r.phase == "total")
+            .collect();
+        let mut ps: Vec<f64> = rows.iter().filter_map(|r| r.p).collect();
+        ps.sort_by(f64::total_cmp);
+        ps.dedup();
+        let (Some(&first), Some(&last)) = (ps.first(), ps.last()) else {
+            return;
+        };
+        let iterations = rows.first().and_then(|r| r.iterations).unwrap_or(0);
         let _ = writeln!(
             s,
-            "\n{title}: {parts} parts, {iterations} iterations (1 cold, 9 warm, {} hot) updating with probability p, {}: total ms, commits included",
+            "\n{title}: {parts} parts, {iterations} iterations (1 cold, 9 warm, {} hot) updating with probability p, {}; commits included",
             iterations.saturating_sub(10),
             if tx == "single" {
                 "one transaction"
@@ -473,26 +440,22 @@ impl EpvmReport {
                 "a transaction per iteration"
             }
         );
-        let _ = write!(s, "  {:<10}", "p");
-        for p in &ps {
-            let _ = write!(s, " {p:>9}");
-        }
-        let _ = writeln!(s);
-        for &v in &versions {
-            let _ = write!(s, "  {:<10}", v.name());
-            for &p in &ps {
-                let cell = self.cell(v, parts, "update", tx, "total", Some(p), None);
-                let _ = write!(s, " {:>9}", cell.map_or("-".into(), |r| fmt_ms(r.ms)));
-            }
-            let _ = writeln!(s);
-        }
+        let xs: Vec<String> = ps.iter().map(f64::to_string).collect();
+        let cell = |v, x: &str| {
+            let p = x.parse::<f64>().ok()?;
+            self.cell(v, parts, "update", tx, "total", Some(p), None)
+        };
+        self.grid(s, "p", &xs, &cell);
         let _ = writeln!(s, "  paper: {said}");
-        for p in [ps[0], ps[ps.len() - 1]] {
-            let _ = writeln!(
-                s,
-                "  here (p = {p}): {}",
-                self.ranking(parts, "update", tx, "total", Some(p), None)
-            );
+        for p in [first, last] {
+            for m in [Measure::Wall, Measure::Cpu] {
+                let _ = writeln!(
+                    s,
+                    "  here (p = {p}, by {}): {}",
+                    m.name(),
+                    self.ranking(parts, "update", tx, "total", Some(p), None, m)
+                );
+            }
         }
     }
 
@@ -506,65 +469,99 @@ impl EpvmReport {
             .collect();
         ns.sort_unstable();
         ns.dedup();
-        if ns.is_empty() {
+        let Some(&last) = ns.last() else {
             return;
-        }
+        };
         let _ = writeln!(
             s,
-            "\n{title}: {parts} parts, 1 cold + N hot iterations in one transaction, p = {p}: total ms, commit included"
+            "\n{title}: {parts} parts, 1 cold + N hot iterations in one transaction, p = {p}; commit included"
         );
-        let _ = write!(s, "  {:<10}", "N");
-        for n in &ns {
-            let _ = write!(s, " {n:>9}");
-        }
-        let _ = writeln!(s);
-        let total = |v: Version, n: usize| {
-            self.cell(v, parts, "update", "single", "sweep", Some(p), Some(n))
-                .map(|r| r.ms)
-        };
-        for &v in &versions {
-            let _ = write!(s, "  {:<10}", v.name());
-            for &n in &ns {
-                let _ = write!(s, " {:>9}", total(v, n).map_or("-".into(), fmt_ms));
-            }
-            let _ = writeln!(s);
-        }
+        let cell = |v, n: usize| self.cell(v, parts, "update", "single", "sweep", Some(p), Some(n));
+        let xs: Vec<String> = ns.iter().map(usize::to_string).collect();
+        self.grid(s, "N", &xs, &|v, x: &str| cell(v, x.parse().ok()?));
         let _ = writeln!(s, "  paper: {said}");
-        let best: Vec<String> = ns
-            .iter()
-            .map(|&n| {
-                let b = versions
-                    .iter()
-                    .filter_map(|&v| total(v, n).map(|t| (v, t)))
-                    .min_by(|a, b| a.1.total_cmp(&b.1));
-                format!(
-                    "N={n}: {}",
-                    b.map_or("-".into(), |(v, _)| v.name().to_string())
-                )
-            })
-            .collect();
-        let _ = writeln!(s, "  here, fastest: {}", best.join(", "));
-        if let Some(&last) = ns.last()
-            && let Some(m) = total(Version::Mapped, last)
-        {
-            let vs: Vec<String> = versions
+        for m in [Measure::Wall, Measure::Cpu] {
+            let best: Vec<String> = ns
                 .iter()
-                .filter(|&&v| v != Version::Mapped)
-                .filter_map(|&v| {
-                    total(v, last).map(|t| format!("{:.0}% faster than {v}", (1.0 - m / t) * 100.0))
+                .map(|&n| {
+                    let b = versions
+                        .iter()
+                        .filter_map(|&v| cell(v, n).map(|r| (v, m.of(r))))
+                        .min_by(|a, b| a.1.total_cmp(&b.1));
+                    format!(
+                        "{n}: {}",
+                        b.map_or("-".into(), |(v, _)| v.name().to_string())
+                    )
                 })
                 .collect();
-            let _ = writeln!(s, "  here at N={last}: mapped {}", vs.join(", "));
+            let _ = writeln!(
+                s,
+                "  here, fastest by {} at N = {}",
+                m.name(),
+                best.join(", ")
+            );
+            if let Some(mapped) = cell(Version::Mapped, last) {
+                let vs: Vec<String> = versions
+                    .iter()
+                    .filter(|&&v| v != Version::Mapped)
+                    .filter_map(|&v| {
+                        cell(v, last).map(|r| {
+                            format!(
+                                "{:.0}% less than {v}",
+                                (1.0 - m.of(mapped) / m.of(r)) * 100.0
+                            )
+                        })
+                    })
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  here at N = {last}, by {}: mapped {}",
+                    m.name(),
+                    vs.join(", ")
+                );
+            }
+            if let (Some(a), Some(b)) = (cell(Version::Epvm1, last), cell(Version::Epvm1No, last)) {
+                let _ = writeln!(
+                    s,
+                    "  here at N = {last}, by {}: epvm1-no / epvm1 {:.2}",
+                    m.name(),
+                    m.of(b) / m.of(a)
+                );
+            }
         }
-        if let (Some(&last), true) = (ns.last(), versions.contains(&Version::Epvm1No))
-            && let (Some(a), Some(b)) = (total(Version::Epvm1, last), total(Version::Epvm1No, last))
-        {
-            let _ = writeln!(s, "  here at N={last}: epvm1-no / epvm1 {:.2}", b / a);
+    }
+
+    /// A table of every version's cells along `xs`: ms, then CPU ms.
+    fn grid<'a>(
+        &'a self,
+        s: &mut String,
+        x: &str,
+        xs: &[String],
+        cell: &dyn Fn(Version, &str) -> Option<&'a Row>,
+    ) {
+        for m in [Measure::Wall, Measure::Cpu] {
+            let _ = write!(s, "  {:<14}", format!("{x} ({} ms)", m.name()));
+            for x in xs {
+                let _ = write!(s, " {x:>9}");
+            }
+            let _ = writeln!(s);
+            for v in self.versions() {
+                let _ = write!(s, "  {:<14}", v.name());
+                for x in xs {
+                    let _ = write!(
+                        s,
+                        " {:>9}",
+                        cell(v, x).map_or("-".into(), |r| fmt_ms(m.of(r)))
+                    );
+                }
+                let _ = writeln!(s);
+            }
         }
     }
 
     /// The versions from fastest to slowest in one cell kind, with each
     /// one's time relative to the fastest.
+    #[allow(clippy::too_many_arguments)]
     fn ranking(
         &self,
         parts: u32,
@@ -573,11 +570,15 @@ impl EpvmReport {
         phase: &str,
         p: Option<f64>,
         n: Option<usize>,
+        m: Measure,
     ) -> String {
         let mut cells: Vec<(Version, f64)> = self
             .versions()
             .into_iter()
-            .filter_map(|v| self.cell(v, parts, op, tx, phase, p, n).map(|r| (v, r.ms)))
+            .filter_map(|v| {
+                self.cell(v, parts, op, tx, phase, p, n)
+                    .map(|r| (v, m.of(r)))
+            })
             .collect();
         cells.sort_by(|a, b| a.1.total_cmp(&b.1));
         let Some(&(_, best)) = cells.first() else {
@@ -589,6 +590,38 @@ impl EpvmReport {
             .collect::<Vec<_>>()
             .join(" < ")
     }
+}
+
+/// Which time a ranking compares.
+#[derive(Clone, Copy)]
+enum Measure {
+    /// Elapsed time, as the paper measured (commits wait for the disk).
+    Wall,
+    /// CPU time of the process: steadier on a shared machine.
+    Cpu,
+}
+
+impl Measure {
+    fn name(self) -> &'static str {
+        match self {
+            Measure::Wall => "wall",
+            Measure::Cpu => "CPU",
+        }
+    }
+
+    fn of(self, r: &Row) -> f64 {
+        match self {
+            Measure::Wall => r.ms,
+            Measure::Cpu => r.cpu_ms,
+        }
+    }
+}
+
+/// `ms (CPU ms)` of a cell.
+fn fmt_cell(r: Option<&Row>) -> String {
+    r.map_or("-".into(), |r| {
+        format!("{} ({})", fmt_ms(r.ms), fmt_ms(r.cpu_ms))
+    })
 }
 
 fn fmt_opt(l: Option<f64>) -> String {
@@ -619,7 +652,8 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
                iterations: Option<usize>| {
         let cells: Vec<Cell> = set.iter().map(|r| pick(r)).collect();
         let ms: Vec<f64> = cells.iter().map(|c| c.0).collect();
-        let reads: Option<Vec<u64>> = cells.iter().map(|c| c.3).collect();
+        let reads: Option<Vec<u64>> = cells.iter().map(|c| c.4).collect();
+        let cpu: Vec<f64> = cells.iter().map(|c| c.1).collect();
         Row {
             version: v,
             parts,
@@ -633,8 +667,9 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
                 ms.iter().copied().fold(f64::INFINITY, f64::min),
                 ms.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             ),
-            count: cells.first().map_or(0, |c| c.1),
-            changed: cells.first().map_or(0, |c| c.2),
+            cpu_ms: median(&cpu),
+            count: cells.first().map_or(0, |c| c.2),
+            changed: cells.first().map_or(0, |c| c.3),
             reads: reads.map(|r| median_u64(&r)),
             rounds: set.len(),
         }
@@ -642,6 +677,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
     let total = |r: &ChildRun| {
         (
             r.total_ms,
+            r.total_cpu_ms,
             r.iterations.iter().map(|i| i.answer.count).sum(),
             r.iterations.iter().map(|i| i.answer.changed).sum(),
             Some(r.reads),
