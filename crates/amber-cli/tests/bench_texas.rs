@@ -6,7 +6,8 @@
 
 use std::process::Command;
 
-const GRANULARITIES: [&str; 3] = ["all-raw", "smart-index", "all-smart"];
+/// The paper's three granularities and the diagnostic all-raw-try-get.
+const GRANULARITIES: [&str; 4] = ["all-raw", "smart-index", "all-smart", "all-raw-try-get"];
 
 #[test]
 fn every_granularity_writes_rows_that_agree() {
@@ -33,8 +34,8 @@ fn every_granularity_writes_rows_that_agree() {
         serde_json::from_str(&std::fs::read_to_string(&json_path).expect("JSON written"))
             .expect("valid JSON");
     let rows = json["rows"].as_array().expect("rows");
-    // 3 granularities × 2 fetch windows × (1 + 3 + 2) traversals.
-    assert_eq!(rows.len(), 3 * 2 * 6);
+    // 4 granularities × 2 fetch windows × (1 + 3 + 2) traversals.
+    assert_eq!(rows.len(), 4 * 2 * 6);
     for row in rows {
         for key in [
             "granularity",
@@ -92,6 +93,9 @@ fn every_granularity_writes_rows_that_agree() {
         "{cold_raw} {cold_mixed}"
     );
     assert_eq!(swizzled("all-smart", 0), Some(0));
+    // The same database as all-raw, its missing pages fetched by the
+    // dereferences: the same pages, the same pointers swizzled.
+    assert_eq!(swizzled("all-raw-try-get", 0), Some(cold_raw));
     for g in GRANULARITIES {
         let set = of(g, "1");
         assert_eq!(set[5]["faults"], 0, "{g}: a hot traversal faulted");

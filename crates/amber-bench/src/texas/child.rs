@@ -80,8 +80,8 @@ pub fn build(dir: &Path, g: Granularity, data: &GeneratedDb) -> Result<u64, Benc
     let mut db = Db::create(&path, Options::default())
         .ctx(&format!("creating {}", path.display()))
         .map_err(|e| fail("building", e))?;
-    match g {
-        Granularity::AllRaw => all_raw::build(&mut db, data),
+    match g.database() {
+        Granularity::AllRaw | Granularity::AllRawTryGet => all_raw::build(&mut db, data),
         Granularity::SmartIndex => smart_index::build(&mut db, data),
         Granularity::AllSmart => all_smart::build(&mut db, data),
     }
@@ -125,7 +125,7 @@ trait Set {
 }
 
 macro_rules! set {
-    ($ty:ident, $m:ident) => {
+    ($ty:ident, $m:ident, $checked:literal) => {
         struct $ty;
 
         impl Set for $ty {
@@ -141,9 +141,9 @@ macro_rules! set {
             ) -> Result<(), EngineError> {
                 let r = db.get(root);
                 on_object(r as *const $m::Root as usize);
-                let part =
-                    $m::lookup(db, r, id, on_object)?.ok_or(EngineError::MissingPart { id })?;
-                $m::traverse(db, part, 0, &mut |v: Visit<'_>| {
+                let part = $m::lookup::<$checked>(db, r, id, on_object)?
+                    .ok_or(EngineError::MissingPart { id })?;
+                $m::traverse::<$checked>(db, part, 0, &mut |v: Visit<'_>| {
                     on_object(v.addr);
                     tally.visit(v.id, v.x, v.y, v.kind);
                 })
@@ -160,9 +160,10 @@ macro_rules! set {
     };
 }
 
-set!(AllRaw, all_raw);
-set!(SmartIndex, smart_index);
-set!(AllSmart, all_smart);
+set!(AllRaw, all_raw, false);
+set!(SmartIndex, smart_index, false);
+set!(AllSmart, all_smart, false);
+set!(AllRawTryGet, all_raw, true);
 
 fn root<T: amber::Persistent>(db: &Db) -> Result<PRef<T>, EngineError> {
     db.root::<T>(ROOT)
@@ -175,6 +176,7 @@ fn run_set(request: &ChildRequest) -> Result<ChildRun, EngineError> {
         Granularity::AllRaw => measure::<AllRaw>(request),
         Granularity::SmartIndex => measure::<SmartIndex>(request),
         Granularity::AllSmart => measure::<AllSmart>(request),
+        Granularity::AllRawTryGet => measure::<AllRawTryGet>(request),
     }
 }
 

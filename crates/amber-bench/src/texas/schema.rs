@@ -60,6 +60,11 @@ pub trait Ptr<T: Persistent>: Copy {
     /// Follows the pointer.
     fn load(self, db: &Db) -> amber::Result<&T>;
 
+    /// Follows the pointer through a dereference that fetches a missing
+    /// page itself, in the calling thread, instead of taking a page fault
+    /// (`Db::try_get`; a `Smart`'s dereference always does).
+    fn load_checked(self, db: &Db) -> amber::Result<&T>;
+
     /// The pointer to the object `p` leads to, in this kind.
     fn from_ref(tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self>;
 }
@@ -70,6 +75,10 @@ impl<T: Persistent> Ptr<T> for PRef<T> {
     #[inline(always)]
     fn load(self, db: &Db) -> amber::Result<&T> {
         Ok(db.get(self))
+    }
+
+    fn load_checked(self, db: &Db) -> amber::Result<&T> {
+        db.try_get(self)
     }
 
     fn from_ref(_tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self> {
@@ -85,8 +94,22 @@ impl<T: Persistent> Ptr<T> for Smart<T> {
         db.smart(self)
     }
 
+    fn load_checked(self, db: &Db) -> amber::Result<&T> {
+        db.smart(self)
+    }
+
     fn from_ref(tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self> {
         tx.to_smart(p)
+    }
+}
+
+/// Follows `p` as a traversal with `CHECKED` dereferences does.
+#[inline(always)]
+fn follow<const CHECKED: bool, T: Persistent>(p: impl Ptr<T>, db: &Db) -> amber::Result<&T> {
+    if CHECKED {
+        p.load_checked(db)
+    } else {
+        p.load(db)
     }
 }
 
@@ -276,8 +299,9 @@ macro_rules! granularity {
             }
 
             /// The part of id `id`, through the index; `on_node` sees the
-            /// address of every node the descent reads.
-            pub fn lookup<'a>(
+            /// address of every node the descent reads. `CHECKED`: every
+            /// dereference fetches a missing page itself ([`Ptr::load_checked`]).
+            pub fn lookup<'a, const CHECKED: bool>(
                 db: &'a Db,
                 root: &Root,
                 id: u32,
@@ -285,20 +309,21 @@ macro_rules! granularity {
             ) -> Result<Option<&'a Part>> {
                 let mut node = root
                     .tree
-                    .ok_or_else(|| null("the index's root"))?
-                    .load(db)
-                    .ctx("reading the index's root")?;
+                    .ok_or_else(|| null("the index's root"))
+                    .and_then(|p| follow::<CHECKED, Node>(p, db).ctx("reading the index's root"))?;
                 for _ in 0..MAX_LEVELS {
                     on_node(node as *const Node as usize);
                     let n = (node.count as usize).min(FANOUT);
                     let keys = &node.keys[..n];
                     if node.level == 0 {
                         return match keys.binary_search(&id) {
-                            Ok(i) => node.parts[i]
-                                .ok_or_else(|| null("an index leaf's part"))?
-                                .load(db)
-                                .map(Some)
-                                .ctx("reading an indexed part"),
+                            Ok(i) => {
+                                let p =
+                                    node.parts[i].ok_or_else(|| null("an index leaf's part"))?;
+                                follow::<CHECKED, Part>(p, db)
+                                    .map(Some)
+                                    .ctx("reading an indexed part")
+                            }
                             Err(_) => Ok(None),
                         };
                     }
@@ -306,10 +331,8 @@ macro_rules! granularity {
                     let Some(i) = i.checked_sub(1) else {
                         return Ok(None);
                     };
-                    node = node.kids[i]
-                        .ok_or_else(|| null("an index node's child"))?
-                        .load(db)
-                        .ctx("reading an index node")?;
+                    let kid = node.kids[i].ok_or_else(|| null("an index node's child"))?;
+                    node = follow::<CHECKED, Node>(kid, db).ctx("reading an index node")?;
                 }
                 Err(EngineError::corrupt(format!(
                     "the index is deeper than {MAX_LEVELS} levels"
@@ -318,8 +341,9 @@ macro_rules! granularity {
 
             /// OO1's traversal from `part`: visit it, then each target of
             /// its connections in slot order, to depth
-            /// [`TRAVERSAL_DEPTH`](crate::oo1::TRAVERSAL_DEPTH).
-            pub fn traverse(
+            /// [`TRAVERSAL_DEPTH`](crate::oo1::TRAVERSAL_DEPTH); `CHECKED`
+            /// as for [`lookup`].
+            pub fn traverse<const CHECKED: bool>(
                 db: &Db,
                 part: &Part,
                 depth: u32,
@@ -335,8 +359,8 @@ macro_rules! granularity {
                 if depth < crate::oo1::TRAVERSAL_DEPTH {
                     for out in &part.out {
                         let to = out.to.ok_or_else(|| null("a part's connection"))?;
-                        let next = to.load(db).ctx("following a connection")?;
-                        traverse(db, next, depth + 1, visit)?;
+                        let next = follow::<CHECKED, Part>(to, db).ctx("following a connection")?;
+                        traverse::<CHECKED>(db, next, depth + 1, visit)?;
                     }
                 }
                 Ok(())
