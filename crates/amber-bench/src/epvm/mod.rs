@@ -49,10 +49,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::oo1::database::{GenParams, generate};
 use crate::oo1::error::BenchError;
 use crate::oo1::harness::{
-    Workspace, copy_tree, expected_answers, reset_dir, spawn_json, sync_tree, with_progress_of,
+    Workspace, copy_tree, expected_answers, generate_for, reset_dir, run_checked, sync_tree,
+    with_progress_of,
 };
 use crate::procfs;
 
@@ -291,15 +291,7 @@ pub fn run(config: &EpvmConfig) -> Result<(EpvmReport, Vec<String>), BenchError>
     let mut runs: Vec<Labelled> = Vec::new();
     let mut problems = Vec::new();
     for &parts in &config.parts {
-        let params = GenParams {
-            parts,
-            seed: config.seed,
-        };
-        params.validate().map_err(BenchError::Usage)?;
-        let data = with_progress_of("epvm", &format!("generating {parts} parts"), || {
-            generate(params)
-        })
-        .map_err(BenchError::Usage)?;
+        let (params, data) = generate_for("epvm", parts, config.seed)?;
         let root = workspace.root().join(format!("{parts}"));
         let (raw_base, mapped_base) = (root.join("raw"), root.join("mapped"));
         for (raw, base) in [(true, &raw_base), (false, &mapped_base)] {
@@ -362,30 +354,17 @@ pub fn run(config: &EpvmConfig) -> Result<(EpvmReport, Vec<String>), BenchError>
                         config.rounds,
                         experiment.label()
                     );
-                    let outcome: Result<ChildRun, BenchError> =
-                        spawn_json(&config.child_args, &request, |message| BenchError::Child {
-                            engine: version.name().to_string(),
-                            job: experiment.label(),
-                            message,
-                        });
-                    match outcome {
-                        Ok(run) => {
-                            let wrong = child::check(&label, &run, want, experiment);
-                            eprintln!(
-                                "epvm: {label} {}",
-                                if wrong.is_empty() {
-                                    "ok"
-                                } else {
-                                    "WRONG ANSWERS"
-                                }
-                            );
-                            problems.extend(wrong);
-                            runs.push((version, parts, experiment, round, run));
-                        }
-                        Err(e) => {
-                            eprintln!("epvm: {label} FAILED");
-                            problems.push(e.to_string());
-                        }
+                    let job = experiment.label();
+                    let run: Option<ChildRun> = run_checked(
+                        "epvm",
+                        &config.child_args,
+                        &request,
+                        (&label, version.name(), &job),
+                        |run| child::check(&label, run, want, experiment),
+                        &mut problems,
+                    );
+                    if let Some(run) = run {
+                        runs.push((version, parts, experiment, round, run));
                     }
                 }
             }

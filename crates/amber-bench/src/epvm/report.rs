@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::child::{ChildRun, Iteration};
 use super::paper::{self, ColdWarm, said};
 use super::{EpvmConfig, Experiment, Labelled, Version};
-use crate::storage::{Environment, environment, summarize};
+use crate::storage::{Environment, environment, median, median_u64, range};
 
 /// A database as built.
 #[derive(Clone, Debug, Serialize)]
@@ -74,16 +74,6 @@ pub struct EpvmReport {
     pub not_built: &'static str,
     pub builds: Vec<Build>,
     pub rows: Vec<Row>,
-}
-
-fn median(v: &[f64]) -> f64 {
-    summarize(v).median
-}
-
-fn median_u64(v: &[u64]) -> u64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied().unwrap_or(0)
 }
 
 /// A cell of one run: ms, CPU ms, parts visited, parts changed, reads.
@@ -663,10 +653,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
             p,
             iterations,
             ms: median(&ms),
-            ms_range: (
-                ms.iter().copied().fold(f64::INFINITY, f64::min),
-                ms.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            ),
+            ms_range: range(&ms),
             cpu_ms: median(&cpu),
             count: cells.first().map_or(0, |c| c.2),
             changed: cells.first().map_or(0, |c| c.3),

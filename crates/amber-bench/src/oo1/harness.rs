@@ -343,6 +343,59 @@ pub(crate) fn spawn_json<Req: Serialize, Reply: DeserializeOwned>(
     }
 }
 
+/// The OO1 database of `parts` parts and `seed`, generated (with a
+/// progress line for benchmark `bench` when that takes over a second).
+pub(crate) fn generate_for(
+    bench: &str,
+    parts: u32,
+    seed: u64,
+) -> Result<(GenParams, GeneratedDb), BenchError> {
+    let params = GenParams { parts, seed };
+    params.validate().map_err(BenchError::Usage)?;
+    let data = with_progress_of(bench, &format!("generating {parts} parts"), || {
+        generate(params)
+    })
+    .map_err(BenchError::Usage)?;
+    Ok((params, data))
+}
+
+/// Runs one measured child of benchmark `bench` (`current_exe()
+/// child_args…`, as [`spawn_json`]) and checks its reply with `check`;
+/// prints `bench: label` and the verdict. A failed child or wrong answers
+/// go into `problems`; the reply is returned unless the child failed.
+pub(crate) fn run_checked<Req: Serialize, Reply: DeserializeOwned>(
+    bench: &str,
+    child_args: &[String],
+    request: &Req,
+    (label, engine, job): (&str, &str, &str),
+    check: impl FnOnce(&Reply) -> Vec<String>,
+    problems: &mut Vec<String>,
+) -> Option<Reply> {
+    let outcome = spawn_json(child_args, request, |message| BenchError::Child {
+        engine: engine.to_string(),
+        job: job.to_string(),
+        message,
+    });
+    match outcome {
+        Ok(reply) => {
+            let wrong = check(&reply);
+            let verdict = if wrong.is_empty() {
+                "ok"
+            } else {
+                "WRONG ANSWERS"
+            };
+            eprintln!("{bench}: {label} {verdict}");
+            problems.extend(wrong);
+            Some(reply)
+        }
+        Err(e) => {
+            eprintln!("{bench}: {label} FAILED");
+            problems.push(e.to_string());
+            None
+        }
+    }
+}
+
 /// Runs `f`, printing a progress line to stderr if it takes more than a second.
 fn with_progress<T>(what: &str, f: impl FnOnce() -> T) -> T {
     with_progress_of("oo1", what, f)

@@ -52,11 +52,10 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::oo1::database::{GenParams, generate};
 use crate::oo1::error::BenchError;
 use crate::oo1::harness::{
-    Workspace, compare_answers_of, copy_tree, expected_answers, reset_dir, spawn_json, sync_tree,
-    with_progress_of,
+    Workspace, compare_answers_of, copy_tree, expected_answers, generate_for, reset_dir,
+    run_checked, sync_tree, with_progress_of,
 };
 use crate::oo1::ops::{Job, Op, Protocol};
 use crate::procfs;
@@ -247,15 +246,7 @@ pub fn run(config: &TexasConfig) -> Result<(TexasReport, Vec<String>), BenchErro
     let mut samples = Vec::new();
     let mut problems = Vec::new();
     for &parts in &config.parts {
-        let params = GenParams {
-            parts,
-            seed: config.seed,
-        };
-        params.validate().map_err(BenchError::Usage)?;
-        let data = with_progress_of("texas", &format!("generating {parts} parts"), || {
-            generate(params)
-        })
-        .map_err(BenchError::Usage)?;
+        let (params, data) = generate_for("texas", parts, config.seed)?;
         let job = Job {
             op: Op::Traversal,
             p: None,
@@ -305,31 +296,20 @@ pub fn run(config: &TexasConfig) -> Result<(TexasReport, Vec<String>), BenchErro
                         "round {round}/{}: {parts} parts, fetch {fetch}, {g}",
                         config.rounds
                     );
-                    let outcome: Result<ChildRun, BenchError> =
-                        spawn_json(&config.child_args, &request, |message| BenchError::Child {
-                            engine: g.name().to_string(),
-                            job: format!("{parts} parts, fetch {fetch}"),
-                            message,
-                        });
-                    match outcome {
-                        Ok(run) => {
+                    let job = format!("{parts} parts, fetch {fetch}");
+                    let run: Option<ChildRun> = run_checked(
+                        "texas",
+                        &config.child_args,
+                        &request,
+                        (&label, g.name(), &job),
+                        |run: &ChildRun| {
                             let answers: Vec<_> = run.samples.iter().map(|s| s.answer).collect();
-                            let wrong = compare_answers_of(&label, &answers, &expected, protocol);
-                            eprintln!(
-                                "texas: {label} {}",
-                                if wrong.is_empty() {
-                                    "ok"
-                                } else {
-                                    "WRONG ANSWERS"
-                                }
-                            );
-                            problems.extend(wrong);
-                            samples.push((request.granularity, fetch, parts, round, run));
-                        }
-                        Err(e) => {
-                            eprintln!("texas: {label} FAILED");
-                            problems.push(e.to_string());
-                        }
+                            compare_answers_of(&label, &answers, &expected, protocol)
+                        },
+                        &mut problems,
+                    );
+                    if let Some(run) = run {
+                        samples.push((request.granularity, fetch, parts, round, run));
                     }
                 }
             }

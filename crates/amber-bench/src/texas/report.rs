@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::child::ChildRun;
 use super::{Fetch, Granularity, TexasConfig};
 use crate::oo1::ops::{Phase, Protocol};
-use crate::storage::{Environment, environment, summarize};
+use crate::storage::{Environment, environment, median, median_u64, range};
 
 /// Traversals whose cumulative CPU the paper compares ("the first 15 or
 /// so traversals", §6.3).
@@ -141,22 +141,6 @@ pub struct TexasReport {
 /// A child's run, labelled: granularity, fetch, parts, round.
 pub type Labelled = (Granularity, Fetch, u32, usize, ChildRun);
 
-fn median(v: &[f64]) -> f64 {
-    summarize(v).median
-}
-
-fn median_u64(v: &[u64]) -> u64 {
-    let mut s = v.to_vec();
-    s.sort_unstable();
-    s.get(s.len() / 2).copied().unwrap_or(0)
-}
-
-fn range(v: &[f64]) -> (f64, f64) {
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (lo, hi)
-}
-
 impl TexasReport {
     pub(super) fn new(
         config: &TexasConfig,
@@ -241,7 +225,7 @@ impl TexasReport {
         for b in &self.builds {
             let _ = writeln!(
                 s,
-                "  built {:>7} parts {:<11} {:>6} pages in {:.0} ms",
+                "  built {:>7} parts {:<11} {:>5} pages in {:.0} ms",
                 b.parts, b.granularity, b.pages, b.build_ms
             );
         }
@@ -308,7 +292,7 @@ impl TexasReport {
         );
         let _ = writeln!(
             s,
-            "  {:<12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}",
+            "  {:<15} {:>9} {:>9} {:>10} {:>10} {:>10} {:>8} {:>8} {:>9} {:>10}",
             "granularity",
             "open ms",
             "cold ms",
@@ -323,7 +307,7 @@ impl TexasReport {
         for x in &sums {
             let _ = writeln!(
                 s,
-                "  {:<12} {:>9.3} {:>9.3} {:>10.3} {:>10.4} {:>10.3} {:>8} {:>8} {:>9} {:>10}",
+                "  {:<15} {:>9.3} {:>9.3} {:>10.3} {:>10.4} {:>10.3} {:>8} {:>8} {:>9} {:>10}",
                 x.granularity.name(),
                 x.open_ms,
                 x.cold_cpu_ms,

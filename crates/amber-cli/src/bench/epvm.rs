@@ -1,7 +1,7 @@
 //! `amber bench epvm`: White & DeWitt's architectures on OO1, and the child
 //! process each experiment runs in (`amber bench epvm __epvm-child`).
 
-use super::{check_json_target, parse, write_json};
+use super::{check_json_target, parse, verdict, write_json};
 use crate::error::CliError;
 use amber_bench::epvm::{self, CHILD_SUBCOMMAND, EXPERIMENTS, EpvmConfig, Version};
 use clap::Parser;
@@ -80,13 +80,5 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliErro
         |p| amber_bench::json::write(p, &report),
         out,
     )?;
-    if problems.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Err(CliError::msg(format!(
-            "bench epvm: {} problem(s): {}",
-            problems.len(),
-            problems.join("; ")
-        )))
-    }
+    verdict("epvm", &problems)
 }

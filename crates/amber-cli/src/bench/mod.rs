@@ -398,6 +398,20 @@ fn write_json(
     Ok(())
 }
 
+/// The end of a benchmark that reports before it judges: success, or the
+/// problems it found (wrong answers, failed children) as one error.
+fn verdict(bench: &str, problems: &[String]) -> Result<ExitCode, CliError> {
+    if problems.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(CliError::msg(format!(
+            "bench {bench}: {} problem(s): {}",
+            problems.len(),
+            problems.join("; ")
+        )))
+    }
+}
+
 /// Runs benchmark `name` with its arguments.
 pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
     match name {

@@ -1,7 +1,7 @@
 //! `amber bench texas`: Kakkad & Wilson's traversal sets, and the child
 //! process each set runs in (`amber bench texas __texas-child`).
 
-use super::{check_json_target, parse, write_json};
+use super::{check_json_target, parse, verdict, write_json};
 use crate::error::CliError;
 use amber_bench::texas::{self, CHILD_SUBCOMMAND, Fetch, Granularity, TexasConfig};
 use clap::Parser;
@@ -82,13 +82,5 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliErro
             .map_err(|e| CliError::msg(format!("{}: {e}", p.display())))?;
         let _ = writeln!(out, "wrote {}", p.display());
     }
-    if problems.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
-        Err(CliError::msg(format!(
-            "bench texas: {} problem(s): {}",
-            problems.len(),
-            problems.join("; ")
-        )))
-    }
+    verdict("texas", &problems)
 }
