@@ -4,6 +4,10 @@
 //! - [`oo7`]: the OO7 benchmark: its generator, operations, engines and harness;
 //! - [`storage`]: commit latency and recovery time of the storage layer;
 //! - [`churn`]: file size under allocate/free churn, and what a collection gives back;
+//! - [`epvm`]: White & DeWitt's object faulting and swizzling architectures
+//!   (CESM, EPVM 1.0 with and without swizzling, Amber's mapping) on OO1;
+//! - [`texas`]: Kakkad & Wilson's traversal sets: all-raw, smart-index and
+//!   all-smart pointers over 45 OO1 traversals;
 //! - [`hot`]: a hot traversal of resident persistent objects against plain Rust structs;
 //! - [`index`]: a `PIndex` of string keys against redb on the same keys;
 //! - [`faults`]: the cost of a cold fault per page, per backend and fetch cluster;
@@ -26,6 +30,7 @@
 pub mod backend;
 pub mod churn;
 pub mod detect;
+pub mod epvm;
 pub mod faults;
 pub mod hot;
 pub mod index;
@@ -41,4 +46,5 @@ pub mod server;
 pub mod server_writes;
 pub mod storage;
 pub mod sys;
+pub mod texas;
 pub mod update;

@@ -203,6 +203,17 @@ pub fn cpu_time_s_of(pid: &str) -> Option<f64> {
     amber_server::procfs::cpu_time_s(pid)
 }
 
+/// CPU time this process has used, user and system, over all its threads
+/// (exited ones included), in nanoseconds: the kernel's
+/// `CLOCK_PROCESS_CPUTIME_ID`, which sums each thread's scheduler runtime
+/// exactly, where [`cpu_time_s`] has the clock tick's resolution. The
+/// user/system split is not given: the kernel apportions it by sampling
+/// at each tick, so at this resolution only the sum is exact.
+pub fn cpu_time_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
 /// The load average over the last minute (`/proc/loadavg`): how many
 /// threads were running or waiting for a CPU, on average.
 pub fn load_average() -> Option<f64> {
@@ -305,6 +316,8 @@ mod tests {
         }
         assert!(cores() >= 1);
         let a = cpu_time_s().expect("/proc/self/stat");
+        let ns = cpu_time_ns();
+        assert!(ns > 0 && cpu_time_ns() >= ns);
         assert!(cpu_time_s().expect("/proc/self/stat") >= a);
         assert!(load_average().is_some_and(|l| l >= 0.0));
     }

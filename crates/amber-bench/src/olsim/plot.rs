@@ -12,8 +12,9 @@ use super::params::ServerKind;
 const COLORS: [&str; 6] = [
     "#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#9c755f",
 ];
-const W: f64 = 520.0;
-const H: f64 = 340.0;
+/// The size of a [`line_chart`].
+pub(crate) const W: f64 = 520.0;
+pub(crate) const H: f64 = 340.0;
 const L: f64 = 56.0;
 const R: f64 = 150.0;
 const T: f64 = 36.0;
@@ -55,11 +56,13 @@ pub fn line_chart(
         s,
         r#"<text x="{L}" y="20" font-size="13" font-weight="bold">{title}</text>"#
     );
+    // Enough decimals that the six labels of the y axis differ.
+    let digits = (-((y1 - y0) / 5.0).log10().floor()).clamp(0.0, 4.0) as usize;
     for i in 0..=5 {
         let y = y0 + (y1 - y0) * f64::from(i) / 5.0;
         let _ = writeln!(
             s,
-            r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{:.0}</text>"##,
+            r##"<line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{:.digits$}</text>"##,
             py(y),
             W - R,
             py(y),
@@ -72,7 +75,9 @@ pub fn line_chart(
         .first()
         .map(|(_, p)| p.iter().map(|q| q.0).collect())
         .unwrap_or_default();
-    for x in ticks {
+    // At most about a dozen labels on the x axis.
+    let every = ticks.len().div_ceil(12).max(1);
+    for x in ticks.into_iter().step_by(every) {
         let _ = writeln!(
             s,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x}</text>"#,

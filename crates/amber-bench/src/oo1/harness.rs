@@ -59,36 +59,42 @@ pub fn expected_answers(
 /// Compares a job's answers with the expected ones; returns one line per
 /// difference.
 pub fn compare_answers(result: &JobResult, expected: &Expected, protocol: Protocol) -> Vec<String> {
-    let mut problems = Vec::new();
     let what = format!("{}: {}", result.engine, result.job.label());
-    if result.iterations.len() != expected.iterations.len() {
-        problems.push(format!(
-            "{what}: {} iterations, expected {}",
-            result.iterations.len(),
-            expected.iterations.len()
-        ));
-    }
-    for (i, (got, want)) in result
-        .iterations
-        .iter()
-        .zip(&expected.iterations)
-        .enumerate()
-    {
-        if got.answer != *want {
-            problems.push(format!(
-                "{what}: iteration {} ({}) answered {:?}, expected {:?}",
-                i + 1,
-                protocol.phase(i).name(),
-                got.answer,
-                want
-            ));
-        }
-    }
+    let answers: Vec<Answer> = result.iterations.iter().map(|it| it.answer).collect();
+    let mut problems = compare_answers_of(&what, &answers, expected, protocol);
     if result.checks != expected.checks {
         problems.push(format!(
             "{what}: reads after the last iteration answered {:?}, expected {:?}",
             result.checks, expected.checks
         ));
+    }
+    problems
+}
+
+/// Compares the answers of a run's iterations with the expected ones;
+/// returns one line per difference, each starting with `what`.
+pub fn compare_answers_of(
+    what: &str,
+    answers: &[Answer],
+    expected: &Expected,
+    protocol: Protocol,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    if answers.len() != expected.iterations.len() {
+        problems.push(format!(
+            "{what}: {} iterations, expected {}",
+            answers.len(),
+            expected.iterations.len()
+        ));
+    }
+    for (i, (got, want)) in answers.iter().zip(&expected.iterations).enumerate() {
+        if got != want {
+            problems.push(format!(
+                "{what}: iteration {} ({}) answered {got:?}, expected {want:?}",
+                i + 1,
+                protocol.phase(i).name(),
+            ));
+        }
     }
     problems
 }
@@ -378,6 +384,59 @@ pub(crate) fn spawn_json<Req: Serialize, Reply: DeserializeOwned>(
             output.status,
             child_args.join(" ")
         ))),
+    }
+}
+
+/// The OO1 database of `parts` parts and `seed`, generated (with a
+/// progress line for benchmark `bench` when that takes over a second).
+pub(crate) fn generate_for(
+    bench: &str,
+    parts: u32,
+    seed: u64,
+) -> Result<(GenParams, GeneratedDb), BenchError> {
+    let params = GenParams { parts, seed };
+    params.validate().map_err(BenchError::Usage)?;
+    let data = with_progress_of(bench, &format!("generating {parts} parts"), || {
+        generate(params)
+    })
+    .map_err(BenchError::Usage)?;
+    Ok((params, data))
+}
+
+/// Runs one measured child of benchmark `bench` (`current_exe()
+/// child_args…`, as [`spawn_json`]) and checks its reply with `check`;
+/// prints `bench: label` and the verdict. A failed child or wrong answers
+/// go into `problems`; the reply is returned unless the child failed.
+pub(crate) fn run_checked<Req: Serialize, Reply: DeserializeOwned>(
+    bench: &str,
+    child_args: &[String],
+    request: &Req,
+    (label, engine, job): (&str, &str, &str),
+    check: impl FnOnce(&Reply) -> Vec<String>,
+    problems: &mut Vec<String>,
+) -> Option<Reply> {
+    let outcome = spawn_json(child_args, request, |message| BenchError::Child {
+        engine: engine.to_string(),
+        job: job.to_string(),
+        message,
+    });
+    match outcome {
+        Ok(reply) => {
+            let wrong = check(&reply);
+            let verdict = if wrong.is_empty() {
+                "ok"
+            } else {
+                "WRONG ANSWERS"
+            };
+            eprintln!("{bench}: {label} {verdict}");
+            problems.extend(wrong);
+            Some(reply)
+        }
+        Err(e) => {
+            eprintln!("{bench}: {label} FAILED");
+            problems.push(e.to_string());
+            None
+        }
     }
 }
 

@@ -64,6 +64,25 @@ pub(crate) fn summarize(v: &[f64]) -> Summary {
     }
 }
 
+/// The median of `v` (NaN when empty).
+pub(crate) fn median(v: &[f64]) -> f64 {
+    summarize(v).median
+}
+
+/// The median of counts (the upper one of an even sample; 0 when empty).
+pub(crate) fn median_u64(v: &[u64]) -> u64 {
+    let mut s = v.to_vec();
+    s.sort_unstable();
+    s.get(s.len() / 2).copied().unwrap_or(0)
+}
+
+/// The smallest and largest of `v`.
+pub(crate) fn range(v: &[f64]) -> (f64, f64) {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
 /// What the machine was.
 #[derive(Debug, Clone, Serialize)]
 pub struct Environment {

@@ -30,7 +30,7 @@ mod stall;
 
 pub use commit::{CHANGE_BYTES, CommitConfig, CommitReport, commit};
 pub use measure::{Environment, Summary};
-pub(crate) use measure::{Workdir, environment, summarize};
+pub(crate) use measure::{Workdir, environment, median, median_u64, range, summarize};
 pub use recovery::{ColdNumbers, RecoveryBreakdown, RecoveryConfig, RecoveryReport, recovery};
 pub use stall::{CaseRun, CaseSummary, FaultStats, StallConfig, StallReport, stall};
 use std::fmt;

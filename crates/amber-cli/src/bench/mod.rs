@@ -4,6 +4,7 @@
 //! [`BENCHES`], and an arm in [`run`] that parses, runs, prints the table and
 //! writes `--json`.
 
+mod epvm;
 mod index;
 mod olsim;
 mod oo1;
@@ -11,6 +12,7 @@ mod oo7;
 mod readers;
 mod serve_blocking;
 mod server;
+mod texas;
 
 use crate::error::CliError;
 use amber_bench::backend::Backends;
@@ -37,6 +39,14 @@ pub const BENCHES: &[(&str, &str)] = &[
     (
         "oo1",
         "the OO1 benchmark (Cattell & Skeen) on Amber's engines and, built with --features compare, SQLite, LMDB and redb (normalised, and LMDB and redb inline), a serde snapshot and plain memory",
+    ),
+    (
+        "epvm",
+        "White & DeWitt's object faulting and swizzling architectures on OO1: CESM, EPVM 1.0 with and without swizzling, and Amber's page-fault mapping; cold / warm / hot, one transaction or one per iteration, updates with probability p, hot sweeps to 1,000 iterations, beside the paper's Tables 1-6",
+    ),
+    (
+        "texas",
+        "Kakkad & Wilson's traversal sets: 45 OO1 traversals (1 cold, 34 warm, 10 hot) with PRef everywhere, Smart in the B+tree index only, and Smart everywhere; CPU time, faults, pages reserved and pointers swizzled per traversal",
     ),
     (
         "hot",
@@ -388,6 +398,20 @@ fn write_json(
     Ok(())
 }
 
+/// The end of a benchmark that reports before it judges: success, or the
+/// problems it found (wrong answers, failed children) as one error.
+fn verdict(bench: &str, problems: &[String]) -> Result<ExitCode, CliError> {
+    if problems.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        Err(CliError::msg(format!(
+            "bench {bench}: {} problem(s): {}",
+            problems.len(),
+            problems.join("; ")
+        )))
+    }
+}
+
 /// Runs benchmark `name` with its arguments.
 pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
     match name {
@@ -438,6 +462,8 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
         Some("index") => index::run(args, out)?,
         Some("oo1") => return oo1::run(args, out),
         Some("oo7") => return oo7::run(args, out),
+        Some("texas") => return texas::run(args, out),
+        Some("epvm") => return epvm::run(args, out),
         Some("readers") => return readers::run(args, out),
         Some("server") => return server::run(args, out),
         Some("serve-blocking") => return serve_blocking::run(args, out),

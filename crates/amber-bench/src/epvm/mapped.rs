@@ -1,0 +1,264 @@
+//! *mapped*: Amber's own architecture, the analogue of ObjectStore's
+//! (White & DeWitt's architecture 4): persistent objects reached by plain
+//! loads through `PRef`s swizzled when their page is faulted in, updates
+//! made through `&mut` references, detected by page protection and logged
+//! at commit as the bytes that changed (ObjectStore logged whole pages:
+//! Amber's default log generator diffs; its `wpl` strategy would log whole
+//! pages). The client cache is Amber's cache budget (FIFO eviction of
+//! clean pages), the same bytes as the baselines' buffer pool.
+//!
+//! The parts are `texas::schema::all_raw`'s (the same 104 bytes as the
+//! baselines' records, connections as `PRef`s); the index is an array of
+//! part pointers in chunks of [`CHUNK`] (one page each), as the paper's
+//! index was an array of OIDs.
+//!
+//! **(choice)** Reads that will not update use no Amber transaction: a
+//! read in Amber needs none, and a read-only transaction would cost only
+//! its begin and commit, which the single-transaction tables leave out. A
+//! transaction that will update, or that the experiment commits (one per
+//! iteration), is a real one.
+
+use std::path::Path;
+
+use amber::{Db, Options, PRef, PVec, Persistent, Tx, View};
+
+use super::engine::{Engine, Transaction, Work};
+use crate::oo1::database::{GeneratedDb, PartId};
+use crate::oo1::engine::{Answer, EngineError, ResultExt, TRAVERSAL_DEPTH, Tally};
+use crate::oo1::ops::Op;
+use crate::texas::schema::all_raw::{Part, build_parts};
+
+/// The database file in the mapped version's directory.
+pub const FILE: &str = "mapped.amber";
+
+/// The root's name.
+pub const ROOT: &str = "epvm";
+
+/// Part pointers per index chunk: a page's object area (4,056 bytes).
+pub const CHUNK: usize = 507;
+
+/// One page of the index: parts `c·CHUNK + 1 ..= (c + 1)·CHUNK` of chunk `c`.
+#[derive(Persistent)]
+#[persistent(name = "epvm::Chunk")]
+#[repr(C)]
+pub struct Chunk {
+    pub parts: [Option<PRef<Part>>; CHUNK],
+}
+
+/// The root: the index.
+#[derive(Persistent)]
+#[persistent(name = "epvm::Root")]
+#[repr(C)]
+pub struct Root {
+    pub chunks: PVec<PRef<Chunk>>,
+    pub parts: u64,
+}
+
+/// Builds the database of `data` in the empty directory `dir`; returns the
+/// file's pages.
+pub fn build(dir: &Path, data: &GeneratedDb) -> Result<u64, EngineError> {
+    let path = dir.join(FILE);
+    let mut db =
+        Db::create(&path, Options::default()).ctx(&format!("creating {}", path.display()))?;
+    let refs = build_parts(&mut db, data)?;
+    let mut tx = db.begin().ctx("beginning the index")?;
+    let mut chunks = Vec::new();
+    for ids in refs.chunks(CHUNK) {
+        let mut chunk = Chunk {
+            parts: [None; CHUNK],
+        };
+        for (slot, &p) in chunk.parts.iter_mut().zip(ids) {
+            *slot = Some(p);
+        }
+        chunks.push(tx.alloc(chunk).ctx("allocating an index chunk")?);
+    }
+    let chunks = tx.new_vec(chunks).ctx("allocating the chunk list")?;
+    let root = tx
+        .alloc(Root {
+            chunks,
+            parts: refs.len() as u64,
+        })
+        .ctx("allocating the root")?;
+    tx.set_root(ROOT, root).ctx("naming the root")?;
+    tx.commit().ctx("committing the index")?;
+    let pages = db.stats().store.page_count;
+    db.close().ctx("closing the database")?;
+    Ok(pages)
+}
+
+/// The open database.
+pub struct Mapped {
+    db: Db,
+    root: PRef<Root>,
+}
+
+impl Mapped {
+    /// Opens the database in `dir` with a cache budget of `cache_bytes`.
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<Mapped, EngineError> {
+        let path = dir.join(FILE);
+        let db = Db::open(
+            &path,
+            Options {
+                cache_bytes: Some(cache_bytes),
+                ..Options::default()
+            },
+        )
+        .ctx(&format!("opening {}", path.display()))?;
+        let root = db
+            .root::<Root>(ROOT)
+            .ctx("reading the root")?
+            .ok_or_else(|| EngineError::corrupt(format!("no root named {ROOT:?}")))?;
+        Ok(Mapped { db, root })
+    }
+
+    /// The fault backend.
+    pub fn backend(&self) -> String {
+        self.db.backend().to_string()
+    }
+
+    /// Visits parts `1..=n` in id order (outside any transaction).
+    pub fn read_all(&self, n: u32, tally: &mut Tally) -> Result<(), EngineError> {
+        for id in 1..=n {
+            let part = self.db.get(lookup(&self.db, self.root, id)?);
+            tally.visit(part.id, part.x, part.y, &part.kind);
+        }
+        Ok(())
+    }
+
+    /// Closes the database.
+    pub fn close(self) -> Result<(), EngineError> {
+        self.db.close().ctx("closing the database")
+    }
+}
+
+/// A transaction of the mapped version: reads through the database, or a
+/// real transaction.
+pub enum MappedTx<'a> {
+    Read { db: &'a Db, root: PRef<Root> },
+    Write { tx: Box<Tx<'a>>, root: PRef<Root> },
+}
+
+impl Engine for Mapped {
+    type Tx<'a> = MappedTx<'a>;
+
+    fn begin(&mut self, real: bool) -> Result<MappedTx<'_>, EngineError> {
+        let root = self.root;
+        Ok(if real {
+            MappedTx::Write {
+                tx: Box::new(self.db.begin().ctx("beginning a transaction")?),
+                root,
+            }
+        } else {
+            MappedTx::Read { db: &self.db, root }
+        })
+    }
+
+    fn reads(&self) -> u64 {
+        self.db.stats().fetched
+    }
+}
+
+/// The part of id `id`, through the index.
+fn lookup(v: &impl View, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
+    let r = v.get(root);
+    let i = (id as usize)
+        .checked_sub(1)
+        .filter(|&i| (i as u64) < r.parts)
+        .ok_or(EngineError::MissingPart { id })?;
+    let chunk = *v
+        .slice(&r.chunks)
+        .get(i / CHUNK)
+        .ok_or_else(|| EngineError::corrupt(format!("no index chunk for part {id}")))?;
+    v.get(chunk).parts[i % CHUNK].ok_or(EngineError::MissingPart { id })
+}
+
+/// The target of connection `slot` of `p`.
+#[inline]
+fn target(v: &impl View, p: PRef<Part>, slot: usize) -> Result<PRef<Part>, EngineError> {
+    v.get(p).out[slot]
+        .to
+        .ok_or_else(|| EngineError::corrupt("a part's connection is null"))
+}
+
+/// A read-only traversal.
+fn read(
+    v: &impl View,
+    p: PRef<Part>,
+    depth: u32,
+    visit: &mut usize,
+    work: &mut Work<'_>,
+    tally: &mut Tally,
+) -> Result<(), EngineError> {
+    let part = v.get(p);
+    tally.visit(part.id, part.x, part.y, &part.kind);
+    if work.updates(*visit) {
+        return Err(EngineError::bad_input(
+            "an update asked of a traversal outside a transaction",
+        ));
+    }
+    *visit += 1;
+    if depth < TRAVERSAL_DEPTH {
+        for slot in 0..3 {
+            read(v, target(v, p, slot)?, depth + 1, visit, work, tally)?;
+        }
+    }
+    Ok(())
+}
+
+/// A traversal that updates where `work` says.
+fn write(
+    tx: &mut Tx<'_>,
+    p: PRef<Part>,
+    depth: u32,
+    visit: &mut usize,
+    work: &mut Work<'_>,
+    tally: &mut Tally,
+) -> Result<(), EngineError> {
+    let part = tx.get(p);
+    tally.visit(part.id, part.x, part.y, &part.kind);
+    if work.updates(*visit) {
+        let part = tx.get_mut(p);
+        part.x = part.x.wrapping_add(1);
+        part.y = part.y.wrapping_add(1);
+        tally.changed();
+    }
+    *visit += 1;
+    if depth < TRAVERSAL_DEPTH {
+        for slot in 0..3 {
+            let to = target(tx, p, slot)?;
+            write(tx, to, depth + 1, visit, work, tally)?;
+        }
+    }
+    Ok(())
+}
+
+impl Transaction for MappedTx<'_> {
+    fn iterate(&mut self, id: PartId, mut work: Work<'_>) -> Result<Answer, EngineError> {
+        let mut tally = Tally::for_op(Op::Traversal);
+        match self {
+            MappedTx::Read { db, root } => {
+                let p = lookup(*db, *root, id)?;
+                read(*db, p, 0, &mut 0, &mut work, &mut tally)?;
+            }
+            MappedTx::Write { tx, root } => {
+                let p = lookup(tx.as_ref(), *root, id)?;
+                write(tx, p, 0, &mut 0, &mut work, &mut tally)?;
+            }
+        }
+        Ok(tally.finish())
+    }
+
+    fn reads(&self) -> Option<u64> {
+        match self {
+            MappedTx::Read { db, .. } => Some(db.stats().fetched),
+            MappedTx::Write { .. } => None,
+        }
+    }
+
+    fn commit(self) -> Result<(), EngineError> {
+        match self {
+            MappedTx::Read { .. } => Ok(()),
+            MappedTx::Write { tx, .. } => (*tx).commit().map(drop).ctx("committing"),
+        }
+    }
+}
