@@ -26,6 +26,7 @@
 use super::pager::{Pager, Scratch};
 use crate::error::Error;
 use crate::format::PageNo;
+use crate::format::home::Home;
 use crate::format::page::{BlockKind, PageHeader};
 use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
@@ -53,6 +54,8 @@ pub(super) fn translations() -> Translations {
 /// Maps addresses through a frame space's frame table.
 pub(crate) struct FrameMap<'a> {
     fs: &'a FrameSpace,
+    /// How the database stores swizzled pointers.
+    home: Home,
     shift: u32,
     /// Pages below this are in the identity region: their frame's address
     /// is `base` plus the persistent address.
@@ -71,9 +74,11 @@ pub(crate) struct FrameMap<'a> {
 }
 
 impl<'a> FrameMap<'a> {
-    pub(crate) fn new(fs: &'a FrameSpace) -> Self {
+    /// The map of frame space `fs` holding a database of home `home`.
+    pub(crate) fn new(fs: &'a FrameSpace, home: Home) -> Self {
         FrameMap {
             fs,
+            home,
             shift: fs.frame_size().trailing_zeros(),
             direct: u64::from(fs.direct_frames()),
             base: fs.base() as u64,
@@ -88,7 +93,7 @@ impl<'a> FrameMap<'a> {
         FrameMap {
             spans: Some(pager),
             cache,
-            ..FrameMap::new(fs)
+            ..FrameMap::new(fs, pager.source.home())
         }
     }
 
@@ -130,6 +135,10 @@ impl FrameMap<'_> {
 }
 
 impl AddrMap for FrameMap<'_> {
+    fn home(&self) -> Home {
+        self.home
+    }
+
     /// Inlined into the swizzling loop: a pointer to a one-page block in
     /// the identity region is one add, most others hit the cache. (A block
     /// of several pages takes the long way, which records its run.)

@@ -189,6 +189,7 @@ impl Db {
             reserve_bytes: opts.reserve_bytes,
             track_writes: true,
             direct_pages: source.page_count(),
+            home: usize::try_from(source.home().addr()).unwrap_or(0),
             writers: false,
             ..VmConfig::default()
         };
@@ -248,6 +249,16 @@ impl Db {
     /// Why that backend was chosen.
     pub fn backend_reason(&self) -> &str {
         self.fs.backend_reason()
+    }
+
+    /// Whether the database's pages sit at its home: where the addresses
+    /// its pointers are stored as are the addresses they point to, so that
+    /// pages need no translation (docs/design.md §4.3). False for a
+    /// database without a home (created before homes), or when something
+    /// else occupies the range (another database with the same home,
+    /// another mapping): pages are then translated as they are fetched.
+    pub fn at_home(&self) -> bool {
+        self.fs.at_home()
     }
 
     /// Page size in bytes.

@@ -101,7 +101,7 @@ impl Parts<'_> {
     /// image back, swizzled and write-protected.
     fn restore_block(&self, head: PageNo, frame: FrameNo, run: u32) -> Result<()> {
         let mut img = self.source.read_block(head)?;
-        let map = FrameMap::new(self.fs);
+        let map = FrameMap::new(self.fs, self.source.home());
         convert_block(
             &mut img,
             self.fs.frame_size(),

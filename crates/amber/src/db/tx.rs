@@ -313,7 +313,7 @@ impl<'db> Tx<'db> {
     /// The persistent address of virtual address `va` (one Amber itself
     /// made: a new index node).
     pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
-        super::fetch::FrameMap::new(self.fs)
+        super::fetch::FrameMap::new(self.fs, self.source.home())
             .to_paddr(va)
             .map_err(Error::Invalid)
     }

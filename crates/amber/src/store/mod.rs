@@ -40,6 +40,7 @@ pub mod verify;
 mod wpl;
 
 use crate::error::{Error, Result, corrupt};
+use crate::format::home::Home;
 use crate::format::meta::RootEntry;
 use crate::format::superblock::Superblock;
 use crate::format::{PageNo, first_data_page};
@@ -73,6 +74,14 @@ pub struct StoreOptions {
     pub checkpoint_pending_bytes: usize,
     /// Checkpoint when the database is closed.
     pub checkpoint_on_close: bool,
+    /// The home of a new database (ignored when opening): where its
+    /// reservation of address space goes if it can, and how its pointers
+    /// are stored (docs/design.md §1.1). `None` picks one at random among
+    /// 1,024 slots from 16 TiB; `Some(0)` creates a database without a
+    /// home (superblock version 1, pointers stored as persistent addresses,
+    /// as in databases created before homes); otherwise a multiple of
+    /// 1 GiB.
+    pub home: Option<u64>,
     /// The least log-file length (past its header) kept after a checkpoint
     /// empties the log. A checkpoint cuts the log file back to its usual
     /// size — the larger of this and the longest of the last four epochs
@@ -92,6 +101,7 @@ impl Default for StoreOptions {
             checkpoint_pending_bytes: 256 << 20,
             checkpoint_on_close: true,
             log_keep_bytes: 4 << 20,
+            home: None,
         }
     }
 }
@@ -155,6 +165,8 @@ pub struct Core {
     path: PathBuf,
     wal_path: PathBuf,
     page_size: usize,
+    /// From the superblock; never changes.
+    home: Home,
     file: Box<dyn IoFile>,
     log: Option<LogWriter>,
     opts: StoreOptions,
@@ -225,6 +237,12 @@ impl Core {
     /// Page size in bytes.
     pub fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    /// How the database stores its swizzled pointers (`format/home.rs`):
+    /// fixed at creation.
+    pub fn home(&self) -> Home {
+        self.home
     }
 
     /// The first page number that can hold a block.

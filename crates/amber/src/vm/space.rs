@@ -126,6 +126,9 @@ pub struct FrameSpace {
     pub(crate) track_writes: bool,
     backend: Backend,
     reason: String,
+    /// Whether the reservation sits at the home it was asked for
+    /// ([`VmConfig::home`](super::VmConfig::home)).
+    at_home: bool,
     pub(crate) service: Arc<dyn FaultService>,
     pub(crate) table: FrameTable,
     pub(crate) lock: OwnerLock,
@@ -208,7 +211,11 @@ impl FrameSpace {
         let (choice, mut reason) = choose(cfg.backend, env.as_deref())?;
         let table = FrameTable::new(nframes, cfg.direct_pages)?;
 
-        let place = (fs, cfg.address_hint);
+        let place = Placement {
+            align: fs,
+            hint: cfg.address_hint,
+            home: cfg.home,
+        };
         let (imp, main, backend) = match choice {
             BackendChoice::Sigsegv => {
                 let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
@@ -235,10 +242,12 @@ impl FrameSpace {
                 }
             },
         };
+        let at_home = cfg.home != 0 && main.addr() == cfg.home;
         let space = Arc::new(FrameSpace {
             frame_size: fs,
             shift: fs.trailing_zeros(),
             host_page,
+            at_home,
             base: main.addr(),
             len,
             track_writes: cfg.track_writes,
@@ -344,6 +353,13 @@ impl FrameSpace {
         self.base
     }
 
+    /// Whether the reservation sits at the home it was asked for: frame
+    /// `p` of the identity region is then at the address a database with
+    /// that home stores for page `p` (`format/home.rs`).
+    pub fn at_home(&self) -> bool {
+        self.at_home
+    }
+
     /// Address of the first byte of frame `f` (computed; not checked).
     pub fn frame_addr(&self, f: FrameNo) -> usize {
         self.base + ((f as usize) << self.shift)
@@ -433,13 +449,32 @@ impl FrameSpace {
     }
 }
 
-/// Frame size and address hint of a reservation.
-type Placement = (usize, usize);
+/// Where a reservation goes: at `home` if it is not 0 and nothing is
+/// mapped there, else aligned to `align` near `hint`.
+#[derive(Clone, Copy)]
+struct Placement {
+    align: usize,
+    hint: usize,
+    home: usize,
+}
 
-fn new_uffd(len: usize, track: bool, (align, hint): Placement) -> Result<(Imp, Mapping), String> {
+impl Placement {
+    fn reserve(self, len: usize, prot: libc::c_int, fd: Option<libc::c_int>) -> std::io::Result<Mapping> {
+        if self.home != 0
+            && self.home.is_multiple_of(self.align)
+            && let Some(m) = Mapping::reserve_at(len, prot, fd, self.home)?
+        {
+            return Ok(m);
+        }
+        Mapping::reserve(len, prot, fd, self.align, self.hint)
+    }
+}
+
+fn new_uffd(len: usize, track: bool, place: Placement) -> Result<(Imp, Mapping), String> {
     let uffd = Uffd::open(uffd::UFFD_FEATURE_WP_ASYNC | uffd::UFFD_FEATURE_THREAD_ID)?;
     let pagemap = PageMap::open().map_err(|e| format!("PAGEMAP_SCAN unavailable: {e}"))?;
-    let main = Mapping::reserve(len, libc::PROT_READ | libc::PROT_WRITE, None, align, hint)
+    let main = place
+        .reserve(len, libc::PROT_READ | libc::PROT_WRITE, None)
         .map_err(|e| format!("reserving {len} bytes: {e}"))?;
     advise_reservation(&main);
     let mode = uffd::UFFDIO_REGISTER_MODE_MISSING
@@ -463,7 +498,7 @@ fn new_uffd(len: usize, track: bool, (align, hint): Placement) -> Result<(Imp, M
 fn new_sigsegv(
     len: usize,
     nframes: u32,
-    (align, hint): Placement,
+    place: Placement,
     wait_poll: std::time::Duration,
 ) -> Result<(Imp, Mapping), VmError> {
     // SAFETY: memfd_create takes a C string and flags, returns a new fd or -1.
@@ -484,7 +519,8 @@ fn new_sigsegv(
         });
     }
     let os = |op| move |e| VmError::Os { op, err: e };
-    let main = Mapping::reserve(len, libc::PROT_NONE, Some(memfd.as_raw_fd()), align, hint)
+    let main = place
+        .reserve(len, libc::PROT_NONE, Some(memfd.as_raw_fd()))
         .map_err(os("mmap reservation"))?;
     let staging = Mapping::shared_fd(len, libc::PROT_READ | libc::PROT_WRITE, memfd.as_raw_fd())
         .map_err(os("mmap staging view"))?;

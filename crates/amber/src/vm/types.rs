@@ -72,6 +72,11 @@ pub struct VmConfig {
     /// Where to try to put the reservation (rounded up to a multiple of
     /// `frame_size`); 0: where the kernel likes. Elsewhere if taken.
     pub address_hint: usize,
+    /// Where the reservation should start exactly (a database's home,
+    /// `format/home.rs`: frame `p` is then at the address the database
+    /// stores for page `p`), if nothing is mapped anywhere in its range;
+    /// else it goes where `address_hint` says. 0: no home.
+    pub home: usize,
     /// Whether threads may hold mutable references into frames from the
     /// start. While they may, userfaultfd's eviction write-protects a
     /// victim before checking that it is unwritten (see
@@ -89,6 +94,7 @@ impl Default for VmConfig {
             service_spin: Duration::from_micros(200),
             direct_pages: 0,
             address_hint: 0,
+            home: 0,
             writers: true,
         }
     }
