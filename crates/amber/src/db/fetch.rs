@@ -32,8 +32,8 @@ use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::{
-    AmberLock, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
-    held,
+    AmberLock, Backend, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs,
+    Installer, held,
 };
 use std::cell::Cell;
 use std::sync::TryLockError;
@@ -241,7 +241,7 @@ impl Pager {
 
     /// Checks a fetched block (a data block of the `run` pages its frames
     /// have) and swizzles it in place.
-    fn prepare(
+    pub(super) fn prepare(
         &self,
         run: u32,
         img: &mut [u8],
@@ -434,6 +434,9 @@ impl FaultService for Pager {
             )
         })?;
         let frame = frame - idx;
+        if fs.backend() == Backend::MappedUnverified {
+            return self.check_mapped(fs, head, frame, run);
+        }
         if self.spills().contains_key(&head) {
             return self.fetch_spilled(inst, head, frame, run);
         }

@@ -28,6 +28,7 @@ mod dead;
 mod fetch;
 mod free;
 pub(crate) mod index;
+mod mapped;
 pub mod options;
 pub(crate) mod pager;
 mod read;
@@ -190,11 +191,15 @@ impl Db {
             track_writes: true,
             direct_pages: source.page_count(),
             home: usize::try_from(source.home().addr()).unwrap_or(0),
+            file: mapped::page_file(&*source, store.as_deref(), opts),
             writers: false,
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, pager.clone())
             .map_err(|e| e.into_error(source.name(), "setting up the frame space"))?;
+        if let (Backend::MappedUnverified, Some(store)) = (fs.backend(), &store) {
+            mapped::record_runs(&fs, store)?;
+        }
         let access =
             Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
         // The choice depends on the kernel and the environment, and a

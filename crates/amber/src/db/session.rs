@@ -39,6 +39,9 @@ pub(crate) struct Session {
     pub(crate) tx: TxState,
     /// What `Strategy::AUTO` has learnt of recent transactions.
     pub(crate) auto: super::strategy::auto::Auto,
+    /// The store's count of checkpoint moves when the mapped backend last
+    /// gave settled pages back to the page file (`mapped.rs`).
+    pub(crate) settled: u64,
 }
 
 /// The bookkeeping of the open transaction.
@@ -125,6 +128,13 @@ impl Parts<'_> {
         Ok(())
     }
 
+    /// Drops block `head`, allocated by a transaction that did not commit:
+    /// its next touch finds no object (zeros, `dead.rs`).
+    fn discard_block(&self, frame: FrameNo, run: u32) -> std::result::Result<(), VmError> {
+        self.pager.forget(frame);
+        self.fs.discard(frame, run)
+    }
+
     /// Drops every resident block: when the written blocks cannot be
     /// listed, this is the one way back to the committed state.
     pub(crate) fn drop_all(&self) -> std::result::Result<(), VmError> {
@@ -174,7 +184,7 @@ pub(crate) fn rollback(p: &Parts<'_>, st: &mut TxState, current: &mut Option<Pag
     }
     for (&head, &run) in &st.new_blocks {
         if let Some(f) = p.fs.lookup(head)
-            && let Err(e) = p.drop_block(f, run)
+            && let Err(e) = p.discard_block(f, run)
         {
             broken = Some(format!("dropping new page {head}: {e}"));
         }

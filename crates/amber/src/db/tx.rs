@@ -127,6 +127,11 @@ impl<'db> Tx<'db> {
             registry,
         };
         super::reader::apply_changed(&parts, source.take_changed())?;
+        // The mapped backend: pages whose changes a checkpoint installed
+        // read the page file again, before anything is written.
+        if let Some(store) = store {
+            super::mapped::settle(fs, store, &mut session.settled)?;
+        }
         session.tx.start(stx.id());
         // A server validates the commit against what it read: every
         // reference made from here on notes its frames (`vm/reads.rs`).

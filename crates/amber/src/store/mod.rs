@@ -245,6 +245,25 @@ impl Core {
         self.home
     }
 
+    /// The page file's descriptor and length, for mapping it (`None` when
+    /// it is a model, not a file of the operating system).
+    pub(crate) fn page_file(&self) -> Option<(std::os::fd::RawFd, u64)> {
+        let fd = self.file.raw_fd()?;
+        Some((fd, self.file.size().ok()?))
+    }
+
+    /// The heads of the blocks whose committed image is not all in the page
+    /// file (changes pending or being installed), and the count of
+    /// checkpoints' moves of committed bytes so far (`State::installs`).
+    pub(crate) fn unsettled(&self) -> (std::collections::HashSet<PageNo>, u64) {
+        let st = self.lock();
+        let mut heads: std::collections::HashSet<PageNo> = st.pending.keys().copied().collect();
+        if let Some(c) = st.installing.as_deref() {
+            heads.extend(c.keys().copied());
+        }
+        (heads, st.installs)
+    }
+
     /// The first page number that can hold a block.
     pub fn first_data_page(&self) -> PageNo {
         first_data_page(self.page_size)

@@ -41,14 +41,24 @@ impl FrameSpace {
                 ));
             }
         };
-        if self.is_resident(f) {
-            return Ok(());
-        }
         let mut inst = Installer {
             space: self,
             frame: f,
             hit: false,
         };
+        if self.mapped_state().is_some() {
+            // The kernel serves every frame; a block met here for the
+            // first time is checked as a fetch checks it (the service
+            // returns its damage), then known clean (`mapped.rs`).
+            if !self.checked(f) {
+                self.service.missing(f, &mut inst)?;
+                self.note_checked(f);
+            }
+            return Ok(());
+        }
+        if self.is_resident(f) {
+            return Ok(());
+        }
         // The service installs the frame, but a service running at the same
         // time for another thread (an `ensure_resident`, or a fault served
         // while this one is) may evict it again, under a cache budget,
@@ -153,6 +163,13 @@ impl FrameSpace {
                  read frames with copy_out)"
             ));
         }
+        if let Imp::Mapped(_) = &self.imp {
+            // Every frame is readable and writable: no fault of the
+            // program's is Amber's to serve.
+            fatal(format_args!(
+                "a fault at {addr:#x}, frame {f} of a mapped frame space, which protects nothing"
+            ));
+        }
         let Imp::Sigsegv(s) = &self.imp else {
             // userfaultfd: a write to a victim that eviction write-protected
             // while it checks it (`evict_clean`); wait until that is over,
@@ -240,7 +257,7 @@ impl FrameSpace {
         let src = match &self.imp {
             // SAFETY: addr - base is inside the staging view's range.
             Imp::Sigsegv(s) => unsafe { s.staging.ptr().add(addr - self.base()) },
-            Imp::Uffd(_) => addr as *mut u8,
+            Imp::Uffd(_) | Imp::Mapped(_) => addr as *mut u8,
         };
         // SAFETY: the frame is resident and readable in the chosen view (the
         // caller checked under the lock, which also excludes eviction), so
@@ -251,7 +268,7 @@ impl FrameSpace {
     /// Copies into a resident frame without changing its written status.
     pub(crate) fn write_frame(
         &self,
-        _g: &Guard<'_>,
+        g: &Guard<'_>,
         addr: usize,
         data: &[u8],
     ) -> Result<(), VmError> {
@@ -268,6 +285,7 @@ impl FrameSpace {
                 };
                 Ok(())
             }
+            Imp::Mapped(m) => self.mapped_copy_in(g, m, addr, data),
             Imp::Uffd(u) => {
                 let hp = self.host_page;
                 let (lo, hi) = (addr & !(hp - 1), (addr + data.len() + hp - 1) & !(hp - 1));

@@ -118,6 +118,8 @@ mod fault;
 mod frame_table;
 mod held;
 mod lock;
+mod mapped;
+mod mapped_writes;
 mod pagemap;
 mod reads;
 #[cfg(feature = "internals")]
@@ -136,6 +138,7 @@ pub use barrier::{Barrier, Memory};
 pub use buffer::BigBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};
+pub use mapped::MappedFile;
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{
