@@ -11,8 +11,8 @@
 #![allow(unsafe_code)]
 
 use amber::internals::vm::{
-    Backend, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, Installer, MappedFile,
-    VmConfig,
+    Backend, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
+    MappedFile, VmConfig,
 };
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
@@ -163,9 +163,12 @@ fn the_file_through_memory_and_writes_found() {
     assert_eq!((read(&fs, 20, 0), read(&fs, 21, 4095)), (0, 0));
     assert!(fs.take_written().expect("written").is_empty());
 
-    // Past the file's end: a written frame is found; once the file has
-    // grown over it, given back, it reads the file.
+    // Past the file's end, a new block (installed first, as the object
+    // layer installs every block it allocates): found written; once the
+    // file has grown over it, given back, it reads the file.
     let f = PAGES as FrameNo + 2;
+    fs.install(f, &vec![0u8; PS], InstallAs::Dirty)
+        .expect("install");
     write(&fs, f, 0, 0x77);
     assert_eq!(fs.take_written().expect("written"), vec![f]);
     let mut grown = vec![0u8; PS];

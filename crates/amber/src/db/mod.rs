@@ -282,6 +282,14 @@ impl Db {
         }
     }
 
+    /// The frame space (Amber's own benchmarks: the mapped backend's cold
+    /// reads are measured after its frames are given back to the file).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn frame_space(&self) -> &FrameSpace {
+        &self.fs
+    }
+
     /// The store in this process, for `what` (which only a database in
     /// this process does).
     pub(crate) fn local(&self, what: &str) -> Result<&Arc<Store>> {

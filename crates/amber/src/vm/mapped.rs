@@ -76,6 +76,12 @@ pub(crate) struct Layout {
     /// Runs of frames `[start, end)` that read the file (ascending,
     /// disjoint, merged).
     file_runs: Vec<(FrameNo, FrameNo)>,
+    /// No frame from here on can hold a copy: the file's frames when it
+    /// was mapped and every block installed since lie below. (The program
+    /// writes only objects of blocks; the identity region is half the
+    /// reservation, and scanning it all for copies took a millisecond a
+    /// commit.)
+    pub(crate) copies_end: FrameNo,
     pub(crate) watched: Watched,
 }
 
@@ -126,6 +132,7 @@ pub(crate) fn new(main: &Mapping, file: MappedFile, frame_size: usize) -> Result
         file: owned,
         layout: Mutex::new(Layout {
             file_runs: if frames > 0 { vec![(0, frames)] } else { Vec::new() },
+            copies_end: frames,
             watched: Watched::default(),
         }),
         uffd,
@@ -248,8 +255,12 @@ impl FrameSpace {
     /// there is no missing frame to find). Written frames are found by
     /// their copies, so the table says `CLEAN`, unless the barrier notes
     /// writes and the frames are new (`state` `DIRTY`): they are pinned.
-    pub(crate) fn mapped_install(&self, _g: &Guard<'_>, frame: FrameNo, data: &[u8], state: u32) {
+    pub(crate) fn mapped_install(&self, _g: &Guard<'_>, m: &MappedState, frame: FrameNo, data: &[u8], state: u32) {
         let pin = state == DIRTY && self.barrier_mode();
+        let end = frame + (data.len() / self.frame_size) as FrameNo;
+        let mut layout = m.layout();
+        layout.copies_end = layout.copies_end.max(end);
+        drop(layout);
         // SAFETY: the frames lie in the reservation (checked by the
         // caller), readable and writable everywhere; the lock keeps other
         // installers out, and nobody holds a reference into a frame being
@@ -362,6 +373,7 @@ mod tests {
     fn file_runs_merge_split_and_answer() {
         let mut l = Layout {
             file_runs: vec![(0, 10)],
+            copies_end: 10,
             watched: Watched::default(),
         };
         l.set_file(12, 15, true);

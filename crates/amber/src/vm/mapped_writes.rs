@@ -102,7 +102,7 @@ impl FrameSpace {
     /// The frames holding a private copy, ascending.
     fn copied_frames(&self, m: &MappedState) -> Result<Vec<FrameNo>, VmError> {
         let mut out = Vec::new();
-        let end = self.frame_addr(self.table.assigned());
+        let end = self.frame_addr(m.layout().copies_end.min(self.table.assigned()));
         m.pagemap
             .copied(self.base as u64, end as u64, &mut |s, e| self.push_frames(&mut out, s, e))
             .map_err(os("PAGEMAP_SCAN"))?;

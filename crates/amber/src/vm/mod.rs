@@ -1,5 +1,6 @@
-//! Virtual memory: the address-space reservation, the frame table, and the two
-//! fault backends (userfaultfd and SIGSEGV). The only module allowed unsafe code.
+//! Virtual memory: the address-space reservation, the frame table, and the
+//! fault backends (userfaultfd, SIGSEGV, and the page file mapped at a
+//! database's home). The only module allowed unsafe code.
 //!
 //! # The model
 //!
@@ -29,6 +30,15 @@
 //! | `evict` | `MADV_DONTNEED` | `mprotect(PROT_NONE)`, then punch a hole in the memfd |
 //! | `evict_clean` while writers may run | `mprotect` read-only, `PAGEMAP_SCAN`, `MADV_DONTNEED`, read-write again | claim the frames CLEAN → EVICTING against the first-write handler, then as `evict` |
 //! | `copy_out` / `copy_in` | make resident, then memcpy through the program's view under the lock | memcpy through the staging view under the lock |
+//!
+//! The third backend, `MappedUnverified` (`mapped.rs`, `mapped_writes.rs`),
+//! has no missing frame: the page file is mapped copy-on-write over the
+//! reservation, placed at the database's home, and the kernel serves every
+//! first touch from its page cache; a write makes a private copy, which
+//! `PAGEMAP_SCAN` finds, and windows holding copies are watched with
+//! asynchronous write-protect once a commit has listed them; `evict` drops
+//! copies (the frames read the file again) and a block met by
+//! `ensure_resident` is checked by the service without being installed.
 //!
 //! Neither `copy_in` nor `install` counts as a program write: a frame's
 //! clean/written status is unchanged by `copy_in` (so the layer above can restore

@@ -47,8 +47,8 @@ impl FrameSpace {
         let g = self.lock.lock();
         let dirty = how == InstallAs::Dirty || !self.track_writes;
         let state = if dirty { DIRTY } else { CLEAN };
-        if let Imp::Mapped(_) = &self.imp {
-            self.mapped_install(&g, frame, data, state);
+        if let Imp::Mapped(m) = &self.imp {
+            self.mapped_install(&g, m, frame, data, state);
             installed_run(frame, n);
             return Ok(n);
         }
