@@ -58,13 +58,10 @@ pub(super) fn record_runs(fs: &FrameSpace, store: &Store) -> crate::error::Resul
 /// copy, and one that is no longer an allocated block (dead space, which
 /// must read as zeros) too.
 pub(super) fn settle(fs: &FrameSpace, store: &Store, installs: &mut u64) -> crate::error::Result<()> {
-    if fs.backend() != Backend::MappedUnverified {
+    if fs.backend() != Backend::MappedUnverified || store.installs() == *installs {
         return Ok(());
     }
     let (unsettled, now) = store.unsettled();
-    if now == *installs {
-        return Ok(());
-    }
     let frames = fs
         .take_written()
         .map_err(|e| e.into_error(store.path(), "listing pages written"))?;

@@ -252,9 +252,14 @@ impl Core {
         Some((fd, self.file.size().ok()?))
     }
 
+    /// How many times checkpoints have moved committed bytes so far
+    /// (`State::installs`).
+    pub(crate) fn installs(&self) -> u64 {
+        self.lock().installs
+    }
+
     /// The heads of the blocks whose committed image is not all in the page
-    /// file (changes pending or being installed), and the count of
-    /// checkpoints' moves of committed bytes so far (`State::installs`).
+    /// file (changes pending or being installed), and [`installs`](Self::installs).
     pub(crate) fn unsettled(&self) -> (std::collections::HashSet<PageNo>, u64) {
         let st = self.lock();
         let mut heads: std::collections::HashSet<PageNo> = st.pending.keys().copied().collect();
