@@ -120,6 +120,7 @@ fn the_file_through_memory_and_writes_found() {
     write(&fs, 7, 10, 0xAB);
     write(&fs, 200, 10, 0xCD);
     assert_eq!(fs.take_written().expect("written"), vec![7, 200]);
+    assert_eq!(fs.copies().expect("copies"), vec![7, 200]);
     assert!(fs.take_written().expect("written").is_empty());
     write(&fs, 7, 11, 0xAC);
     assert_eq!(fs.peek_written().expect("written"), vec![7]);
@@ -182,4 +183,74 @@ fn the_file_through_memory_and_writes_found() {
     assert!(fs.take_written().expect("written").is_empty());
     write(&fs, f, 1, 1);
     assert_eq!(fs.take_written().expect("written"), vec![f]);
+}
+
+#[derive(amber::Persistent)]
+#[repr(C)]
+struct Cell {
+    v: u64,
+    next: Option<amber::PRef<Cell>>,
+}
+
+/// Through a database: a commit's copies stay until a checkpoint has
+/// installed them, then the next `begin` gives them back to the file, and
+/// the values read the same before and after, and in a new session.
+#[test]
+fn copies_go_back_to_the_file_after_a_checkpoint() {
+    use amber::{Db, Options, PRef, StoreOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let opts = Options {
+        backend: BackendChoice::MappedUnverified,
+        reserve_bytes: 1 << 30,
+        store: StoreOptions {
+            home: Some(53 << 40),
+            ..StoreOptions::default()
+        },
+        ..Options::default()
+    };
+    let mut db = Db::create(&path, opts.clone()).expect("create");
+    if db.backend() != Backend::MappedUnverified {
+        eprintln!("skipped: {}", db.backend_reason());
+        return;
+    }
+    let mut tx = db.begin().expect("begin");
+    let mut head: Option<PRef<Cell>> = None;
+    for v in 0..2000u64 {
+        head = Some(tx.alloc(Cell { v, next: head }).expect("alloc"));
+    }
+    tx.set_root("head", head.expect("cells")).expect("root");
+    tx.commit().expect("commit");
+    let sum = |db: &Db| {
+        let mut at: Option<PRef<Cell>> = db.root("head").expect("root");
+        let mut s = 0u64;
+        while let Some(p) = at {
+            s += db.get(p).v;
+            at = db.get(p).next;
+        }
+        s
+    };
+    assert_eq!(sum(&db), (0..2000).sum::<u64>());
+    let written = db.frame_space().copies().expect("copies");
+    assert!(written.len() > 10, "the new blocks are copies: {written:?}");
+    // No checkpoint yet: a new transaction keeps them.
+    db.begin().expect("begin").abort().expect("abort");
+    assert_eq!(db.frame_space().copies().expect("copies"), written);
+    db.checkpoint().expect("checkpoint");
+    db.begin().expect("begin").abort().expect("abort");
+    assert!(
+        db.frame_space().copies().expect("copies").is_empty(),
+        "given back"
+    );
+    assert_eq!(sum(&db), (0..2000).sum::<u64>(), "read from the file now");
+    // Written again, committed: found and kept.
+    let h: PRef<Cell> = db.root("head").expect("root").expect("head");
+    let mut tx = db.begin().expect("begin");
+    tx.get_mut(h).v += 1_000_000;
+    let st = tx.commit().expect("commit");
+    assert_eq!(st.blocks, 1, "{st:?}");
+    assert_eq!(sum(&db), (0..2000).sum::<u64>() + 1_000_000);
+    db.close().expect("close");
+    let db = Db::open(&path, opts).expect("reopen");
+    assert_eq!(sum(&db), (0..2000).sum::<u64>() + 1_000_000);
 }

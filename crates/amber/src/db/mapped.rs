@@ -63,7 +63,7 @@ pub(super) fn settle(fs: &FrameSpace, store: &Store, installs: &mut u64) -> crat
     }
     let (unsettled, now) = store.unsettled();
     let frames = fs
-        .take_written()
+        .copies()
         .map_err(|e| e.into_error(store.path(), "listing pages written"))?;
     let mut blocks: Vec<(FrameNo, u32)> = Vec::new();
     let mut last: Option<PageNo> = None;

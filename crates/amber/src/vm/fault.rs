@@ -150,6 +150,12 @@ impl FrameSpace {
     /// thread's.
     pub(crate) fn on_sigsegv(&self, addr: usize, write: Option<bool>) {
         let Some(f) = self.frame_at(addr) else { return };
+        if let Imp::Mapped(m) = &self.imp {
+            // The first write to an unwatched window (`mapped_writes.rs`):
+            // no Amber lock is taken to watch it, whatever the thread holds.
+            self.mapped_fault(m, addr, f, write);
+            return;
+        }
         let held = held::local();
         if !held.is_empty() {
             fatal(format_args!(
@@ -161,13 +167,6 @@ impl FrameSpace {
             fatal(format_args!(
                 "the fault service touched frame {f} at {addr:#x} (a bug in Amber: it must \
                  read frames with copy_out)"
-            ));
-        }
-        if let Imp::Mapped(_) = &self.imp {
-            // Every frame is readable and writable: no fault of the
-            // program's is Amber's to serve.
-            fatal(format_args!(
-                "a fault at {addr:#x}, frame {f} of a mapped frame space, which protects nothing"
             ));
         }
         let Imp::Sigsegv(s) = &self.imp else {
@@ -268,7 +267,7 @@ impl FrameSpace {
     /// Copies into a resident frame without changing its written status.
     pub(crate) fn write_frame(
         &self,
-        g: &Guard<'_>,
+        _g: &Guard<'_>,
         addr: usize,
         data: &[u8],
     ) -> Result<(), VmError> {
@@ -285,7 +284,7 @@ impl FrameSpace {
                 };
                 Ok(())
             }
-            Imp::Mapped(m) => self.mapped_copy_in(g, m, addr, data),
+            Imp::Mapped(m) => self.mapped_copy_in(m, addr, data),
             Imp::Uffd(u) => {
                 let hp = self.host_page;
                 let (lo, hi) = (addr & !(hp - 1), (addr + data.len() + hp - 1) & !(hp - 1));

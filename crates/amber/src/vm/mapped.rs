@@ -43,7 +43,7 @@ use std::sync::atomic::Ordering;
 
 use super::frame_table::{CLEAN, DIRTY, NOT_RESIDENT, UNASSIGNED};
 use super::lock::Guard;
-use super::mapped_writes::Watched;
+use super::mapped_writes::Windows;
 use super::pagemap::PageMap;
 use super::space::{FrameSpace, Imp};
 use super::sys::{self, Mapping};
@@ -68,29 +68,26 @@ pub(crate) struct MappedState {
     pub(crate) layout: Mutex<Layout>,
     /// Write-protects the pages of watched windows (`mapped_writes.rs`).
     pub(crate) uffd: Uffd,
+    /// Which windows are watched (`mapped_writes.rs`); read by the signal
+    /// handler, so atomics, not under the layout's lock.
+    pub(crate) windows: Windows,
     pub(crate) pagemap: PageMap,
 }
 
-/// Which frames read the file, and which are watched for writes.
+/// Which frames read the file.
 pub(crate) struct Layout {
     /// Runs of frames `[start, end)` that read the file (ascending,
     /// disjoint, merged).
     file_runs: Vec<(FrameNo, FrameNo)>,
-    /// No frame from here on can hold a copy: the file's frames when it
-    /// was mapped and every block installed since lie below. (The program
-    /// writes only objects of blocks; the identity region is half the
-    /// reservation, and scanning it all for copies took a millisecond a
-    /// commit.)
-    pub(crate) copies_end: FrameNo,
-    pub(crate) watched: Watched,
 }
 
 pub(crate) fn os(op: &'static str) -> impl FnOnce(std::io::Error) -> VmError {
     move |err| VmError::Os { op, err }
 }
 
-/// Maps `len` bytes of `fd` from offset `off` over `addr` (private, read
-/// and write), or fresh zeros with `fd` -1, replacing what was there.
+/// Maps `len` bytes of `fd` from offset `off` over `addr` (private,
+/// read-only: `rewatch` makes watched windows writable), or fresh zeros
+/// with `fd` -1, replacing what was there.
 fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64) -> std::io::Result<()> {
     let flags = libc::MAP_PRIVATE
         | libc::MAP_FIXED
@@ -101,15 +98,20 @@ fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64) -> std::io::Resu
     // a reader of a replaced page reads the same bytes before and after
     // (`to_file`'s contract) or, for `discard`, space nobody may read as
     // an object.
-    unsafe { sys::map_raw(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, fd, off)? };
+    unsafe { sys::map_raw(addr, len, libc::PROT_READ, flags, fd, off)? };
     let _ = sys::madvise(addr, len, libc::MADV_DONTFORK);
     Ok(())
 }
 
 /// Sets `main` (the reservation, placed at the home) up as the mapped
 /// backend's: the first `file.len` bytes of the file over its start (whole
-/// frames), anonymous memory after it.
+/// frames), anonymous memory after it, all read-only until written
+/// (`mapped_writes.rs`).
 pub(crate) fn new(main: &Mapping, file: MappedFile, frame_size: usize) -> Result<MappedState, String> {
+    sys::mprotect(main.addr(), main.len(), libc::PROT_READ)
+        .map_err(|e| format!("making the reservation read-only: {e}"))?;
+    let windows = Windows::new((main.len() / frame_size) as u32)
+        .map_err(|e| format!("the windows' states: {e}"))?;
     let pagemap = PageMap::open().map_err(|e| format!("PAGEMAP_SCAN unavailable: {e}"))?;
     let uffd = Uffd::open(uffd::UFFD_FEATURE_WP_ASYNC | uffd::UFFD_FEATURE_WP_UNPOPULATED)?;
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor the caller keeps open
@@ -132,10 +134,9 @@ pub(crate) fn new(main: &Mapping, file: MappedFile, frame_size: usize) -> Result
         file: owned,
         layout: Mutex::new(Layout {
             file_runs: if frames > 0 { vec![(0, frames)] } else { Vec::new() },
-            copies_end: frames,
-            watched: Watched::default(),
         }),
         uffd,
+        windows,
         pagemap,
     })
 }
@@ -255,12 +256,16 @@ impl FrameSpace {
     /// there is no missing frame to find). Written frames are found by
     /// their copies, so the table says `CLEAN`, unless the barrier notes
     /// writes and the frames are new (`state` `DIRTY`): they are pinned.
-    pub(crate) fn mapped_install(&self, _g: &Guard<'_>, m: &MappedState, frame: FrameNo, data: &[u8], state: u32) {
+    pub(crate) fn mapped_install(
+        &self,
+        _g: &Guard<'_>,
+        m: &MappedState,
+        frame: FrameNo,
+        data: &[u8],
+        state: u32,
+    ) -> Result<(), VmError> {
         let pin = state == DIRTY && self.barrier_mode();
-        let end = frame + (data.len() / self.frame_size) as FrameNo;
-        let mut layout = m.layout();
-        layout.copies_end = layout.copies_end.max(end);
-        drop(layout);
+        self.watch_frames(m, frame, (data.len() / self.frame_size) as u32)?;
         // SAFETY: the frames lie in the reservation (checked by the
         // caller), readable and writable everywhere; the lock keeps other
         // installers out, and nobody holds a reference into a frame being
@@ -276,6 +281,7 @@ impl FrameSpace {
                 self.note_pinned(frame + k);
             }
         }
+        Ok(())
     }
 
     /// Mapped backend: makes the blocks `(first frame, frames)` read the
@@ -299,12 +305,12 @@ impl FrameSpace {
                 self.frames_to_file(&g, m, f, end)?;
             }
         }
-        self.unwatch_idle(&g, m)
+        self.unwatch_idle(m)
     }
 
     /// Frames `[f, end)` (within the file) read it again: dropped where
     /// the file is mapped, the file mapped where it is not.
-    fn frames_to_file(&self, g: &Guard<'_>, m: &MappedState, f: FrameNo, end: FrameNo) -> Result<(), VmError> {
+    fn frames_to_file(&self, _g: &Guard<'_>, m: &MappedState, f: FrameNo, end: FrameNo) -> Result<(), VmError> {
         let mut at = f;
         while at < end {
             let mapped = m.layout().reads_file(at);
@@ -321,7 +327,7 @@ impl FrameSpace {
                 m.layout().set_file(at, to, true);
             }
             // Watched still: protected again where the copies were.
-            self.rewatch(g, m, at, to)?;
+            self.rewatch(m, at, to)?;
             at = to;
         }
         Ok(())
@@ -339,7 +345,7 @@ impl FrameSpace {
         if end < f + n {
             let (addr, len) = (self.frame_addr(end), (f + n - end) as usize * self.frame_size);
             sys::madvise(addr, len, libc::MADV_DONTNEED).map_err(os("madvise"))?;
-            self.rewatch(g, m, end, f + n)?;
+            self.rewatch(m, end, f + n)?;
         }
         Ok(())
     }
@@ -357,11 +363,11 @@ impl FrameSpace {
             };
         };
         self.check_frames(f, n)?;
-        let g = self.lock.lock();
+        let _g = self.lock.lock();
         let (addr, len) = (self.frame_addr(f), n as usize * self.frame_size);
         map_over(-1, addr, len, 0).map_err(os("mmap(zeros)"))?;
         m.layout().set_file(f, f + n, false);
-        self.rewatch(&g, m, f, f + n)
+        self.rewatch(m, f, f + n)
     }
 }
 
@@ -373,8 +379,6 @@ mod tests {
     fn file_runs_merge_split_and_answer() {
         let mut l = Layout {
             file_runs: vec![(0, 10)],
-            copies_end: 10,
-            watched: Watched::default(),
         };
         l.set_file(12, 15, true);
         l.set_file(10, 12, true);

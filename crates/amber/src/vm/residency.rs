@@ -48,7 +48,7 @@ impl FrameSpace {
         let dirty = how == InstallAs::Dirty || !self.track_writes;
         let state = if dirty { DIRTY } else { CLEAN };
         if let Imp::Mapped(m) = &self.imp {
-            self.mapped_install(&g, m, frame, data, state);
+            self.mapped_install(&g, m, frame, data, state)?;
             installed_run(frame, n);
             return Ok(n);
         }

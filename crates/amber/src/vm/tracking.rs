@@ -62,7 +62,7 @@ impl FrameSpace {
         }
         let g = self.lock.lock();
         match &self.imp {
-            Imp::Mapped(m) => self.mapped_written(&g, m, take),
+            Imp::Mapped(m) => self.mapped_written(m, take),
             Imp::Uffd(u) => {
                 let mut out: Vec<FrameNo> = Vec::new();
                 let end = self.frame_addr(self.table.assigned());
@@ -184,7 +184,7 @@ impl FrameSpace {
         }
         let g = self.lock.lock();
         match &self.imp {
-            Imp::Mapped(m) => self.mapped_write_protect(&g, m, f, n),
+            Imp::Mapped(m) => self.mapped_write_protect(m, f, n),
             Imp::Uffd(u) => {
                 u.uffd
                     .writeprotect(self.frame_addr(f), n as usize * self.frame_size, true)
