@@ -34,11 +34,11 @@
 //! The third backend, `MappedUnverified` (`mapped.rs`, `mapped_writes.rs`),
 //! has no missing frame: the page file is mapped copy-on-write over the
 //! reservation, placed at the database's home, and the kernel serves every
-//! first touch from its page cache; a write makes a private copy, which
-//! `PAGEMAP_SCAN` finds, and windows holding copies are watched with
-//! asynchronous write-protect once a commit has listed them; `evict` drops
-//! copies (the frames read the file again) and a block met by
-//! `ensure_resident` is checked by the service without being installed.
+//! first touch from its page cache; a window is read-only until its first
+//! write, a SIGSEGV that watches it with asynchronous write-protect, and
+//! `PAGEMAP_SCAN` of the watched windows lists what was written; `evict`
+//! drops private copies (the frames read the file again) and a block met
+//! by `ensure_resident` is checked by the service without being installed.
 //!
 //! Neither `copy_in` nor `install` counts as a program write: a frame's
 //! clean/written status is unchanged by `copy_in` (so the layer above can restore
