@@ -21,11 +21,27 @@ impl IoCounters {
     /// This process's counters, or `None` where `/proc/self/io` is missing
     /// (kernels without task I/O accounting).
     pub fn now() -> Option<IoCounters> {
-        let text = fs::read_to_string("/proc/self/io").ok()?;
+        Self::of("self")
+    }
+
+    /// The counters of process `pid` (a number, or `self`): its threads',
+    /// the exited ones', and those of the children it has waited for (the
+    /// kernel adds a child's counters to its parent's when the parent
+    /// reaps it). Another user's process needs root.
+    pub fn of(pid: &str) -> Option<IoCounters> {
+        let text = fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
         Some(IoCounters {
             wchar: field(&text, "wchar:")?,
             write_bytes: field(&text, "write_bytes:")?,
         })
+    }
+
+    /// The sum of two processes' counters.
+    fn plus(self, other: IoCounters) -> IoCounters {
+        IoCounters {
+            wchar: self.wchar + other.wchar,
+            write_bytes: self.write_bytes + other.write_bytes,
+        }
     }
 
     /// The counts between `self` (earlier) and `later`.
@@ -73,6 +89,95 @@ fn field(text: &str, key: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix(key))
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
+}
+
+/// A server process and its descendants: the processes doing an engine's
+/// work outside the measured process (PostgreSQL's postmaster and the
+/// backends and background workers it forks), whose writes and memory the
+/// benchmarks count as the engine's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessTree {
+    root: u32,
+}
+
+impl ProcessTree {
+    /// The tree of processes under (and including) `root`.
+    pub fn new(root: u32) -> ProcessTree {
+        ProcessTree { root }
+    }
+
+    /// The root's process id.
+    pub fn root(&self) -> u32 {
+        self.root
+    }
+
+    /// The root and its live descendants, root first; `None` when the root
+    /// is gone.
+    pub fn pids(&self) -> Option<Vec<u32>> {
+        fs::metadata(format!("/proc/{}", self.root)).ok()?;
+        let mut parent_of = Vec::new();
+        for entry in fs::read_dir("/proc").ok()?.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // `PID (COMM) STATE PPID …`: the command may hold spaces and
+            // parentheses, so the fields start after the last `)`.
+            let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+                continue; // exited since the directory was read
+            };
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+        let mut tree = vec![self.root];
+        let mut i = 0;
+        while i < tree.len() {
+            let parent = tree[i];
+            tree.extend(
+                parent_of
+                    .iter()
+                    .filter(|&&(_, pp)| pp == parent)
+                    .map(|&(p, _)| p),
+            );
+            i += 1;
+        }
+        Some(tree)
+    }
+
+    /// The write counters of the whole tree: the root's (which hold those
+    /// of the children it has reaped) plus every live descendant's. A
+    /// process that exits between the two reads is missed until its
+    /// parent reaps it, a few bytes of one sample.
+    pub fn io(&self) -> Option<IoCounters> {
+        let mut total = IoCounters::default();
+        for pid in self.pids()? {
+            if let Some(io) = IoCounters::of(&pid.to_string()) {
+                total = total.plus(io);
+            }
+        }
+        Some(total)
+    }
+
+    /// The memory the tree holds now, in KiB: the sum of every process's
+    /// proportional set size (`Pss` of `/proc/PID/smaps_rollup`), which
+    /// shares each shared page among the processes mapping it, so that
+    /// shared memory (PostgreSQL's buffer pool) counts once.
+    pub fn memory_kib(&self) -> Option<u64> {
+        let mut total = 0;
+        for pid in self.pids()? {
+            let text = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok();
+            total += text.and_then(|t| field(&t, "Pss:")).unwrap_or(0);
+        }
+        Some(total)
+    }
 }
 
 /// This process's peak resident set size (`VmHWM`), in KiB.
@@ -184,6 +289,23 @@ mod tests {
         if let Some(dev) = BlockDevice::of(&std::env::temp_dir()) {
             assert!(dev.written_bytes().is_some());
         }
+    }
+
+    #[test]
+    fn a_process_tree_counts_its_children() {
+        let me = ProcessTree::new(std::process::id());
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("sleep");
+        let pids = me.pids().expect("this process");
+        assert_eq!(pids[0], std::process::id());
+        assert!(pids.contains(&child.id()), "{pids:?}");
+        assert!(me.io().is_some());
+        assert!(me.memory_kib().is_some_and(|k| k > 0));
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        assert!(ProcessTree::new(child.id()).pids().is_none());
     }
 
     #[test]

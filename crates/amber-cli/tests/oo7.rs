@@ -5,11 +5,13 @@
 //! committing operations; peak RSS per engine), every engine's answers
 //! equal, the plot; and clear errors for bad arguments.
 
+mod measured;
+
 use std::collections::HashMap;
 use std::process::Command;
 
 const AMBER: [&str; 2] = ["amber", "amber-sigsegv"];
-const COMPARE: [&str; 8] = [
+const COMPARE: [&str; 10] = [
     "memory",
     "snapshot",
     "sqlite",
@@ -18,6 +20,8 @@ const COMPARE: [&str; 8] = [
     "lmdb-inline",
     "redb",
     "redb-inline",
+    "postgres",
+    "postgres-recursive",
 ];
 const OPS: [&str; 23] = [
     "t1", "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t4", "t5", "t6", "t7", "t8", "t9", "q1", "q2",
@@ -27,12 +31,13 @@ const COMMITTING: [&str; 9] = [
     "t2a", "t2b", "t2c", "t3a", "t3b", "t3c", "t5", "insert", "delete",
 ];
 
-fn engines() -> Vec<&'static str> {
+/// The engines the run should have measured (see [`measured::engines`]).
+fn engines(json: &serde_json::Value) -> Vec<&'static str> {
     let mut all = AMBER.to_vec();
     if cfg!(feature = "compare") {
         all.extend(COMPARE);
     }
-    all
+    measured::engines(json, all)
 }
 
 /// Runs `amber bench oo7 ARGS LAST --dir DIR/dbs --json DIR/oo7.json`
@@ -95,7 +100,7 @@ fn every_operation_on_every_engine_writes_the_json_contract() {
     assert_eq!(json["modules"], 2);
     assert_eq!(json["seed"], 11);
     assert_eq!(json["problems"].as_array().map(Vec::len), Some(0));
-    let engines = engines();
+    let engines = engines(&json);
     let names: Vec<&str> = json["engines"]
         .as_array()
         .expect("engines")

@@ -9,7 +9,9 @@
 //!   normalised (parts, outgoing and incoming connections apart);
 //! - [`lmdb_inline`]: LMDB with one record per part holding its connections;
 //! - [`redb`]: redb tables keyed by id, normalised as `lmdb`;
-//! - [`redb_inline`]: redb with one record per part holding its connections.
+//! - [`redb_inline`]: redb with one record per part holding its connections;
+//! - [`postgres`]: PostgreSQL, a server the engine starts itself, normalised
+//!   as `sqlite`.
 //!
 //! Every engine that persists syncs each commit; each says how, and how it
 //! lays out the graph, in its `EngineInfo`.
@@ -28,6 +30,7 @@ pub mod lmdb;
 pub mod lmdb_inline;
 pub mod memory;
 pub mod oo7;
+pub mod postgres;
 pub mod record;
 pub mod redb;
 pub mod redb_inline;
@@ -36,8 +39,17 @@ pub mod sqlite;
 
 use amber_bench::oo1::EngineFactory;
 
-/// Every comparison engine, in the default column order.
+/// Every comparison engine, in the default column order: those running in
+/// the calling process, then `postgres` (which starts a server: its tests
+/// share one, in `tests/postgres.rs`).
 pub fn engines() -> Vec<Box<dyn EngineFactory>> {
+    let mut all = in_process_engines();
+    all.push(Box::new(postgres::oo1::PostgresFactory));
+    all
+}
+
+/// The comparison engines that run in the calling process.
+pub fn in_process_engines() -> Vec<Box<dyn EngineFactory>> {
     vec![
         Box::new(memory::MemoryFactory),
         Box::new(snapshot::SnapshotFactory),

@@ -1,5 +1,6 @@
-//! Every comparison engine against the reference evaluator, in process, on a
-//! small database: answers of every job, the bytes each commit wrote, and the
+//! Every comparison engine that runs in process (`postgres`, which starts a
+//! server, has `postgres.rs`) against the reference evaluator, on a small
+//! database: answers of every job, the bytes each commit wrote, and the
 //! amortized span (the commits and the forced installation).
 //!
 //! The only test of its binary: the I/O counters it reads (`/proc/self/io`)
@@ -25,7 +26,7 @@ fn every_engine_answers_every_job_like_the_reference() {
     let options = EngineOptions { cache_mib: Some(4) };
     for job in Job::all(&Op::ALL) {
         let expected = expected_answers(&db, job, PROTOCOL).expect("reference answers");
-        for factory in amber_compare::engines() {
+        for factory in amber_compare::in_process_engines() {
             let name = factory.info().name;
             let dir = tempfile::tempdir().expect("temporary directory");
             factory

@@ -1,4 +1,5 @@
-//! Every comparison engine on a small database: traversal counts, a build,
+//! Every comparison engine that runs in process (`postgres`, which starts a
+//! server, has `postgres.rs`) on a small database: traversal counts, a build,
 //! reopen and commit round trip, and the error for a missing database. (The
 //! answers of every job against the reference are in `oo1_answers.rs`.)
 
@@ -16,7 +17,7 @@ fn db() -> GeneratedDb {
 #[test]
 fn traversals_visit_3280_parts_in_every_engine() {
     let db = db();
-    for factory in amber_compare::engines() {
+    for factory in amber_compare::in_process_engines() {
         let dir = tempfile::tempdir().expect("temporary directory");
         factory
             .build(dir.path(), &db, &EngineOptions::default())
@@ -62,7 +63,7 @@ fn build_open_round_trip_preserves_data_and_commits() {
     let changed = reference.lookup(&all_after).expect("reference");
     let reverse_after = reference.reverse(PARAMS.parts + 1).expect("reference");
 
-    for factory in amber_compare::engines() {
+    for factory in amber_compare::in_process_engines() {
         let name = factory.info().name;
         let dir = tempfile::tempdir().expect("temporary directory");
         factory
@@ -120,7 +121,7 @@ fn build_open_round_trip_preserves_data_and_commits() {
 
 #[test]
 fn opening_a_missing_database_is_a_clear_error() {
-    for factory in amber_compare::engines() {
+    for factory in amber_compare::in_process_engines() {
         let dir = tempfile::tempdir().expect("temporary directory");
         let err = match factory.open(dir.path(), &EngineOptions::default()) {
             Ok(_) => panic!("{}: opened an empty directory", factory.info().name),

@@ -1,4 +1,5 @@
-//! OO7's comparison engines against the in-memory model, in process, on the
+//! OO7's comparison engines that run in process against the in-memory
+//! model (`postgres`, which starts a server, has `postgres.rs`), on the
 //! tiny configuration with two modules: every operation, every iteration
 //! and the post checks, with the engines' own caches and with a 1 MiB
 //! budget; and after the delete job, the key-value layouts hold exactly the
@@ -6,7 +7,7 @@
 
 use amber_bench::oo7::child::ChildRequest;
 use amber_bench::oo7::engine::EngineOptions;
-use amber_bench::oo7::harness::{compare_answers, expected_answers};
+use amber_bench::oo7::harness::{check_after_delete, compare_answers, expected_answers};
 use amber_bench::oo7::{Op, Params, Protocol, Size, generate, run_job};
 
 const PROTOCOL: Protocol = Protocol { warm: 2, hot: 2 };
@@ -29,7 +30,7 @@ fn every_op(options: &EngineOptions) {
     let params = params();
     let db = generate(params).expect("tiny generates");
     let mut failures = Vec::new();
-    for factory in amber_compare::oo7::engines() {
+    for factory in amber_compare::oo7::in_process_engines() {
         let name = factory.info().name;
         let base = tempfile::tempdir().expect("temporary directory");
         factory
@@ -55,20 +56,7 @@ fn every_op(options: &EngineOptions) {
                 // of every atomic part and Q5/Q6 (every bag entry) answer
                 // as on the generated database.
                 let mut engine = factory.open(dir.path(), options).expect("reopen");
-                let model = amber_bench::oo7::Model::new(&db);
-                for (what, got, want) in [
-                    ("q7", engine.scan(), Ok(model.scan())),
-                    ("q5", engine.q5(), model.q5()),
-                    ("q6", engine.q6(), model.q6()),
-                ] {
-                    let got = got.unwrap_or_else(|e| panic!("{name} {what}: {e}"));
-                    let want = want.expect("the model answers");
-                    if got != want {
-                        failures.push(format!(
-                            "{name}: {what} after the delete job: {got:?}, the generated database's {want:?}"
-                        ));
-                    }
-                }
+                failures.extend(check_after_delete(engine.as_mut(), &db, name));
                 engine.close().expect("close");
             }
         }

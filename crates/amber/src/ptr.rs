@@ -288,8 +288,10 @@ impl<V, K> PIndex<V, K> {
 /// An ordered multi-map from keys of type `K` to `PRef<V>`: like
 /// [`PIndex`], but inserting under a key that is present adds a value
 /// beside the others instead of replacing it (a build-date index where
-/// many parts share a date). A key's values come back in the order they
-/// were inserted; `Tx::multi_remove(key, value)` removes one.
+/// many parts share a date). A key's values come back in the order of
+/// their addresses (in an index made by Amber before format 2 of the
+/// multi-index, of insertion); `Tx::multi_remove(key, value)` removes one,
+/// finding it by descending the tree.
 #[repr(C)]
 pub struct PMultiIndex<V, K = u64> {
     pub(crate) root: u64,

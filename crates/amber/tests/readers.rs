@@ -323,3 +323,72 @@ fn a_reader_meets_blocks_placed_where_the_old_metadata_was() {
     r.close().expect("close");
     w.close().expect("close");
 }
+
+/// A reader refreshing across every kind of checkpoint the writer makes:
+/// none (the log read on from where the last refresh left it); one that
+/// installs commits and recycles the log; one forced with nothing new
+/// (the log's positions kept, a new superblock generation, new metadata
+/// blocks that later commits may reuse) — each also with the reader table
+/// still showing the generation from before the checkpoint, as a reader
+/// may read it while the checkpoint runs — and a table with no published
+/// generation (a writer of an earlier build): every refresh shows exactly
+/// the writer's last commit.
+#[test]
+fn a_reader_follows_every_kind_of_checkpoint() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("book.amber");
+    let mut w = create(&path);
+    let mut r = Db::open_read_only(&path, Options::default()).expect("reader");
+    let table = {
+        let mut p = path.clone().into_os_string();
+        p.push("-readers");
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(std::path::PathBuf::from(p))
+            .expect("reader table")
+    };
+    let generation = || {
+        let mut g = [0u8; 16];
+        table
+            .read_exact_at(&mut g, 48)
+            .expect("read the generation");
+        g
+    };
+    let mut n = 0;
+    for round in 0..16u64 {
+        for _ in 0..=round % 3 {
+            commit(&mut w, n);
+            n += 1;
+        }
+        let before = generation();
+        match round % 4 {
+            0 => {}
+            1 => {
+                assert!(r.refresh().expect("refresh before the checkpoint"));
+                w.checkpoint().expect("checkpoint");
+            }
+            2 => {
+                assert!(r.refresh().expect("refresh before the checkpoint"));
+                w.checkpoint().expect("checkpoint");
+                assert!(r.refresh().expect("refresh after it"));
+                let before = generation();
+                w.checkpoint().expect("a second one, with nothing new");
+                if round % 8 == 2 {
+                    table.write_all_at(&before, 48).expect("stale generation");
+                }
+            }
+            _ => table.write_all_at(&[0u8; 16], 48).expect("no generation"),
+        }
+        if round % 8 == 1 {
+            table.write_all_at(&before, 48).expect("stale generation");
+        }
+        commit(&mut w, n);
+        n += 1;
+        assert!(r.refresh().expect("refresh"), "round {round}");
+        assert_eq!(check(&r, &format!("round {round}")), n, "round {round}");
+    }
+    r.close().expect("close");
+    w.close().expect("close");
+}

@@ -17,7 +17,7 @@ use super::database::{GenParams, PartId};
 use super::engine::{Answer, Engine, EngineError, EngineFactory, EngineOptions};
 use super::error::BenchError;
 use super::ops::{INSERT_PARTS, Input, Job, Op, Protocol, inputs};
-use crate::procfs::{self, BlockDevice, IoCounters};
+use crate::procfs::{self, BlockDevice, IoCounters, ProcessTree};
 
 /// The hidden subcommand that makes a harness binary serve one job; pass it (and
 /// whatever must precede it) in [`Oo1Args::child_args`](super::Oo1Args).
@@ -39,9 +39,11 @@ pub struct ChildRequest {
 /// Bytes written during one iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoDelta {
-    /// `write_bytes` of `/proc/self/io` (folios dirtied; see [`IoCounters`]).
+    /// `write_bytes` of `/proc/self/io` (folios dirtied; see [`IoCounters`]),
+    /// or of the engine's server processes ([`IoProbe::server`]).
     pub write_bytes: u64,
-    /// `wchar` of `/proc/self/io` (bytes passed to write calls).
+    /// `wchar` of `/proc/self/io` (bytes passed to write calls), or of the
+    /// engine's server processes.
     pub wchar: u64,
     /// Bytes the database's block device received (machine-wide), if known.
     pub device_bytes: Option<u64>,
@@ -52,18 +54,27 @@ pub struct IoDelta {
 pub struct IoProbe {
     /// The device holding the database, if it has statistics.
     pub device: Option<BlockDevice>,
+    /// The engine's server ([`Engine::server`]): its process tree's
+    /// counters are read in place of this process's, whose writes are
+    /// requests to a socket, not I/O to the database.
+    pub server: Option<ProcessTree>,
 }
 
 impl IoProbe {
-    /// A probe for a database in `dir`.
-    pub fn for_dir(dir: &std::path::Path) -> IoProbe {
+    /// A probe for a database in `dir`, written by this process or by
+    /// `server`.
+    pub fn for_dir(dir: &std::path::Path, server: Option<ProcessTree>) -> IoProbe {
         IoProbe {
             device: BlockDevice::of(dir),
+            server,
         }
     }
 
     pub(crate) fn sample(&self) -> Option<Sample> {
-        let io = IoCounters::now()?;
+        let io = match self.server {
+            Some(tree) => tree.io()?,
+            None => IoCounters::now()?,
+        };
         Some(Sample {
             io,
             device: self.device.as_ref().and_then(BlockDevice::written_bytes),
@@ -136,8 +147,14 @@ pub struct JobResult {
     /// Untimed answers read after the last iteration, checking that the writes
     /// landed (see [`post_checks`]).
     pub checks: Vec<Answer>,
-    /// `VmHWM` of the process at the end, in KiB.
+    /// `VmHWM` of the process at the end, in KiB, plus `server_kib`.
     pub peak_rss_kib: Option<u64>,
+    /// For an engine with a server ([`Engine::server`]): the memory its
+    /// processes hold at the end of the job, before it closes, in KiB
+    /// ([`ProcessTree::memory_kib`]: proportional set sizes, shared memory
+    /// counted once); included in `peak_rss_kib`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_kib: Option<u64>,
 }
 
 /// A child's reply on stdout (OO7's children send their own result type).
@@ -234,7 +251,7 @@ pub fn run_job(
         .map_err(|e| BenchError::engine(name, format!("opening {}", request.dir.display()), e))?;
     let open_ms = start.elapsed().as_secs_f64() * 1e3;
     let during = request.job.label();
-    let probe = IoProbe::for_dir(&request.dir);
+    let probe = IoProbe::for_dir(&request.dir, engine.server());
     let commits = request.job.op.commits();
     let before = commits.then(|| probe.sample()).flatten();
     let iterations = execute(engine.as_mut(), &inputs, Some(&probe))
@@ -262,6 +279,7 @@ pub fn run_job(
         request.protocol,
     )
     .map_err(|e| BenchError::engine(name, format!("checking after {during}"), e))?;
+    let server_kib = server_memory_kib(engine.server());
     engine
         .close()
         .map_err(|e| BenchError::engine(name, "closing", e))?;
@@ -272,8 +290,19 @@ pub fn run_job(
         iterations,
         amortized,
         checks,
-        peak_rss_kib: procfs::peak_rss_kib(),
+        peak_rss_kib: peak_rss_kib(server_kib),
+        server_kib,
     })
+}
+
+/// The memory of an engine's server now ([`ProcessTree::memory_kib`]).
+pub(crate) fn server_memory_kib(server: Option<ProcessTree>) -> Option<u64> {
+    server.and_then(|tree| tree.memory_kib())
+}
+
+/// This process's peak RSS plus the server's memory, in KiB.
+pub(crate) fn peak_rss_kib(server_kib: Option<u64>) -> Option<u64> {
+    procfs::peak_rss_kib().map(|k| k + server_kib.unwrap_or(0))
 }
 
 /// The child side of the harness: reads a [`ChildRequest`] (JSON) from stdin,

@@ -38,6 +38,11 @@
 //!   time per commit include it.
 //! - `close()`: flush whatever is pending and release the database.
 //!
+//! An engine whose work is done by a server in other processes (PostgreSQL)
+//! says so with [`Engine::server`]: its bytes written and memory are the
+//! server's. One that needs something the machine may lack says what with
+//! [`EngineFactory::available`].
+//!
 //! **Same durability.** Every engine that persists must sync each commit
 //! before `insert` or `update` returns (an `fsync`/`fdatasync` of its log or
 //! its files), and say how in [`EngineInfo::durability`]; an engine that
@@ -53,6 +58,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::database::{GeneratedDb, Kind, NewPart, PartId};
+use crate::procfs::ProcessTree;
 
 /// OO1's `null_proc(x, y, kind)`: does nothing, but the compiler must believe it
 /// reads its arguments, so that fetching them cannot be optimised away.
@@ -200,6 +206,13 @@ pub trait EngineFactory: Send + Sync {
     /// Name, summary and whether the engine honours `--cache-mib`.
     fn info(&self) -> EngineInfo;
 
+    /// Whether the engine can run on this machine: `Err` says what is
+    /// missing and how to get it (PostgreSQL not installed); the harness
+    /// then lists the engine as unavailable instead of running it.
+    fn available(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Creates the engine's database in `dir` (an existing, empty directory) from
     /// `db`, durably, and closes it. Only files inside `dir` may be used: the
     /// harness copies the directory to give every measured process a pristine
@@ -240,6 +253,14 @@ pub trait Engine {
     /// (Amber's `CommitStats::log_bytes`), for engines that can say; reported
     /// next to the bytes measured from `/proc`. Called outside the timed region.
     fn last_commit_log_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// The server doing the engine's work in other processes, for engines
+    /// that have one (PostgreSQL's postmaster): the harness counts the
+    /// bytes its process tree writes in place of this process's (a client
+    /// that only sends requests to a socket) and adds its memory to this
+    /// process's peak RSS. Called outside the timed region.
+    fn server(&self) -> Option<ProcessTree> {
         None
     }
 }

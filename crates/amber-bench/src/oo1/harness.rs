@@ -107,6 +107,14 @@ pub fn run_oo1(
     };
     params.validate().map_err(BenchError::Usage)?;
     let selected = select(&engines, args.engines.as_deref())?;
+    let mut problems = Vec::new();
+    let (selected, unavailable) = keep_available(
+        "oo1",
+        selected,
+        args.engines.is_some(),
+        |f| (f.info().name, f.available()),
+        &mut problems,
+    );
     let cold_cache = if !args.drop_caches {
         ColdCache::OsCached
     } else if procfs::can_drop_caches() {
@@ -136,7 +144,6 @@ pub fn run_oo1(
     // engines and jobs in turn, each job on a fresh copy in a new process.
     let mut builds = Vec::new();
     let mut built = Vec::new();
-    let mut problems = Vec::new();
     for factory in &selected {
         let name = factory.info().name;
         let base = workspace.root().join(name).join("base");
@@ -206,7 +213,8 @@ pub fn run_oo1(
         }
     }
 
-    let report = Oo1Report::new(&args, &db, cold_cache, &builds, &jobs, &results, &problems);
+    let mut report = Oo1Report::new(&args, &db, cold_cache, &builds, &jobs, &results, &problems);
+    report.unavailable = unavailable;
     print!("{}", report.table());
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&report).map_err(|e| BenchError::Json {
@@ -235,6 +243,42 @@ fn select<'a>(
     names: Option<&[String]>,
 ) -> Result<Vec<&'a dyn EngineFactory>, BenchError> {
     select_by("OO1", engines, names, |f| f.info().name)
+}
+
+/// An engine of the run left out because it cannot run on this machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unavailable {
+    pub engine: &'static str,
+    /// What is missing, and how to get it.
+    pub reason: String,
+}
+
+/// Keeps the selected engines that can run here
+/// ([`EngineFactory::available`]) and lists the others, each noted on
+/// stderr. When `--engines` named them (`named`), each is also a problem
+/// that fails the run, after the other engines have run.
+pub(crate) fn keep_available<'a, F: ?Sized>(
+    bench: &str,
+    selected: Vec<&'a F>,
+    named: bool,
+    info: impl Fn(&F) -> (&'static str, Result<(), String>),
+    problems: &mut Vec<String>,
+) -> (Vec<&'a F>, Vec<Unavailable>) {
+    let mut kept = Vec::new();
+    let mut missing = Vec::new();
+    for f in selected {
+        match info(f) {
+            (_, Ok(())) => kept.push(f),
+            (engine, Err(reason)) => {
+                eprintln!("{bench}: {engine}: unavailable: {reason}");
+                if named {
+                    problems.push(format!("{engine}: unavailable: {reason}"));
+                }
+                missing.push(Unavailable { engine, reason });
+            }
+        }
+    }
+    (kept, missing)
 }
 
 /// [`select`] for any kind of engine factory, named by `name` (OO7's
@@ -384,10 +428,18 @@ impl Workspace {
                 fs::create_dir_all(dir).map_err(|e| BenchError::io("creating", dir, e))?;
                 Ok(Workspace::Given(dir.to_path_buf()))
             }
+            // Mode 0711, not the 0700 a temporary directory gets: a server
+            // engine running as another user (PostgreSQL under root, which
+            // it refuses) passes through to its data directory, and no one
+            // else can list the workspace.
             None => tempfile::Builder::new()
                 .prefix(prefix)
                 .tempdir()
-                .map(Workspace::Temp)
+                .and_then(|t| {
+                    use std::os::unix::fs::PermissionsExt;
+                    fs::set_permissions(t.path(), fs::Permissions::from_mode(0o711))?;
+                    Ok(Workspace::Temp(t))
+                })
                 .map_err(|e| {
                     BenchError::io("creating a temporary directory in", std::env::temp_dir(), e)
                 }),
@@ -471,4 +523,37 @@ pub(crate) fn tree_size(dir: &Path) -> Result<u64, BenchError> {
         };
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An engine that cannot run here is listed, not run; a failure only
+    /// when `--engines` named it.
+    #[test]
+    fn unavailable_engines_are_listed_and_fail_only_when_named() {
+        let engines: [(&'static str, Result<(), String>); 2] =
+            [("here", Ok(())), ("absent", Err("not installed".into()))];
+        let all: Vec<&(&'static str, Result<(), String>)> = engines.iter().collect();
+        for named in [false, true] {
+            let mut problems = Vec::new();
+            let (kept, missing) = keep_available(
+                "oo1",
+                all.clone(),
+                named,
+                |e| (e.0, e.1.clone()),
+                &mut problems,
+            );
+            assert_eq!(kept.iter().map(|e| e.0).collect::<Vec<_>>(), ["here"]);
+            assert_eq!(
+                missing,
+                [Unavailable {
+                    engine: "absent",
+                    reason: "not installed".into()
+                }]
+            );
+            assert_eq!(problems.len(), usize::from(named), "{problems:?}");
+        }
+    }
 }

@@ -8,6 +8,7 @@ use super::args::Oo1Args;
 use super::child::JobResult;
 use super::database::{BUILD_SPAN, BUILD_START, GeneratedDb, LOCAL_PROBABILITY};
 use super::engine::EngineInfo;
+use super::harness::Unavailable;
 use super::ops::{INSERT_PARTS, Job, LOOKUP_IDS, Op, Phase, Protocol, UPDATE_PROBABILITIES};
 use super::table::RowKey;
 use crate::{procfs, sys};
@@ -193,6 +194,8 @@ pub struct Oo1Report {
     pub amortized: Vec<AmortizedRow>,
     pub answers_match: bool,
     pub problems: Vec<String>,
+    /// Engines left out because they cannot run on this machine, and why.
+    pub unavailable: Vec<Unavailable>,
     #[serde(skip)]
     jobs: Vec<Job>,
 }
@@ -409,6 +412,10 @@ fn merge_amortized(rows: Vec<AmortizedRow>) -> Vec<AmortizedRow> {
         .collect()
 }
 
+/// How the harness measures an engine whose work a server does in other
+/// processes (OO1's and OO7's `servers` choice).
+pub const SERVERS: &str = "postgres runs a PostgreSQL server the engine starts itself, one per measured process, on that process's copy of the database (so the cold iteration meets a fresh server: an empty buffer pool, the files in the OS page cache as the other engines find theirs), and stops at the end (open times include the start); its bytes written are the server's: wchar and write_bytes of /proc/PID/io of the postmaster (whose counters include those of the backends it has reaped) plus those of its live child processes, read in place of the client's, whose writes are requests to a socket; its peak RSS is the client's VmHWM plus the server's processes' proportional set sizes (Pss of /proc/PID/smaps_rollup: shared buffers counted once) read at the end of the job, before the server stops";
+
 /// Every (choice) the results depend on, as recorded in the JSON.
 fn choices(protocol: Protocol) -> Vec<Choice> {
     let c = |what, choice: String| Choice { what, choice };
@@ -425,9 +432,10 @@ fn choices(protocol: Protocol) -> Vec<Choice> {
         c("isolation between operations", "every operation (and every p) runs in its own process on a fresh copy of the engine's freshly built database, so results do not depend on the order of operations".into()),
         c("cold", "iteration 1 in a new process right after opening; the files come from the OS page cache unless cold_cache is \"dropped\"".into()),
         c("hot", format!("{} repetitions of the last warm iteration's input", protocol.hot)),
-        c("bytes per commit", "read before and after each committing iteration (the timed operation, which ends with the commit), median over the phase: bytes_written = write_bytes and wchar = wchar of /proc/self/io, device_bytes = sectors written × 512 of the database's block device (machine-wide). On kernels with large page-cache folios (ext4, Linux 6.x) write_bytes counts every folio a write dirties, up to 2 MiB for a 4 KiB write into a cached file, so it overstates in-place writers; wchar and device_bytes do not, but amber-sigsegv's wchar also counts the pages it installs during the operation (a pwrite into the memfd behind its frames, not I/O to the database); log_bytes is the engine's own count of what its commit appended to its log (Amber only)".into()),
-        c("amortized per commit", "a committing job (insert, or update at one p) runs its commits as above (cold, warm and hot iterations in one process, one commit each), then the engine's installation work is forced (engines[].install: Amber Db::checkpoint(), SQLite PRAGMA wal_checkpoint(TRUNCATE); none for LMDB, redb and snapshot, whose commits write their files in place, nor for memory); every byte written from before the first iteration to after the installation, and all that time (the operations, not only their commits, plus the installation), are divided by the number of commits (amortized[].commits). amortized_bytes_per_commit counts the bytes the process passed to write calls (wchar of /proc/self/io: log, page file and metadata, as the engine wrote them; every engine here writes its files with write calls, none through a writable mapping); amortized_device_bytes_per_commit counts what the database's block device received over the same span (the file system's journal and block rounding included; machine-wide, so only meaningful on a quiet machine) and amortized_write_bytes_per_commit the page-cache folios dirtied. amber-sigsegv's wchar also counts the pages it installs into the memfd behind its frames (the cold iteration's faults above all), which is not I/O to the database and makes its figure larger, never smaller".into()),
-        c("durability", "every engine that persists syncs each commit before it returns (engines[].durability says how; SQLite's synchronous = FULL is checked at open, LMDB's flags at compile time); memory persists nothing and is the speed limit".into()),
+        c("bytes per commit", "read before and after each committing iteration (the timed operation, which ends with the commit), median over the phase: bytes_written = write_bytes and wchar = wchar of /proc/self/io, device_bytes = sectors written × 512 of the database's block device (machine-wide). On kernels with large page-cache folios (ext4, Linux 6.x) write_bytes counts every folio a write dirties, up to 2 MiB for a 4 KiB write into a cached file, so it overstates in-place writers; wchar and device_bytes do not, but amber-sigsegv's wchar also counts the pages it installs during the operation (a pwrite into the memfd behind its frames, not I/O to the database); log_bytes is the engine's own count of what its commit appended to its log (Amber) or wrote to its WAL (PostgreSQL: the WAL insert position read with BEGIN and with COMMIT). For an engine with a server (postgres) every counter but device_bytes is the server's: its processes' (see servers)".into()),
+        c("amortized per commit", "a committing job (insert, or update at one p) runs its commits as above (cold, warm and hot iterations in one process, one commit each), then the engine's installation work is forced (engines[].install: Amber Db::checkpoint(), SQLite PRAGMA wal_checkpoint(TRUNCATE), PostgreSQL CHECKPOINT; none for LMDB, redb and snapshot, whose commits write their files in place, nor for memory); every byte written from before the first iteration to after the installation, and all that time (the operations, not only their commits, plus the installation), are divided by the number of commits (amortized[].commits). amortized_bytes_per_commit counts the bytes the process passed to write calls (wchar of /proc/self/io: log, page file and metadata, as the engine wrote them; every engine here writes its files with write calls, none through a writable mapping); amortized_device_bytes_per_commit counts what the database's block device received over the same span (the file system's journal and block rounding included; machine-wide, so only meaningful on a quiet machine) and amortized_write_bytes_per_commit the page-cache folios dirtied. amber-sigsegv's wchar also counts the pages it installs into the memfd behind its frames (the cold iteration's faults above all), which is not I/O to the database and makes its figure larger, never smaller".into()),
+        c("durability", "every engine that persists syncs each commit before it returns (engines[].durability says how; SQLite's synchronous = FULL is checked at open, PostgreSQL's fsync, synchronous_commit, full_page_writes and wal_sync_method on every connection, LMDB's flags at compile time); memory persists nothing and is the speed limit".into()),
+        c("servers", SERVERS.into()),
         c("schemas", "engines[].schema says how each engine lays out the graph: normalised engines keep parts and connections apart (a traversal step is a lookup of the connections, then one of the part), inline ones keep a part's connections with it (a step is one lookup, or for Amber and memory one pointer load)".into()),
         c("open", "open: EngineFactory::open alone; open+lookup: open plus a lookup of one part; open+traversal: open plus the cold traversal (same process)".into()),
         c("amber schema", format!("Amber's engines store OO1 in the shape of the memory engine's arena: a part object holds its 3 outgoing connections inline (a nested persistent struct: target PRef<Part>, kind, length) and incoming: PVec<PRef<Part>> of the parts connecting to it (one element per connection, (from, slot) order); no connection objects, so a traversal step is one dependent load as in memory; the id index has two levels: the root's PVec<PRef<Chunk>>, each chunk an array of {CHUNK} Option<PRef<Part>> (part id i is chunks[(i-1)/{CHUNK}].parts[(i-1)%{CHUNK}]), so that opening and a first lookup fault in the same few pages whatever N is")),
@@ -507,6 +515,7 @@ impl Oo1Report {
             amortized: merge_amortized(results.iter().filter_map(amortized_of).collect()),
             answers_match: problems.is_empty(),
             problems: problems.to_vec(),
+            unavailable: Vec::new(),
             jobs: jobs.to_vec(),
         }
     }

@@ -174,6 +174,9 @@ impl Oo1Report {
                 e.name, e.schema, "", e.durability, "", e.install
             );
         }
+        for u in &self.unavailable {
+            let _ = writeln!(s, "  {:<14} unavailable: {}", u.engine, u.reason);
+        }
         if !self.problems.is_empty() {
             let _ = writeln!(
                 s,

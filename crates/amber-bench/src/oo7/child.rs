@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::engine::{Answer, EngineOptions, Oo7Engine, Oo7Factory};
 use super::ops::{Op, Protocol, inputs, post_checks};
 use super::params::Params;
-use crate::oo1::child::{Amortized, IoDelta, IoProbe, no_engine, serve_child, written};
+use crate::oo1::child::{
+    Amortized, IoDelta, IoProbe, no_engine, peak_rss_kib, serve_child, server_memory_kib, written,
+};
 use crate::oo1::{BenchError, EngineError};
-use crate::procfs;
 
 /// The hidden subcommand that makes a harness binary serve one OO7 job.
 pub const CHILD_SUBCOMMAND: &str = "__oo7-child";
@@ -54,8 +55,12 @@ pub struct JobResult {
     pub amortized: Option<Amortized>,
     /// Untimed answers of [`post_checks`] after the last iteration.
     pub checks: Vec<Answer>,
-    /// `VmHWM` at the end, in KiB.
+    /// `VmHWM` at the end, in KiB, plus `server_kib`.
     pub peak_rss_kib: Option<u64>,
+    /// An engine with a server: its processes' memory at the end of the
+    /// job (OO1's [`JobResult::server_kib`](crate::oo1::JobResult)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_kib: Option<u64>,
 }
 
 /// Runs every iteration of `op`'s inputs on `engine`: the untimed setup
@@ -116,7 +121,7 @@ pub fn run_job(factory: &dyn Oo7Factory, request: &ChildRequest) -> Result<JobRe
         .map_err(|e| BenchError::engine(name, format!("opening {}", request.dir.display()), e))?;
     let open_ms = start.elapsed().as_secs_f64() * 1e3;
     let during = request.op.name();
-    let probe = IoProbe::for_dir(&request.dir);
+    let probe = IoProbe::for_dir(&request.dir, engine.server());
     let commits = request.op.commits();
     let before = commits.then(|| probe.sample()).flatten();
     let p = &request.params;
@@ -145,6 +150,7 @@ pub fn run_job(factory: &dyn Oo7Factory, request: &ChildRequest) -> Result<JobRe
     };
     let checks = checks(engine.as_mut(), p, request.op, request.protocol)
         .map_err(|e| BenchError::engine(name, format!("checking after {during}"), e))?;
+    let server_kib = server_memory_kib(engine.server());
     engine
         .close()
         .map_err(|e| BenchError::engine(name, "closing", e))?;
@@ -155,7 +161,8 @@ pub fn run_job(factory: &dyn Oo7Factory, request: &ChildRequest) -> Result<JobRe
         iterations,
         amortized,
         checks,
-        peak_rss_kib: procfs::peak_rss_kib(),
+        peak_rss_kib: peak_rss_kib(server_kib),
+        server_kib,
     })
 }
 

@@ -23,6 +23,7 @@ pub use crate::oo1::{EngineError, EngineInfo, EngineOptions, ResultExt};
 
 use super::generate::{NewComposite, Oo7Db};
 use super::ops::Traversal;
+use crate::procfs::ProcessTree;
 use crate::rng::mix64;
 
 /// What one operation returned.
@@ -116,6 +117,12 @@ pub trait Oo7Factory: Send + Sync {
     /// Name and description; the name is what `--engines` takes.
     fn info(&self) -> EngineInfo;
 
+    /// Whether the engine can run on this machine (OO1's
+    /// [`EngineFactory::available`](crate::oo1::EngineFactory::available)).
+    fn available(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Creates the engine's database in `dir` (existing, empty) from `db`,
     /// durably, and closes it; only files inside `dir` may be used.
     fn build(&self, dir: &Path, db: &Oo7Db, options: &EngineOptions) -> Result<(), EngineError>;
@@ -202,6 +209,11 @@ pub trait Oo7Engine {
     }
     /// Log bytes of the last commit by the engine's own account.
     fn last_commit_log_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// The server doing the engine's work in other processes (OO1's
+    /// [`Engine::server`](crate::oo1::Engine::server)).
+    fn server(&self) -> Option<ProcessTree> {
         None
     }
     /// Flushes and releases the database.

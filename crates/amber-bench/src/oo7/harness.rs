@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::args::Oo7Args;
 use super::child::{ChildRequest, JobResult, checks, execute};
-use super::engine::{Answer, EngineOptions, Oo7Factory};
+use super::engine::{Answer, EngineOptions, Oo7Engine, Oo7Factory};
 use super::generate::{Oo7Db, generate};
 use super::model::Model;
 use super::ops::{Op, Protocol};
@@ -17,8 +17,8 @@ use super::plot::write_svg;
 use super::report::{Build, Oo7Report};
 use crate::oo1::BenchError;
 use crate::oo1::harness::{
-    Workspace, copy_tree, remove_dir, reset_dir, select_by, spawn_json, sync_tree, tree_size,
-    with_progress_of,
+    Workspace, copy_tree, keep_available, remove_dir, reset_dir, select_by, spawn_json, sync_tree,
+    tree_size, with_progress_of,
 };
 
 /// The answers every engine must give for one operation.
@@ -81,6 +81,31 @@ pub fn compare_answers(result: &JobResult, expected: &Expected, round: u32) -> V
     problems
 }
 
+/// What a database must answer after the delete job (whose iterations
+/// delete what their setup inserted): Q7 (every atomic part), Q5 and Q6
+/// (every bag entry) as on the generated database, so that nothing the
+/// inserts added is left behind. One line per difference or failure of
+/// `engine` (named `name`).
+pub fn check_after_delete(engine: &mut dyn Oo7Engine, db: &Oo7Db, name: &str) -> Vec<String> {
+    let model = Model::new(db);
+    let mut problems = Vec::new();
+    for (what, got, want) in [
+        ("q7", engine.scan(), Ok(model.scan())),
+        ("q5", engine.q5(), model.q5()),
+        ("q6", engine.q6(), model.q6()),
+    ] {
+        match (got, want) {
+            (Ok(got), Ok(want)) if got == want => {}
+            (Ok(got), Ok(want)) => problems.push(format!(
+                "{name}: {what} after the delete job: {got:?}, the generated database's {want:?}"
+            )),
+            (Err(e), _) => problems.push(format!("{name}: {what} after the delete job: {e}")),
+            (_, Err(e)) => problems.push(format!("the model's {what}: {e}")),
+        }
+    }
+    problems
+}
+
 /// Each engine of `chosen` once per scheme of `schemes` (`--schemes`), as
 /// `ENGINE/SCHEME`; `None` without `--schemes`. An engine without update
 /// strategies, or a scheme an engine does not know, is a usage error.
@@ -108,6 +133,14 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
     let params = args.params();
     params.validate().map_err(BenchError::Usage)?;
     let chosen = select_by("OO7", &engines, args.engines.as_deref(), |f| f.info().name)?;
+    let mut problems = Vec::new();
+    let (chosen, unavailable) = keep_available(
+        "oo7",
+        chosen,
+        args.engines.is_some(),
+        |f| (f.info().name, f.available()),
+        &mut problems,
+    );
     let schemed = with_schemes(&chosen, args.schemes.as_deref())?;
     let selected: Vec<&dyn Oo7Factory> = match &schemed {
         Some(s) => s.iter().map(|f| f.as_ref()).collect(),
@@ -131,7 +164,6 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
     };
     let mut builds = Vec::new();
     let mut built: Vec<(&str, std::path::PathBuf)> = Vec::new();
-    let mut problems = Vec::new();
     for factory in &selected {
         let name = factory.info().name;
         // A scheme of an engine opens that engine's build.
@@ -213,7 +245,8 @@ pub fn run_oo7(args: Oo7Args, engines: Vec<Box<dyn Oo7Factory>>) -> Result<Oo7Re
         }
     }
 
-    let report = Oo7Report::new(&args, &builds, &results, &problems);
+    let mut report = Oo7Report::new(&args, &builds, &results, &problems);
+    report.unavailable = unavailable;
     print!("{}", report.table());
     if let Some(path) = &args.json {
         crate::json::write(path, &report).map_err(|e| BenchError::io("writing", path, e))?;

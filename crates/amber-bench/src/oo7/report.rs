@@ -19,6 +19,7 @@ use super::child::JobResult;
 use super::engine::EngineInfo;
 use super::ops::{Op, Phase, Protocol};
 use super::params::Params;
+use crate::oo1::harness::Unavailable;
 use crate::oo1::table::{fmt_bytes, fmt_ms};
 use crate::sys;
 
@@ -114,6 +115,8 @@ pub struct Oo7Report {
     pub machine: String,
     pub kernel: String,
     pub problems: Vec<String>,
+    /// Engines left out because they cannot run on this machine, and why.
+    pub unavailable: Vec<Unavailable>,
 }
 
 /// The scheme of an `ENGINE/SCHEME` engine.
@@ -210,7 +213,11 @@ pub const CHOICES: &[Choice] = &[
     },
     Choice {
         what: "bytes",
-        choice: "bytes_written = wchar of /proc/self/io around each committing iteration (median over the phase); amortized_bytes_per_commit = wchar from before the first iteration to after the forced installation (Amber checkpoint, SQLite wal_checkpoint(TRUNCATE)) divided by the commits",
+        choice: "bytes_written = wchar of /proc/self/io around each committing iteration (median over the phase), or of the server's processes for an engine with a server (see servers); amortized_bytes_per_commit = wchar from before the first iteration to after the forced installation (Amber checkpoint, SQLite wal_checkpoint(TRUNCATE), PostgreSQL CHECKPOINT) divided by the commits; log_bytes = the engine's own count of its commit's log (Amber) or WAL (PostgreSQL)",
+    },
+    Choice {
+        what: "servers",
+        choice: crate::oo1::report::SERVERS,
     },
     Choice {
         what: "tiny",
@@ -343,6 +350,7 @@ impl Oo7Report {
             machine: sys::machine(),
             kernel: sys::kernel(),
             problems: problems.to_vec(),
+            unavailable: Vec::new(),
         };
         report.targets = report.compute_targets();
         report
@@ -468,8 +476,10 @@ impl Oo7Report {
             self.protocol.hot
         );
         let _ = write!(t, "{:<14}", "op");
-        for n in &names {
-            let _ = write!(t, "{n:>14}");
+        // A column is 14 wide, or one more than a longer engine name.
+        let w: Vec<usize> = names.iter().map(|n| n.len().max(13) + 1).collect();
+        for (n, w) in names.iter().zip(&w) {
+            let _ = write!(t, "{n:>w$}");
         }
         t.push('\n');
         let mut keys: Vec<(String, &str)> = Vec::new();
@@ -480,9 +490,9 @@ impl Oo7Report {
         }
         for (op, phase) in &keys {
             let _ = write!(t, "{:<14}", format!("{op} {phase}"));
-            for n in &names {
+            for (n, w) in names.iter().zip(&w) {
                 let cell = self.ms(n, op, phase).map_or("-".to_string(), fmt_ms);
-                let _ = write!(t, "{cell:>14}");
+                let _ = write!(t, "{cell:>w$}");
             }
             t.push('\n');
         }
@@ -498,14 +508,14 @@ impl Oo7Report {
             );
             for op in &committing {
                 let _ = write!(t, "{:<14}", op);
-                for n in &names {
+                for (n, w) in names.iter().zip(&w) {
                     let r = self.row(n, op, "hot");
                     let cell = format!(
                         "{}/{}",
                         fmt_bytes(r.and_then(|r| r.bytes_written)),
                         fmt_bytes(r.and_then(|r| r.amortized_bytes_per_commit))
                     );
-                    let _ = write!(t, "{cell:>14}");
+                    let _ = write!(t, "{cell:>w$}");
                 }
                 t.push('\n');
             }
@@ -523,21 +533,21 @@ impl Oo7Report {
             let _ = writeln!(t, "\nlog bytes per commit (hot, the engine's own account)");
             for op in logs {
                 let _ = write!(t, "{:<14}", op);
-                for n in &names {
+                for (n, w) in names.iter().zip(&w) {
                     let cell = fmt_bytes(self.row(n, op, "hot").and_then(|r| r.log_bytes));
-                    let _ = write!(t, "{cell:>14}");
+                    let _ = write!(t, "{cell:>w$}");
                 }
                 t.push('\n');
             }
         }
         let _ = write!(t, "\n{:<14}", "peak RSS");
-        for n in &names {
+        for (n, w) in names.iter().zip(&w) {
             let cell = fmt_bytes(self.peak_rss_kib.get(*n).map(|k| k * 1024));
-            let _ = write!(t, "{cell:>14}");
+            let _ = write!(t, "{cell:>w$}");
         }
         let _ = write!(t, "\n{:<14}", "database");
-        for e in &self.engines {
-            let _ = write!(t, "{:>14}", fmt_bytes(Some(e.db_bytes)));
+        for (e, w) in self.engines.iter().zip(&w) {
+            let _ = write!(t, "{:>w$}", fmt_bytes(Some(e.db_bytes)));
         }
         t.push('\n');
         // One line per schema (the schemes of an engine share it).
@@ -561,6 +571,9 @@ impl Oo7Report {
                     g.what, g.ratio, g.goal
                 );
             }
+        }
+        for u in &self.unavailable {
+            let _ = writeln!(t, "  {}: unavailable: {}", u.engine, u.reason);
         }
         for p in &self.problems {
             let _ = writeln!(t, "problem: {p}");

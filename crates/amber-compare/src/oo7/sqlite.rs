@@ -355,27 +355,13 @@ fn graph_order(
         .optional()
         .ctx("reading a composite part")?
         .ok_or_else(|| missing("composite part", c))?;
-    seen.clear();
-    let mut order = Vec::new();
-    let mut stack = vec![root];
     let mut out = tx.prepare_cached(OUT).ctx("preparing")?;
-    while let Some(id) = stack.pop() {
-        let i = id.wrapping_sub(root) as usize;
-        if seen.len() <= i {
-            seen.resize(i + 1, false);
-        }
-        if std::mem::replace(&mut seen[i], true) {
-            continue;
-        }
-        order.push(id);
-        let to: Vec<u32> = out
-            .query_map([id], |r| r.get(0))
+    super::dfs_order(root, seen, |id| {
+        out.query_map([id], |r| r.get(0))
             .ctx("querying connections")?
             .collect::<rusqlite::Result<_>>()
-            .ctx("reading connections")?;
-        stack.extend(to.into_iter().rev());
-    }
-    Ok(order)
+            .ctx("reading connections")
+    })
 }
 
 impl Sqlite {

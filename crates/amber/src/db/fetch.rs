@@ -229,8 +229,12 @@ impl Pager {
         let Some(budget) = self.budget() else {
             return window;
         };
+        // The room eviction leaves beyond a fault's need (`slack`) is for
+        // the faults after it, not for neighbours: fetched into it, they
+        // pushed a working set that fits the budget out of it (OO1's hot
+        // traversal under 9 MiB: 0.3 → 37 ms).
         let fits = budget
-            .saturating_sub(self.stats.resident.load(Ordering::Relaxed))
+            .saturating_sub(self.stats.resident.load(Ordering::Relaxed) + self.slack())
             .max(1);
         if fits >= window {
             window

@@ -31,6 +31,7 @@ use crate::format::PageNo;
 use crate::format::page::BlockKind;
 use crate::schema::registry::Registry;
 use crate::source::Source;
+use crate::store::pending::Patch;
 use crate::vm::{AmberLock, FrameNo, FrameSpace, Held, held};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -68,8 +69,8 @@ pub(crate) struct Pager {
     pub(crate) scratch: Mutex<Scratch>,
     /// Cache budget in frames; `None`: unlimited.
     budget: Option<u64>,
-    /// Installed blocks, oldest first: (first frame, frames).
-    fifo: Mutex<VecDeque<(FrameNo, u32)>>,
+    /// Installed blocks in line for replacement, and those set aside.
+    fifo: Mutex<Line>,
     /// Space given out by transactions that did not commit (`dead.rs`).
     pub(crate) dead: Dead,
     pub(crate) stats: PagerStats,
@@ -81,6 +82,18 @@ pub(crate) struct Pager {
     /// Set when the budget could not be met by evicting clean blocks: the
     /// open transaction should spill dirty ones at its next call.
     pub(crate) pressure: AtomicBool,
+}
+
+/// The installed blocks, (first frame, frames).
+#[derive(Debug, Default)]
+struct Line {
+    /// In line for replacement, oldest first.
+    queue: VecDeque<(FrameNo, u32)>,
+    /// Found written in the open transaction, which cannot be evicted
+    /// until it ends: set aside rather than put back in line, so that each
+    /// fault of a transaction larger than the budget does not walk past
+    /// every block it wrote (`make_room`). Back in line when it ends.
+    held: Vec<(FrameNo, u32)>,
 }
 
 /// The fault path's large working memory, kept between faults so that a
@@ -104,15 +117,36 @@ impl std::fmt::Debug for Scratch {
 }
 
 /// The uncommitted changes of a spilled block, in persistent form.
-#[derive(Debug, Default)]
+///
+/// Kept as the store keeps a block's pending changes (`Patch`: the changed
+/// bytes in a block-sized buffer with a bitmap of those written), so that a
+/// block spilled again and again holds at most its own size however many
+/// times it changed: a transaction that toggles index entries under a full
+/// budget respills the same leaves hundreds of thousands of times.
+#[derive(Debug)]
 pub(crate) struct Spill {
     /// Allocated by the open transaction: the base is the empty block.
     pub(crate) new_block: bool,
-    /// (offset, after-image) in the order they were spilled.
-    pub(crate) changes: Vec<(usize, Vec<u8>)>,
+    /// The changed bytes, newest laid over oldest.
+    changes: Patch,
 }
 
 impl Spill {
+    pub(crate) fn new(new_block: bool, run: u32) -> Spill {
+        Spill {
+            new_block,
+            changes: Patch::over_file(run),
+        }
+    }
+
+    /// Records `bytes` at block offset `off` (over what was recorded
+    /// before); `block_len` is the block's size in bytes.
+    pub(crate) fn record(&mut self, off: usize, bytes: &[u8], block_len: usize) {
+        if off + bytes.len() <= block_len {
+            self.changes.write(off as u32, bytes, 0, block_len);
+        }
+    }
+
     /// The block as the open transaction left it: its base (committed or
     /// empty) with the spilled changes laid over.
     pub(crate) fn image(
@@ -129,10 +163,8 @@ impl Spill {
         } else {
             source.read_block(head)?
         };
-        for (off, data) in &self.changes {
-            if let Some(dst) = img.get_mut(*off..off + data.len()) {
-                dst.copy_from_slice(data);
-            }
+        if img.len() == self.changes.run_len as usize * page_size {
+            self.changes.apply(&mut img);
         }
         Ok(img)
     }
@@ -157,7 +189,7 @@ impl Pager {
                 cache: super::fetch::translations(),
             }),
             budget,
-            fifo: Mutex::new(VecDeque::new()),
+            fifo: Mutex::new(Line::default()),
             dead: Dead::default(),
             stats: PagerStats::default(),
             rbuf: OnceLock::new(),
@@ -166,7 +198,7 @@ impl Pager {
         }
     }
 
-    fn fifo(&self) -> Held<MutexGuard<'_, VecDeque<(FrameNo, u32)>>> {
+    fn fifo(&self) -> Held<MutexGuard<'_, Line>> {
         held(
             AmberLock::PagerQueue,
             self.fifo.lock().unwrap_or_else(|e| e.into_inner()),
@@ -194,7 +226,7 @@ impl Pager {
 
     /// Puts an installed block in line for replacement.
     pub(crate) fn record(&self, frame: FrameNo, frames: u32) {
-        self.fifo().push_back((frame, frames));
+        self.fifo().queue.push_back((frame, frames));
         self.stats
             .resident
             .fetch_add(u64::from(frames), Ordering::Relaxed);
@@ -205,55 +237,111 @@ impl Pager {
     /// resident memory never exceeds the budget (except by blocks written in
     /// the open transaction, which cannot be evicted: then `pressure` asks the
     /// transaction to spill some).
+    ///
+    /// Victims are evicted in batches (`FrameSpace::evict_clean_batch`: one
+    /// protection change and one written-page scan per batch on
+    /// userfaultfd), each of what is needed plus a thirty-second of the
+    /// budget, so that the faults after it find room without evicting.
     pub(crate) fn make_room(&self, fs: &FrameSpace, incoming: u64) {
         let Some(budget) = self.budget else { return };
         let target = budget.saturating_sub(incoming);
-        let mut tries = self.fifo().len();
-        while self.stats.resident.load(Ordering::Relaxed) > target && tries > 0 {
-            tries -= 1;
-            let Some((f, n)) = self.fifo().pop_front() else {
-                break;
-            };
-            match fs.evict_clean(f, n) {
-                Ok(true) => {
-                    self.stats
-                        .resident
-                        .fetch_sub(u64::from(n), Ordering::Relaxed);
-                    self.stats.evicted.fetch_add(1, Ordering::Relaxed);
-                }
-                // Written in the open transaction (or already gone): keep it
-                // in line, it becomes evictable after the commit.
-                Ok(false) if fs.is_resident(f) => self.fifo().push_back((f, n)),
-                Ok(false) => {
-                    self.stats
-                        .resident
-                        .fetch_sub(u64::from(n), Ordering::Relaxed);
-                }
-                // Could not be dropped (an mprotect refused for want of map
-                // entries): still resident, and so would the next be.
-                Err(e) => {
-                    log::warn!("cannot evict frames {f}..{}: {e}", f + n);
-                    self.fifo().push_front((f, n));
-                    break;
+        let resident = || self.stats.resident.load(Ordering::Relaxed);
+        let slack = self.slack();
+        let mut tries = self.fifo().queue.len();
+        while resident() > target && tries > 0 {
+            let want = resident() - target + slack;
+            let mut victims = Vec::new();
+            {
+                let mut line = self.fifo();
+                let mut frames = 0;
+                while frames < want && tries > 0 {
+                    let Some(v) = line.queue.pop_front() else {
+                        break;
+                    };
+                    tries -= 1;
+                    frames += u64::from(v.1);
+                    victims.push(v);
                 }
             }
+            if victims.is_empty() {
+                break;
+            }
+            let mut evicted = vec![false; victims.len()];
+            let result = fs.evict_clean_batch(&victims, &mut evicted);
+            let mut line = self.fifo();
+            let mut keep = Vec::new();
+            for (&(f, n), &e) in victims.iter().zip(&evicted) {
+                if e || !fs.is_resident(f) {
+                    // Evicted (or already gone).
+                    self.stats
+                        .resident
+                        .fetch_sub(u64::from(n), Ordering::Relaxed);
+                    if e {
+                        self.stats.evicted.fetch_add(1, Ordering::Relaxed);
+                    }
+                } else if result.is_ok() {
+                    // Written in the open transaction: evictable after it.
+                    line.held.push((f, n));
+                } else {
+                    keep.push((f, n));
+                }
+            }
+            // Could not be dropped (an mprotect refused for want of map
+            // entries): still resident, and so would the next be.
+            if let Err(e) = result {
+                log::warn!("cannot evict {} blocks: {e}", keep.len());
+                for v in keep.into_iter().rev() {
+                    line.queue.push_front(v);
+                }
+                break;
+            }
         }
-        if self.stats.resident.load(Ordering::Relaxed) > target {
+        if resident() > target {
             self.pressure.store(true, Ordering::Release);
+        }
+    }
+
+    /// Frames a batch of evictions frees beyond what the fault needs: a
+    /// thirty-second of the budget (none without one).
+    pub(crate) fn slack(&self) -> u64 {
+        self.budget.map_or(0, |b| (b / 32).max(1))
+    }
+
+    /// Puts the blocks set aside as written back in line: the transaction
+    /// that wrote them has ended (or is starting).
+    pub(crate) fn release_held(&self) {
+        let mut line = self.fifo();
+        let held = std::mem::take(&mut line.held);
+        line.queue.extend(held);
+    }
+
+    /// Puts the block at `frame` back in line if it was set aside as
+    /// written: its changes were logged early and it was write-protected
+    /// again, so it may be evicted (it faults back with them).
+    pub(crate) fn requeue(&self, frame: FrameNo) {
+        let mut line = self.fifo();
+        if let Some(i) = line.held.iter().position(|&(f, _)| f == frame) {
+            let v = line.held.swap_remove(i);
+            line.queue.push_back(v);
         }
     }
 
     /// The installed blocks, (first frame, frames), oldest first.
     pub(crate) fn resident_blocks(&self) -> Vec<(FrameNo, u32)> {
-        self.fifo().iter().copied().collect()
+        let line = self.fifo();
+        line.queue.iter().chain(&line.held).copied().collect()
     }
 
     /// Forgets a block that was evicted by someone else (an abort).
     pub(crate) fn forget(&self, frame: FrameNo) {
-        let mut q = self.fifo();
-        if let Some(i) = q.iter().position(|&(f, _)| f == frame)
-            && let Some((_, n)) = q.remove(i)
-        {
+        let mut line = self.fifo();
+        let n = match line.held.iter().position(|&(f, _)| f == frame) {
+            Some(i) => Some(line.held.swap_remove(i).1),
+            None => (line.queue.iter().position(|&(f, _)| f == frame))
+                .and_then(|i| line.queue.remove(i))
+                .map(|(_, n)| n),
+        };
+        if let Some(n) = n {
             self.stats
                 .resident
                 .fetch_sub(u64::from(n), Ordering::Relaxed);

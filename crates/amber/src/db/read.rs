@@ -19,7 +19,7 @@ use super::{Db, Tx, checked, translate};
 use crate::error::{Error, FileKind, Location, Result};
 use crate::format::meta::RootEntry;
 use crate::format::objects::{OBJECT_ALIGN, OBJECT_HEADER};
-use crate::db::index::{IndexKey, IndexRange, IndexValues, Nodes, reads};
+use crate::db::index::{IndexKey, IndexRange, IndexValues, Nodes, multi_suffix, reads};
 use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 use std::ops::RangeBounds;
 use crate::schema::check::Program;
@@ -276,7 +276,7 @@ pub trait View {
         idx: &PIndex<V, K>,
         range: impl RangeBounds<K::Borrowed>,
     ) -> Result<IndexRange<'a, V, K>> {
-        reads::range(self.reading().nodes(), idx.root, &range, false)
+        reads::range(self.reading().nodes(), idx.root, &range, 0)
     }
 
     /// All entries of index `idx`, in key order.
@@ -284,10 +284,11 @@ pub trait View {
         &'a self,
         idx: &PIndex<V, K>,
     ) -> Result<IndexRange<'a, V, K>> {
-        reads::range::<V, K>(self.reading().nodes(), idx.root, &.., false)
+        reads::range::<V, K>(self.reading().nodes(), idx.root, &.., 0)
     }
 
-    /// The objects under `key` in multi-index `idx`, in insertion order.
+    /// The objects under `key` in multi-index `idx`, in the order of their
+    /// addresses (of insertion in an index of the first format).
     fn multi_get<'a, V: Persistent, K: IndexKey>(
         &'a self,
         idx: &PMultiIndex<V, K>,
@@ -306,13 +307,13 @@ pub trait View {
     }
 
     /// The entries of multi-index `idx` with keys in `range`, in key order
-    /// and, within a key, in insertion order.
+    /// and, within a key, in the order of the values' addresses.
     fn multi_range<'a, V: Persistent, K: IndexKey>(
         &'a self,
         idx: &PMultiIndex<V, K>,
         range: impl RangeBounds<K::Borrowed>,
     ) -> Result<IndexRange<'a, V, K>> {
-        reads::range(self.reading().nodes(), idx.root, &range, true)
+        reads::range(self.reading().nodes(), idx.root, &range, multi_suffix(idx.next))
     }
 
     /// All entries of multi-index `idx`, in key order.
@@ -320,7 +321,7 @@ pub trait View {
         &'a self,
         idx: &PMultiIndex<V, K>,
     ) -> Result<IndexRange<'a, V, K>> {
-        reads::range::<V, K>(self.reading().nodes(), idx.root, &.., true)
+        reads::range::<V, K>(self.reading().nodes(), idx.root, &.., multi_suffix(idx.next))
     }
 
 }

@@ -7,16 +7,19 @@
 //! The buffer holds `M` pages (an open option). When it is full the oldest
 //! copy is marked for early logging: at the transaction's next call into
 //! Amber, that page's changes so far are logged (with before-images, ignored
-//! by recovery unless the transaction commits), the copy is dropped and the
-//! page write-protected again, so that its next write takes a fresh copy. A
+//! by recovery unless the transaction commits) and kept (`Spill`), and the
+//! copy is dropped; the commit diffs the page against the changes kept.
+//! Without a cache budget the page stays writable (re-protecting it so that
+//! its next write took a fresh copy logged a page per write once the
+//! written pages outnumbered the buffer); under one it is write-protected
+//! again, so that eviction may drop it (it faults back with its changes). A
 //! reserve of slots beyond `M` absorbs the writes made before that call;
 //! should even the reserve fill, the oldest marked copy is dropped unlogged
 //! and its page falls back to the committed image as clean version, which is
 //! correct, only slower -- unless the page was already logged early in this
 //! transaction: the committed image is not its clean version then, and the
-//! commit logs the page whole. A page logged early is kept resident until
-//! the transaction ends (its changes are not in the committed image, so it
-//! must not be evicted and refetched).
+//! commit logs the page whole. A page logged early that leaves memory
+//! before the transaction ends faults back with its changes.
 //!
 //! `save` runs inside the SIGSEGV handler of the writing thread, so it is
 //! async-signal-safe: the buffer is behind a [`SpinLock`] (no futex, no

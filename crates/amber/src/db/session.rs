@@ -200,5 +200,6 @@ pub(crate) fn rollback(p: &Parts<'_>, st: &mut TxState, current: &mut Option<Pag
     *current = None;
     *st = TxState::default();
     p.fs.set_writers(false);
+    p.pager.release_held();
     broken
 }

@@ -409,6 +409,9 @@ impl Core {
         })?;
         log.recycle(closing, self.opts.log_keep_bytes)
             .inspect_err(|e| self.poison(format!("checkpoint failed: {e}")))?;
+        // Still under the commit gate: readers learn of the new generation
+        // before any end a later commit publishes.
+        self.publish_generation(sb.generation);
         Ok(CheckpointReport {
             blocks,
             bytes,

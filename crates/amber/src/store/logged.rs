@@ -5,6 +5,7 @@
 //! (`StoreTx::commit_all`).
 
 use super::Store;
+use super::early::Early;
 use super::order::Turn;
 use super::tx::{CommitInfo, Op};
 use crate::error::{Error, Result};
@@ -30,6 +31,9 @@ pub(crate) struct LoggedTx<'s> {
     pub(crate) ops: Vec<Op>,
     /// Each op's LSN.
     pub(crate) lsns: Vec<u64>,
+    /// The range records logged early, applied before `ops[early_at]`.
+    pub(crate) early: Early,
+    pub(crate) early_at: usize,
     pub(crate) appended: Appended,
     pub(crate) log_bytes: u64,
 }
@@ -73,7 +77,7 @@ impl<'s> Logged<'s> {
     /// has let go of the gate.
     pub(crate) fn apply(mut self) -> Result<(CommitInfo, bool)> {
         self.sync()?;
-        let Some(t) = self.inner.take() else {
+        let Some(mut t) = self.inner.take() else {
             return Ok((CommitInfo::default(), false));
         };
         let store = self.store;
@@ -81,9 +85,16 @@ impl<'s> Logged<'s> {
         t.turn.wait();
         let mut st = store.lock();
         st.early.remove(&t.txid);
-        for (op, &lsn) in t.ops.iter().zip(&t.lsns) {
-            let rec = op.record(t.txid);
-            if let Err(what) = st.apply(&rec, lsn, t.appended.commit_lsn, false) {
+        let commit_lsn = t.appended.commit_lsn;
+        for (i, op) in t.ops.iter().map(Some).chain([None]).enumerate() {
+            let mut result = Ok(());
+            if i == t.early_at.min(t.ops.len()) {
+                result = t.early.apply(&mut st, t.txid, commit_lsn);
+            }
+            if let (Ok(()), Some(op)) = (&result, op) {
+                result = st.apply(&op.record(t.txid), t.lsns[i], commit_lsn, false);
+            }
+            if let Err(what) = result {
                 // The log holds the commit; the in-memory state could not
                 // follow. Reopening rebuilds it from the log.
                 st.poisoned = Some(format!("applying a committed change failed: {what}"));

@@ -24,6 +24,7 @@ pub mod apply;
 pub mod backup;
 pub mod checkpoint;
 mod checkpointer;
+mod early;
 mod logged;
 pub(crate) mod open;
 mod order;

@@ -143,7 +143,7 @@ impl Store {
         let end = log.end_lsn();
         let readers = Table::open(&*vfs, path)?;
         if let Some(t) = &readers {
-            t.register_writer(&t.lock()?, end)?;
+            t.register_writer(&t.lock()?, end, st.sb.generation)?;
         }
         Store::start(Core {
             vfs,
@@ -256,7 +256,7 @@ impl Store {
                     .map_err(|e| Error::io("truncate log", &wal, e))?;
             }
             if let (Some(t), Some(g)) = (&readers, &registering) {
-                t.register_writer(g, end_lsn)?;
+                t.register_writer(g, end_lsn, st.sb.generation)?;
             }
             drop(registering);
             Some(LogWriter::resume(logf, wal.clone(), lh, end_lsn))

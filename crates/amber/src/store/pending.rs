@@ -167,6 +167,20 @@ impl Patch {
         }
     }
 
+    /// The changed bytes over a file base as maximal runs, in block order:
+    /// `(offset, bytes)`, the newest byte written at each offset.
+    pub fn runs(&mut self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.mark_all();
+        let (bits, data) = (&self.written, &self.data);
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let s = next_bit(bits, at, true)?;
+            let e = next_bit(bits, s, false).unwrap_or(data.len());
+            at = e;
+            Some((s, &data[s..e]))
+        })
+    }
+
     /// Turns the patch into a whole image: `base_image` is the page-file
     /// image with the logged pages laid over it (after an installation
     /// read).

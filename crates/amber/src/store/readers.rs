@@ -37,7 +37,10 @@
 //!  24  8  writer start time (clock ticks since boot)
 //!  32  8  published end: the LSN up to which the log is durable
 //!  40  8  published end XOR CHECK (a torn read is told from a value)
-//!  48 16  zero
+//!  48  8  published generation: the page file's superblock generation
+//!         the writer's state is at (its open, then each checkpoint)
+//!  56  8  published generation XOR CHECK (zero, never a valid pair,
+//!         when a writer of an earlier build left it unwritten)
 //! slot i at 64 + 32·i:
 //!   0  8  process id (0: free)
 //!   8  8  start time
@@ -260,13 +263,15 @@ impl Table {
     }
 
     /// Registers this process as the writer, with the log durable to `end`
-    /// (the table's lock `_g` held).
-    pub(crate) fn register_writer(&self, _g: &Locked<'_>, end: u64) -> Result<()> {
+    /// and its state at superblock generation `generation` (the table's
+    /// lock `_g` held).
+    pub(crate) fn register_writer(&self, _g: &Locked<'_>, end: u64, generation: u64) -> Result<()> {
         let me = Process::me();
-        let mut b = [0u8; 32];
+        let mut b = [0u8; 48];
         b[..8].copy_from_slice(&me.pid.to_le_bytes());
         b[8..16].copy_from_slice(&me.start.to_le_bytes());
-        b[16..].copy_from_slice(&pair(end));
+        b[16..32].copy_from_slice(&pair(end));
+        b[32..].copy_from_slice(&pair(generation));
         *self.published.lock().unwrap_or_else(|e| e.into_inner()) = end;
         self.file
             .write_all_at(&b, 16)
@@ -294,9 +299,26 @@ impl Table {
         Ok(())
     }
 
+    /// The writer: a checkpoint switched the page file to superblock
+    /// generation `generation`. Said while the checkpoint still holds the
+    /// commit gate, so that no end a later commit publishes is read
+    /// before it (`refresh.rs`).
+    pub(crate) fn publish_generation(&self, generation: u64) -> Result<()> {
+        self.file
+            .write_all_at(&pair(generation), 48)
+            .map_err(|e| self.io("write reader table", e))
+    }
+
     /// The end a live writer published; `None` when no writer is alive
     /// (the log then ends where its valid records do).
     pub(crate) fn published_end(&self) -> Result<Option<u64>> {
+        Ok(self.published()?.map(|(end, _)| end))
+    }
+
+    /// The end a live writer published and the superblock generation it
+    /// published, if any (a writer of an earlier build publishes none);
+    /// `None` when no writer is alive.
+    pub(crate) fn published(&self) -> Result<Option<(u64, Option<u64>)>> {
         for _ in 0..100 {
             let h = self.header()?;
             let w = Process {
@@ -307,7 +329,7 @@ impl Table {
                 return Ok(None);
             }
             if let Some(end) = unpair(&h[32..48]) {
-                return Ok(Some(end));
+                return Ok(Some((end, unpair(&h[48..64]))));
             }
             // Read while the writer wrote it: read again.
             std::thread::yield_now();

@@ -43,6 +43,9 @@ struct Snapshot {
     /// recycles the log in place (`LogWriter::recycle`), so the handle stays
     /// the log's; a reload opens it again all the same.
     log: Option<Box<dyn IoFile>>,
+    /// The base LSN of `log`'s header when it was last read: where its
+    /// records lie, until a checkpoint recycles it.
+    base_lsn: Option<u64>,
 }
 
 impl Reader {
@@ -53,6 +56,7 @@ impl Reader {
                 lsn,
                 open,
                 log: None,
+                base_lsn: None,
             }),
         }
     }
@@ -97,24 +101,52 @@ impl Core {
     /// Moves a read-only store's snapshot to the latest commit (see the
     /// module docs). A writable store, or a reader without a reader table,
     /// has nothing to refresh: `Unchanged`.
+    ///
+    /// When the writer published the superblock generation this state was
+    /// loaded at, the log is read on from the handle and the LSN mapping of
+    /// the last refresh, without reading the superblock and the log header
+    /// again: a served connection refreshes at every commit, and those
+    /// reads were most of its cost. A checkpoint publishes its generation
+    /// before any later commit publishes an end, and the log's records are
+    /// checksummed with their LSNs, so a log recycled meanwhile yields no
+    /// record at the old positions: a replay that falls short of the
+    /// published end goes on by the full path, which finds the checkpoint.
     pub fn refresh(&self) -> Result<Refreshed> {
         let (Some(r), Some(t)) = (&self.reader, &self.readers) else {
             return Ok(Refreshed::Unchanged);
         };
         let mut snap = r.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let mut end = t.published_end()?;
+        let mut published = t.published()?;
         // Without a writer the log is read to its last valid record; the
         // table's lock keeps a writer from starting (and appending) meanwhile.
-        let no_writer = match end {
+        let no_writer = match published {
             Some(_) => None,
             None => {
                 let g = t.lock()?;
-                end = t.published_end()?;
+                published = t.published()?;
                 Some(g)
             }
         };
+        let end = published.map(|(end, _)| end);
         if end.is_some_and(|e| e <= snap.lsn) {
             return Ok(Refreshed::Unchanged);
+        }
+        let from = snap.lsn;
+        let mut pages = Vec::new();
+        if let Some((end, Some(generation))) = published
+            && let Some(base) = snap.base_lsn
+            && generation == self.lock().sb.generation
+            && let Some(logf) = snap.log.take()
+        {
+            let replayed = self.replay_into(&mut snap, &*logf, base, Some(end), &mut pages);
+            snap.log = Some(logf);
+            match replayed {
+                Ok(()) if snap.lsn >= end => return self.moved(t, r.slot, &mut snap, from, pages),
+                Ok(()) => {}
+                // The state went into the replay and is lost: reloading from
+                // the checkpoint gets it back (and meets any damage again).
+                Err(_) => return self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap),
+            }
         }
         let (sb, _) = open::read_superblock(&*self.file, &self.path)?;
         let logf = match snap.log.take() {
@@ -122,51 +154,73 @@ impl Core {
             None => self.open_log()?,
         };
         let (lh, _) = open::read_log_header(&*logf, &self.wal_path, &sb)?;
-        // The state is replayed in place, the lock held (nothing reads a
-        // state halfway); it is never held while frame memory is touched.
-        let mut st = self.lock();
-        if sb.generation != st.sb.generation || lh.base_lsn > snap.lsn {
-            drop(st);
+        if sb.generation != self.lock().sb.generation || lh.base_lsn > snap.lsn {
             return self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap);
         }
-        let mut pages = Vec::new();
+        let replayed = self.replay_into(&mut snap, &*logf, lh.base_lsn, end, &mut pages);
+        snap.log = Some(logf);
+        snap.base_lsn = Some(lh.base_lsn);
+        if let Err(e) = replayed {
+            // As above; the error is the log's, and is reported.
+            self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap)?;
+            return Err(e);
+        }
+        self.moved(t, r.slot, &mut snap, from, pages)
+    }
+
+    /// Replays the log in `logf` (records at LSN `base` from byte 8192) from
+    /// the snapshot's LSN to `end` (to its last valid record when `None`)
+    /// into the state, in place, the state's lock held (nothing reads a
+    /// state halfway; it is never held while frame memory is touched).
+    /// The pages the records change are added to `pages`. On an error the
+    /// state is lost (a placeholder stands in): the caller reloads.
+    fn replay_into(
+        &self,
+        snap: &mut Snapshot,
+        logf: &dyn IoFile,
+        base: u64,
+        end: Option<u64>,
+        pages: &mut Vec<PageNo>,
+    ) -> Result<()> {
+        let mut st = self.lock();
         let source = LogSource {
-            file: Some(&*logf),
+            file: Some(logf),
             path: &self.wal_path,
-            base_lsn: lh.base_lsn,
+            base_lsn: base,
             end,
         };
         let placeholder = State::placeholder(st.sb, self.page_size);
         let taken = std::mem::replace(&mut *st, placeholder);
         let open = std::mem::take(&mut snap.open);
-        let replayed = recovery::replay(
+        let (new, report, open) = recovery::replay(
             snap.lsn,
             Ok(taken),
             open,
             source,
             &*self.file,
             &self.path,
-            Some(&mut pages),
-        );
-        let (new, report, open) = match replayed {
-            Ok(x) => x,
-            Err(e) => {
-                // The state went into the replay and is lost: reloading
-                // from the checkpoint gets it back.
-                drop(st);
-                self.reload(t, t.lock_unless(no_writer)?, r.slot, &mut snap)?;
-                return Err(e);
-            }
-        };
+            Some(pages),
+        )?;
         *st = new;
-        drop(st);
         snap.open = open;
-        snap.log = Some(logf);
-        if report.end_lsn == snap.lsn {
+        snap.lsn = report.end_lsn;
+        Ok(())
+    }
+
+    /// The snapshot moved from `from` to `snap.lsn` (or did not): says so in
+    /// the table and to the caller.
+    fn moved(
+        &self,
+        t: &Table,
+        slot: u32,
+        snap: &mut Snapshot,
+        from: u64,
+        mut pages: Vec<PageNo>,
+    ) -> Result<Refreshed> {
+        if snap.lsn == from {
             return Ok(Refreshed::Unchanged);
         }
-        snap.lsn = report.end_lsn;
-        t.set_snapshot(r.slot, snap.lsn)?;
+        t.set_snapshot(slot, snap.lsn)?;
         pages.sort_unstable();
         pages.dedup();
         Ok(Refreshed::Pages {
@@ -207,6 +261,7 @@ impl Core {
         snap.lsn = report.end_lsn;
         snap.open = open;
         snap.log = Some(logf);
+        snap.base_lsn = Some(lh.base_lsn);
         t.set_snapshot(slot, snap.lsn)?;
         drop(g);
         Ok(Refreshed::Everything { lsn: snap.lsn })
@@ -221,6 +276,18 @@ impl Core {
             && let Err(e) = t.publish(lsn)
         {
             log::warn!("{}: publishing the log's end: {e}", self.path.display());
+        }
+    }
+
+    /// A writer: a checkpoint switched the page file to `generation`, for
+    /// readers to see. A failure to say so loses nothing (their refreshes
+    /// then find the checkpoint by the full path) and is only logged.
+    pub(crate) fn publish_generation(&self, generation: u64) {
+        if self.log.is_some()
+            && let Some(t) = &self.readers
+            && let Err(e) = t.publish_generation(generation)
+        {
+            log::warn!("{}: publishing the superblock generation: {e}", self.path.display());
         }
     }
 

@@ -12,6 +12,7 @@
 //! Reads through the store see committed state only; the runtime keeps its
 //! own view of uncommitted changes.
 
+use super::early::Early;
 use super::logged::{Logged, LoggedTx};
 use super::{Core, Store};
 use crate::error::{Error, Result};
@@ -117,11 +118,16 @@ pub struct StoreTx<'s> {
     store: &'s Store,
     txid: TxId,
     ops: Vec<Op>,
-    /// Ops already in the log (logged early).
+    /// Ops already in the log (logged early), range records excepted.
     logged: usize,
     /// The LSN of each op logged early (a page record's is its place in
     /// the WPL table).
     early_lsns: Vec<u64>,
+    /// The range records logged early, as the bytes they leave.
+    early: Early,
+    /// Where among `ops` the overlay applies: once a whole-page record
+    /// was logged early, at the number of ops kept before it.
+    early_at: Option<usize>,
     log_bytes: u64,
     done: bool,
 }
@@ -134,6 +140,8 @@ impl<'s> StoreTx<'s> {
             ops: Vec::new(),
             logged: 0,
             early_lsns: Vec::new(),
+            early: Early::default(),
+            early_at: None,
             log_bytes: 0,
             done: false,
         }
@@ -151,7 +159,7 @@ impl<'s> StoreTx<'s> {
 
     /// Whether the transaction has changed anything yet.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.ops.is_empty() && self.early.is_empty()
     }
 
     /// Checks that `[addr, addr + len)` lies inside one allocated block and
@@ -420,8 +428,19 @@ impl<'s> StoreTx<'s> {
             .collect();
         self.log_bytes += recs.iter().map(|r| r.encoded_len() as u64).sum::<u64>();
         let first = log.append(&recs)?;
-        self.early_lsns.extend(record_lsns(first, &recs));
+        let lsns: Vec<u64> = record_lsns(first, &recs).collect();
         drop(recs);
+        // What the commit needs of them: ranges as the bytes they leave,
+        // the rest as they are.
+        let new: Vec<(Op, u64)> = self.ops.drain(self.logged..).zip(lsns).collect();
+        let (kept, closed_at) = self.early.absorb(&store.lock(), new);
+        if let Some(at) = closed_at {
+            self.early_at = Some(self.logged + at);
+        }
+        for (op, lsn) in kept {
+            self.ops.push(op);
+            self.early_lsns.push(lsn);
+        }
         self.logged = self.ops.len();
         log.write_out()
     }
@@ -484,7 +503,7 @@ impl<'s> StoreTx<'s> {
     fn append(mut self) -> Result<Logged<'s>> {
         self.done = true;
         let store = self.store;
-        if self.ops.is_empty() {
+        if self.is_empty() {
             return Ok(Logged::nothing(store));
         }
         let log = store.log()?;
@@ -519,6 +538,8 @@ impl<'s> StoreTx<'s> {
                     txid: self.txid,
                     ops: std::mem::take(&mut self.ops),
                     lsns,
+                    early: std::mem::take(&mut self.early),
+                    early_at: self.early_at.unwrap_or(self.logged),
                     appended,
                     log_bytes: self.log_bytes + bytes,
                 },
@@ -544,6 +565,7 @@ impl<'s> StoreTx<'s> {
         self.done = true;
         self.store.forget_tx(self.txid);
         self.ops.clear();
+        self.early = Early::default();
     }
 
     /// Returns reserved allocations and forgets early-logged state.

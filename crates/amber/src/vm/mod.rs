@@ -28,7 +28,7 @@
 //! | first write to a clean frame (tracking on) | resolved by the kernel (`UFFD_FEATURE_WP_ASYNC`): no signal, no message | SIGSEGV; in the handler, `first_write(frame, clean)`, then `mprotect` read-write and note the frame |
 //! | `take_written` | `PAGEMAP_SCAN` for written pages, re-protecting them in the same ioctl | the noted frames, `mprotect`ed read-only again (all or nothing) |
 //! | `evict` | `MADV_DONTNEED` | `mprotect(PROT_NONE)`, then punch a hole in the memfd |
-//! | `evict_clean` while writers may run | `mprotect` read-only, `PAGEMAP_SCAN`, `MADV_DONTNEED`, read-write again | claim the frames CLEAN → EVICTING against the first-write handler, then as `evict` |
+//! | `evict_clean_batch` while writers may run | `mprotect` read-only over the batch's span, one `PAGEMAP_SCAN`, `MADV_DONTNEED` per unwritten victim, the span read-write again | claim the frames CLEAN → EVICTING against the first-write handler, then as `evict` |
 //! | `copy_out` / `copy_in` | make resident, then memcpy through the program's view under the lock | memcpy through the staging view under the lock |
 //!
 //! The third backend, `MappedUnverified` (`mapped.rs`, `mapped_writes.rs`),

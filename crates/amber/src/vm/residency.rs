@@ -209,7 +209,19 @@ impl FrameSpace {
 
     /// Drops frames `f..f+n` like [`evict`](Self::evict), but only if none of
     /// them was written since the last [`take_written`](Self::take_written)
-    /// (their content would be lost). Returns whether it evicted.
+    /// (their content would be lost). Returns whether it evicted. One block
+    /// of [`evict_clean_batch`](Self::evict_clean_batch).
+    pub fn evict_clean(&self, f: FrameNo, n: u32) -> Result<bool, VmError> {
+        let mut evicted = [false];
+        self.evict_clean_batch(&[(f, n)], &mut evicted)?;
+        Ok(evicted[0])
+    }
+
+    /// Drops each block `(f, n)` of `victims` whose frames were not written
+    /// since the last [`take_written`](Self::take_written), and says which
+    /// in `evicted` (as long as `victims`). A block written, being written
+    /// or not resident is left. On an error the blocks not dropped yet are
+    /// left as they were (resident).
     ///
     /// The check and the drop are one step as far as any writer can tell,
     /// though the program's threads keep running (the fault path evicts to
@@ -223,21 +235,36 @@ impl FrameSpace {
     ///   here waits in the handler until it is gone, then fetches it again
     ///   and writes the fetched copy.
     /// - userfaultfd: the kernel resolves a first write itself, without
-    ///   telling anyone. While writers may run ([`set_writers`]), the
-    ///   frames are made read-only with `mprotect` before the check: once
-    ///   it returns, no write can land (a write faults, and the SIGSEGV
-    ///   handler waits while the frame is EVICTING), and every earlier
-    ///   write shows in `PAGEMAP_SCAN`. Found unwritten, the frames are
+    ///   telling anyone. While writers may run ([`set_writers`]), the span
+    ///   from the first victim to the last is made read-only with one
+    ///   `mprotect` before the check: once it returns, no write can land
+    ///   there (a write faults, and the SIGSEGV handler waits while the
+    ///   frame is EVICTING, or returns to retry a frame that is not, until
+    ///   the span is writable again), and every earlier write shows in the
+    ///   one `PAGEMAP_SCAN` of the span. The victims found unwritten are
     ///   dropped (`MADV_DONTNEED`) before the protection is lifted, so a
-    ///   waiting write retries into a missing page and fetches it.
+    ///   waiting write retries into a missing page and fetches it. One
+    ///   protection change for the batch, not two per block: each splits
+    ///   the mapping and merges it back, which per 4 KiB page was most of
+    ///   the time of a transaction larger than the budget.
     ///
     /// [`set_writers`]: FrameSpace::set_writers
-    pub fn evict_clean(&self, f: FrameNo, n: u32) -> Result<bool, VmError> {
-        self.check_frames(f, n)?;
+    pub fn evict_clean_batch(
+        &self,
+        victims: &[(FrameNo, u32)],
+        evicted: &mut [bool],
+    ) -> Result<(), VmError> {
+        if evicted.len() != victims.len() {
+            return Err(VmError::InvalidArgument("one answer per victim"));
+        }
+        evicted.fill(false);
+        for &(f, n) in victims {
+            self.check_frames(f, n)?;
+        }
         // The mapped backend serves no cache budget: nothing to evict (and
         // what it would drop of a written page is its only copy).
         if !self.track_writes || self.mapped_state().is_some() {
-            return Ok(false);
+            return Ok(());
         }
         let g = self.lock.lock();
         // Only a CLEAN frame is claimed: a software barrier pins written
@@ -246,6 +273,38 @@ impl FrameSpace {
         // as written or found written by an earlier check here, until
         // `take_written` lists it. Any other userfaultfd frame may have been
         // written since (the kernel does not say): it is checked below.
+        let claimed: Vec<bool> = victims.iter().map(|&(f, n)| self.claim(f, n)).collect();
+        let result = match &self.imp {
+            // Claimed CLEAN: not pinned, so not written (`barrier.rs`).
+            Imp::Uffd(u) if !self.barrier_mode() => {
+                self.evict_if_unwritten(&g, u, victims, &claimed, evicted)
+            }
+            _ => (victims.iter().zip(&claimed).zip(evicted.iter_mut()))
+                .filter(|((_, c), _)| **c)
+                .try_for_each(|((&(f, n), _), e)| {
+                    self.drop_frames(&g, f, n)?;
+                    *e = true;
+                    Ok(())
+                }),
+        };
+        for ((&(f, n), &c), &e) in victims.iter().zip(&claimed).zip(evicted.iter()) {
+            if !c || e {
+                continue;
+            }
+            self.unclaim(f, n);
+            if let (Ok(()), Imp::Uffd(_)) = (&result, &self.imp) {
+                // Written: remembered, so that the next eviction passes it
+                // by without a system call (a transaction larger than the
+                // budget would otherwise check every written block at every
+                // fault). `take_written` makes it CLEAN again.
+                self.set_states(f, n, DIRTY);
+            }
+        }
+        result
+    }
+
+    /// Claims every frame of `f..f+n` CLEAN → EVICTING, or none.
+    fn claim(&self, f: FrameNo, n: u32) -> bool {
         for k in 0..n {
             let claimed = self.table.meta(f + k).is_some_and(|m| {
                 m.state
@@ -255,65 +314,65 @@ impl FrameSpace {
             if !claimed {
                 // Written, being written, or not resident: leave the block.
                 self.unclaim(f, k);
-                return Ok(false);
+                return false;
             }
         }
-        let evicted = match &self.imp {
-            Imp::Mapped(_) => Ok(false),
-            // Claimed CLEAN: not pinned, so not written (`barrier.rs`).
-            _ if self.barrier_mode() => self.drop_frames(&g, f, n).map(|()| true),
-            Imp::Sigsegv(_) => self.drop_frames(&g, f, n).map(|()| true),
-            Imp::Uffd(u) => self.evict_if_unwritten(&g, u, f, n),
-        };
-        self.unclaim(f, n);
-        if let (Ok(false), Imp::Uffd(_)) = (&evicted, &self.imp) {
-            // Written: remembered, so that the next eviction passes it by
-            // without a system call (a transaction larger than the budget
-            // would otherwise check every written block at every fault).
-            // `take_written` makes it CLEAN again.
-            self.set_states(f, n, DIRTY);
-        }
-        evicted
+        true
     }
 
-    /// userfaultfd: drops frames `f..f+n` (claimed EVICTING) unless
-    /// `PAGEMAP_SCAN` says one was written; see `evict_clean`.
+    /// userfaultfd: drops the `claimed` blocks of `victims` (claimed
+    /// EVICTING) that `PAGEMAP_SCAN` says were not written, marking them in
+    /// `evicted`; see `evict_clean_batch`.
     fn evict_if_unwritten(
         &self,
         _g: &Guard<'_>,
         u: &UffdState,
-        f: FrameNo,
-        n: u32,
-    ) -> Result<bool, VmError> {
-        let (lo, hi) = (self.frame_addr(f), self.frame_addr(f + n));
+        victims: &[(FrameNo, u32)],
+        claimed: &[bool],
+        evicted: &mut [bool],
+    ) -> Result<(), VmError> {
+        let picked = || victims.iter().zip(claimed).filter(|(_, c)| **c).map(|(v, _)| *v);
+        let (Some(lo), Some(hi)) = (picked().map(|(f, _)| f).min(), picked().map(|(f, n)| f + n).max())
+        else {
+            return Ok(());
+        };
         let shield = self.writers.load(Ordering::Acquire);
         if shield {
-            self.protect(f, n, libc::PROT_READ)?;
+            self.protect(lo, hi - lo, libc::PROT_READ)?;
         }
         let mut w: Vec<(u64, u64)> = Vec::new();
-        let mut result = u.pagemap_written(lo, hi, &mut w).map(|()| w.is_empty());
-        if let Ok(true) = result {
-            result = sys::madvise(lo, hi - lo, libc::MADV_DONTNEED)
-                .map(|()| true)
-                .map_err(|e| VmError::Os {
-                    op: "madvise",
-                    err: e,
-                });
+        let mut result = u.pagemap_written(self.frame_addr(lo), self.frame_addr(hi), &mut w);
+        if result.is_ok() {
+            for ((&(f, n), _), e) in (victims.iter().zip(claimed).zip(evicted.iter_mut()))
+                .filter(|((_, c), _)| **c)
+            {
+                let (a, b) = (self.frame_addr(f) as u64, self.frame_addr(f + n) as u64);
+                // `w` is in address order.
+                let from = w.partition_point(|&(_, end)| end <= a);
+                if w.get(from).is_some_and(|&(start, _)| start < b) {
+                    continue;
+                }
+                let dropped = sys::madvise(a as usize, (b - a) as usize, libc::MADV_DONTNEED);
+                if let Err(err) = dropped {
+                    result = Err(VmError::Os { op: "madvise", err });
+                    break;
+                }
+                *e = true;
+            }
         }
         if shield {
             // Writable again, as the rest of the reservation. Failing here
             // would leave writers faulting for ever; it cannot fail for lack
             // of map entries, since it restores the layout from before.
-            if let Err(e) = self.protect(f, n, libc::PROT_READ | libc::PROT_WRITE) {
+            if let Err(e) = self.protect(lo, hi - lo, libc::PROT_READ | libc::PROT_WRITE) {
                 sys::fatal(format_args!(
-                    "making frames {f}..{} writable again after an eviction check: {e}",
-                    f + n
+                    "making frames {lo}..{hi} writable again after an eviction check: {e}"
                 ));
             }
         }
         // Only now: a write waiting for the frames retries into missing
         // pages, not into the write protection.
-        if let Ok(true) = result {
+        for (&(f, n), _) in victims.iter().zip(evicted.iter()).filter(|(_, e)| **e) {
             self.set_states(f, n, NOT_RESIDENT);
         }
         result

@@ -133,7 +133,9 @@ fn in_map<K: Ord + Clone + Borrow<Q>, Q: Ord + ?Sized>(
 }
 
 /// A multi-map model's entries with keys within `(lo, hi)`, in key order
-/// and, within a key, in insertion order.
+/// and, within a key, in the order of the values' addresses (the values
+/// are allocated in the order of their `v`, so the model keeps each key's
+/// values sorted: `add_one`).
 fn in_multi<K: Ord + Clone + Borrow<Q>, Q: Ord + ?Sized>(
     m: &BTreeMap<K, Vec<u64>>,
     lo: Bound<&Q>,
@@ -237,8 +239,15 @@ fn create(db: &mut Db) -> PRef<IxRoot> {
     root
 }
 
-/// Removes the first `v` under `k` from a multi-map model; whether there
-/// was one.
+/// Adds `v` under `k` to a multi-map model, among the key's values in
+/// order.
+fn add_one<K: Ord>(m: &mut BTreeMap<K, Vec<u64>>, k: K, v: u64) {
+    let vs = m.entry(k).or_default();
+    vs.insert(vs.partition_point(|&x| x <= v), v);
+}
+
+/// Removes one `v` under `k` from a multi-map model; whether there was
+/// one.
 fn remove_one<K: Ord>(m: &mut BTreeMap<K, Vec<u64>>, k: &K, v: u64) -> bool {
     let Some(vs) = m.get_mut(k) else {
         return false;
@@ -309,7 +318,7 @@ fn step(tx: &mut amber::Tx<'_>, root: PRef<IxRoot>, m: &mut Model, rng: &mut Spl
             let k = date(rng);
             tx.multi_insert(root, |r| &mut r.dates, &k, value)
                 .expect("insert");
-            m.dates.entry(k).or_default().push(vi);
+            add_one(&mut m.dates, k, vi);
         }
         6 => {
             let k = date(rng);
@@ -326,7 +335,7 @@ fn step(tx: &mut amber::Tx<'_>, root: PRef<IxRoot>, m: &mut Model, rng: &mut Spl
             let k = name(rng);
             tx.multi_insert(root, |r| &mut r.tags, k.as_str(), value)
                 .expect("insert");
-            m.tags.entry(k).or_default().push(vi);
+            add_one(&mut m.tags, k, vi);
         }
         8 => {
             let k = name(rng);
@@ -350,7 +359,7 @@ fn step(tx: &mut amber::Tx<'_>, root: PRef<IxRoot>, m: &mut Model, rng: &mut Spl
                 let d = date(rng);
                 tx.multi_insert(root, |r| &mut r.dates, &d, value)
                     .expect("insert");
-                m.dates.entry(d).or_default().push(vi);
+                add_one(&mut m.dates, d, vi);
             }
         }
         10 => {

@@ -17,8 +17,21 @@ use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::ops::{Bound, RangeBounds};
 
-/// Bytes of a multi-index entry's sequence number, after the key.
+/// Bytes of a multi-index entry's sequence number, the last of its tree key.
 const SEQ: usize = 8;
+
+/// Set in a multi-index header's `next` word when its tree keys are the
+/// key, the value's persistent address, then the sequence number (format
+/// 2: a key's entries ordered by value, so that a removal descends to its
+/// entry); clear for the first format, the key then the sequence number.
+pub(crate) const BY_VALUE: u64 = 1 << 63;
+
+/// The bytes after the key in the tree keys of a multi-index whose header's
+/// `next` word is `next`: the value's address (format 2) and the sequence
+/// number.
+pub(crate) fn multi_suffix(next: u64) -> usize {
+    if next & BY_VALUE != 0 { 8 + SEQ } else { SEQ }
+}
 
 fn encode<Q: IndexKey + ?Sized>(key: &Q) -> Vec<u8> {
     let mut out = Vec::new();
@@ -33,10 +46,11 @@ fn multi_prefix<Q: IndexKey + ?Sized>(key: &Q) -> Vec<u8> {
     out
 }
 
-/// `prefix` followed by the largest sequence number: at or above every
-/// tree key of the prefix's key, below every tree key of a larger key.
+/// `prefix` followed by the largest suffix of either format: at or above
+/// every tree key of the prefix's key, below every tree key of a larger key
+/// (a nested encoding is never the start of another's).
 fn multi_last(mut prefix: Vec<u8>) -> Vec<u8> {
-    prefix.extend_from_slice(&[0xFF; SEQ]);
+    prefix.extend_from_slice(&[0xFF; 8 + SEQ]);
     prefix
 }
 
@@ -92,17 +106,18 @@ fn to_ref<V: Persistent>(n: &Nodes<'_>, paddr: u64) -> Result<PRef<V>> {
 pub struct IndexRange<'a, V, K> {
     cursor: Cursor<'a>,
     nodes: Nodes<'a>,
-    multi: bool,
+    /// Bytes after the key in each tree key (0: a `PIndex`).
+    suffix: usize,
     _t: PhantomData<fn() -> (V, K)>,
 }
 
 impl<V: Persistent, K: IndexKey> IndexRange<'_, V, K> {
     /// The key a tree key stands for.
     fn decode(&self, bytes: &[u8]) -> Option<K> {
-        if !self.multi {
+        if self.suffix == 0 {
             return K::decode(bytes);
         }
-        let key = bytes.get(..bytes.len().checked_sub(SEQ)?)?;
+        let key = bytes.get(..bytes.len().checked_sub(self.suffix)?)?;
         match K::decode_nested(key)? {
             (k, used) if used == key.len() => Some(k),
             _ => None,
@@ -135,7 +150,8 @@ impl<V, K> fmt::Debug for IndexRange<'_, V, K> {
     }
 }
 
-/// The values under one key of a multi-index, in insertion order: what
+/// The values under one key of a multi-index, in the order of their
+/// addresses (of insertion in an index of the first format): what
 /// `multi_get` returns (errors as for [`IndexRange`]).
 pub struct IndexValues<'a, V> {
     cursor: Cursor<'a>,
@@ -175,14 +191,14 @@ pub(crate) mod reads {
         n: Nodes<'a>,
         root: u64,
         range: &impl RangeBounds<K::Borrowed>,
-        multi: bool,
+        suffix: usize,
     ) -> Result<IndexRange<'a, V, K>>
     {
-        let (lo, hi) = tree_bounds(range, multi);
+        let (lo, hi) = tree_bounds(range, suffix > 0);
         Ok(IndexRange {
             cursor: n.range(root, lo.as_ref().map(|k| k.as_slice()), hi)?,
             nodes: n,
-            multi,
+            suffix,
             _t: PhantomData,
         })
     }
@@ -246,7 +262,8 @@ macro_rules! index_reads {
                 View::index_iter(self, idx)
             }
 
-            /// The objects under `key` in `idx`, in insertion order.
+            /// The objects under `key` in `idx`, in the order of their
+            /// addresses (of insertion in an index of the first format).
             pub fn multi_get<'a, V: Persistent, K: IndexKey>(
                 &'a self,
                 idx: &PMultiIndex<V, K>,
@@ -265,7 +282,8 @@ macro_rules! index_reads {
             }
 
             /// The entries of `idx` with keys in `range`, in key order and,
-            /// within a key, in insertion order.
+            /// within a key, in the order of the values' addresses (of
+            /// insertion in an index of the first format).
             pub fn multi_range<'a, V: Persistent, K: IndexKey>(
                 &'a self,
                 idx: &PMultiIndex<V, K>,
@@ -336,9 +354,10 @@ impl Tx<'_> {
         self.tree_clear(head)
     }
 
-    /// Adds `value` under `key` in multi-index `field` of `obj`, after the
-    /// values already there (the same value twice is two entries). Limits
-    /// as for [`index_insert`](Self::index_insert).
+    /// Adds `value` under `key` in multi-index `field` of `obj` (the same
+    /// value twice is two entries). A key's values are kept in the order of
+    /// their addresses (in an index of the first format, of insertion).
+    /// Limits as for [`index_insert`](Self::index_insert).
     pub fn multi_insert<O: Persistent, V: Persistent, K: IndexKey>(
         &mut self,
         obj: PRef<O>,
@@ -347,26 +366,64 @@ impl Tx<'_> {
         value: PRef<V>,
     ) -> Result<()>
     {
+        self.multi_insert_as(obj, field, key, value, BY_VALUE)
+    }
+
+    /// [`multi_insert`](Self::multi_insert) into an index that, if it is
+    /// empty, takes the first format (entries in insertion order): for
+    /// tests of that format, which Amber reads and writes but no longer
+    /// makes.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn multi_insert_first_format<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
+        key: &K::Borrowed,
+        value: PRef<V>,
+    ) -> Result<()> {
+        self.multi_insert_as(obj, field, key, value, 0)
+    }
+
+    /// `multi_insert`; an empty index takes the format of `format`
+    /// (`BY_VALUE` or 0), whatever it had.
+    fn multi_insert_as<O: Persistent, V: Persistent, K: IndexKey>(
+        &mut self,
+        obj: PRef<O>,
+        field: impl Fn(&mut O) -> &mut PMultiIndex<V, K>,
+        key: &K::Borrowed,
+        value: PRef<V>,
+        format: u64,
+    ) -> Result<()> {
         let head = self.head_of(obj, field);
         let vpa = self.live_paddr::<V>(value.addr())?;
-        let seq = self.access.obj::<[u64; 3]>(head)[2];
-        let next = seq
-            .checked_add(1)
-            .ok_or_else(|| Error::invalid("a multi-index has used all its sequence numbers"))?;
+        let [root, _, mut next] = *self.access.obj::<[u64; 3]>(head);
+        if root == 0 {
+            next = format;
+        }
+        let seq = next & !BY_VALUE;
+        if seq == !BY_VALUE {
+            return Err(Error::invalid("a multi-index has used all its sequence numbers"));
+        }
         let mut k = multi_prefix(key);
+        if next & BY_VALUE != 0 {
+            k.extend_from_slice(&vpa.to_be_bytes());
+        }
         k.extend_from_slice(&seq.to_be_bytes());
         if self.tree_insert(head, obj.addr(), &k, vpa)?.is_some() {
             return Err(Error::internal(
                 "a multi-index sequence number was already in use",
             ));
         }
-        self.access.obj_mut::<[u64; 3]>(head)[2] = next;
+        self.access.obj_mut::<[u64; 3]>(head)[2] = next + 1;
         Ok(())
     }
 
     /// Removes one entry of `value` under `key` from multi-index `field` of
-    /// `obj` (the first inserted, if it is there more than once); whether
-    /// there was one. Finding it reads the key's entries in order.
+    /// `obj`; whether there was one. Finding it descends to the entries of
+    /// (`key`, `value`); in an index of the first format (or for a value
+    /// that a collection moved since it was inserted) it reads the key's
+    /// entries in order.
     pub fn multi_remove<O: Persistent, V: Persistent, K: IndexKey>(
         &mut self,
         obj: PRef<O>,
@@ -377,22 +434,37 @@ impl Tx<'_> {
     {
         let head = self.head_of(obj, field);
         let vpa = self.paddr(value.addr())?;
-        let root = self.access.obj::<[u64; 3]>(head)[0];
-        let lo = multi_prefix(key);
-        let hi = Bound::Included(multi_last(lo.clone()));
+        let [root, _, next] = *self.access.obj::<[u64; 3]>(head);
+        let prefix = multi_prefix(key);
         let mut found = None;
-        for e in self.nodes().range(root, Bound::Included(&lo), hi)? {
-            let (_, k, v) = e?;
-            if v == vpa {
-                found = Some(k.to_vec());
-                break;
-            }
+        if next & BY_VALUE != 0 {
+            let mut lo = prefix.clone();
+            lo.extend_from_slice(&vpa.to_be_bytes());
+            let mut hi = lo.clone();
+            hi.extend_from_slice(&[0xFF; SEQ]);
+            found = self.find_value(root, &lo, Bound::Included(hi), vpa)?;
+        }
+        if found.is_none() {
+            let hi = Bound::Included(multi_last(prefix.clone()));
+            found = self.find_value(root, &prefix, hi, vpa)?;
         }
         let Some(k) = found else {
             return Ok(false);
         };
         self.tree_remove(head, &k)?;
         Ok(true)
+    }
+
+    /// The tree key of the first entry from `lo` up to `hi` whose value is
+    /// `vpa`.
+    fn find_value(&self, root: u64, lo: &[u8], hi: Bound<Vec<u8>>, vpa: u64) -> Result<Option<Vec<u8>>> {
+        for e in self.nodes().range(root, Bound::Included(lo), hi)? {
+            let (_, k, v) = e?;
+            if v == vpa {
+                return Ok(Some(k.to_vec()));
+            }
+        }
+        Ok(None)
     }
 
     /// Removes every entry of multi-index `field` of `obj` and frees its

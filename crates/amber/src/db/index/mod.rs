@@ -10,12 +10,15 @@
 //! a lookup reads one node per level.
 //!
 //! A multi-index is the same tree over composite keys: the key's nested
-//! (self-delimiting) encoding followed by an 8-byte big-endian sequence
-//! number from the index header, so that entries of one key are adjacent,
-//! in insertion order, and every entry has a unique tree key (a value can
-//! be found and removed without scanning other keys). The sequence
-//! number, not the value's address, makes them unique, so that moving an
-//! object (compaction) rewrites the values and never the order.
+//! (self-delimiting) encoding, the value's persistent address and an
+//! 8-byte big-endian sequence number from the index header (format 2), so
+//! that entries of one key are adjacent and ordered by value, a removal
+//! descends to its entry, and every entry has a unique tree key (the same
+//! value twice differs in the sequence number). A collection that moves a
+//! value rewrites the entry's value but not its key: removing such a value
+//! falls back to reading its key's entries, as every removal in an index
+//! of the first format (key and sequence number only, entries in insertion
+//! order) does; Amber reads and writes both.
 //!
 //! The read side is written once, over `read::Nodes` (what a `Db` and a `Tx`
 //! both have), and exposed on both (`api.rs`).
@@ -27,6 +30,6 @@ mod read;
 mod write;
 
 pub use api::{IndexRange, IndexValues};
-pub(crate) use api::reads;
+pub(crate) use api::{BY_VALUE, multi_suffix, reads};
 pub(crate) use read::Nodes;
 pub use key::IndexKey;

@@ -8,8 +8,8 @@
 //! the index's `len`.
 
 use super::{Seg, Walker, Want};
-use crate::db::index::IndexKey;
 use crate::db::index::node::{self, NODE_BYTES};
+use crate::db::index::{BY_VALUE, IndexKey, multi_suffix};
 use crate::format::bytes::get_u64;
 use crate::inspect::deep::FindingClass;
 use crate::inspect::deep::map::Blocks;
@@ -83,6 +83,10 @@ impl<'a> Walker<'a> {
             return;
         };
         let next = if f.multi { get_u64(b, at + 16) } else { None };
+        // Format 2 keeps the value's address between key and sequence
+        // number, and says so in the next word's top bit.
+        let suffix = next.map_or(SEQ, multi_suffix);
+        let next = next.map(|n| n & !BY_VALUE);
         if f.key == LEGACY_INDEX_KEY {
             if root != 0 {
                 self.damage(
@@ -190,7 +194,7 @@ impl<'a> Walker<'a> {
             entries += h.count as u64;
             for (i, key) in keys.iter().enumerate() {
                 self.path.push(Seg::Key(show_key(f, key)));
-                let seq = key.len().checked_sub(SEQ).map(|s| &key[s..]);
+                let seq = (key.len().checked_sub(suffix)).map(|_| &key[key.len() - SEQ..]);
                 match (f.multi, seq, next) {
                     (true, None, _) => {
                         self.damage("a multi-index key without its sequence number".into())
