@@ -1,4 +1,5 @@
-//! `--backend uffd|sigsegv|both`: which fault backends a benchmark runs.
+//! `--backend uffd|sigsegv|mapped-unverified|both|all`: which fault
+//! backends a benchmark runs.
 
 use std::fmt;
 use std::str::FromStr;
@@ -12,9 +13,13 @@ pub enum Backends {
     Uffd,
     /// SIGSEGV only.
     Sigsegv,
-    /// Both, userfaultfd first.
+    /// The mapped-unverified backend only.
+    MappedUnverified,
+    /// Both page-fetching backends, userfaultfd first.
     #[default]
     Both,
+    /// All three.
+    All,
 }
 
 impl Backends {
@@ -23,7 +28,13 @@ impl Backends {
         match self {
             Backends::Uffd => vec![BackendChoice::Uffd],
             Backends::Sigsegv => vec![BackendChoice::Sigsegv],
+            Backends::MappedUnverified => vec![BackendChoice::MappedUnverified],
             Backends::Both => vec![BackendChoice::Uffd, BackendChoice::Sigsegv],
+            Backends::All => vec![
+                BackendChoice::Uffd,
+                BackendChoice::Sigsegv,
+                BackendChoice::MappedUnverified,
+            ],
         }
     }
 }
@@ -35,8 +46,12 @@ impl FromStr for Backends {
         match s {
             "uffd" => Ok(Backends::Uffd),
             "sigsegv" => Ok(Backends::Sigsegv),
+            "mapped-unverified" => Ok(Backends::MappedUnverified),
             "both" => Ok(Backends::Both),
-            _ => Err(format!("expected uffd, sigsegv or both, got {s:?}")),
+            "all" => Ok(Backends::All),
+            _ => Err(format!(
+                "expected uffd, sigsegv, mapped-unverified, both or all, got {s:?}"
+            )),
         }
     }
 }
@@ -46,7 +61,9 @@ impl fmt::Display for Backends {
         f.write_str(match self {
             Backends::Uffd => "uffd",
             Backends::Sigsegv => "sigsegv",
+            Backends::MappedUnverified => "mapped-unverified",
             Backends::Both => "both",
+            Backends::All => "all",
         })
     }
 }
@@ -57,7 +74,13 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        for b in [Backends::Uffd, Backends::Sigsegv, Backends::Both] {
+        for b in [
+            Backends::Uffd,
+            Backends::Sigsegv,
+            Backends::MappedUnverified,
+            Backends::Both,
+            Backends::All,
+        ] {
             assert_eq!(b.to_string().parse::<Backends>(), Ok(b));
         }
         assert!("mprotect".parse::<Backends>().is_err());

@@ -254,7 +254,8 @@ pub(crate) fn check_backend(choice: BackendChoice, db: &Db) -> Result<(), BenchE
     match (choice, db.backend()) {
         (BackendChoice::Auto, _)
         | (BackendChoice::Uffd, Backend::Uffd)
-        | (BackendChoice::Sigsegv, Backend::Sigsegv) => Ok(()),
+        | (BackendChoice::Sigsegv, Backend::Sigsegv)
+        | (BackendChoice::MappedUnverified, Backend::MappedUnverified) => Ok(()),
         (_, got) => Err(BenchError::new(format!(
             "asked for the {choice:?} backend, got {got} ({})",
             db.backend_reason()

@@ -214,6 +214,16 @@ pub fn cpu_time_ns() -> u64 {
     u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
 }
 
+/// Minor page faults this process has taken (`/proc/self/stat`, field
+/// 10): with the mapped backend, the kernel's faults on the page cache.
+pub fn minor_faults() -> Option<u64> {
+    let stat = fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name, which is in parentheses and may hold
+    // spaces: state, ppid, pgrp, session, tty_nr, tpgid, flags, minflt.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(7)?.parse().ok()
+}
+
 /// The load average over the last minute (`/proc/loadavg`): how many
 /// threads were running or waiting for a CPU, on average.
 pub fn load_average() -> Option<f64> {

@@ -175,6 +175,7 @@ impl Served {
             first_data_page: self.store.first_data_page(),
             page_count: self.store.page_count(),
             snapshot_lsn: self.store.snapshot_lsn(),
+            home: self.store.home().addr(),
         }
     }
 

@@ -367,3 +367,8 @@ fn open_or_create_creates_once() {
     // Debug is the same line, for `fn main() -> amber::Result<()>`.
     assert_eq!(format!("{e:?}"), e.to_string());
 }
+
+#[test]
+fn list_mapped_unverified() {
+    list(BackendChoice::MappedUnverified);
+}

@@ -264,10 +264,13 @@ fn a_freed_target_is_dangling_not_damage() {
 }
 
 /// Raw writes into committed objects, as a tool or a bug could make them:
-/// valid checksums, wrong pointers.
+/// valid checksums, wrong pointers. `PRef`s and buffer words are stored as
+/// the persistent address plus the database's home ([`Crafter::word`]);
+/// smart pointers, index nodes and roots as the address.
 struct Crafter {
     store: Store,
     ps: u64,
+    home: u64,
 }
 
 impl Crafter {
@@ -275,7 +278,20 @@ impl Crafter {
         let store =
             Store::open(Arc::new(RealVfs), path, StoreOptions::default()).expect("open store");
         let ps = store.page_size() as u64;
-        Crafter { store, ps }
+        let home = store.home().addr();
+        assert_ne!(home, 0, "a database with a home");
+        Crafter { store, ps, home }
+    }
+
+    /// The stored word of a `PRef` or a buffer to persistent address `a`.
+    fn word(&self, a: u64) -> [u8; 8] {
+        a.wrapping_add(self.home).to_le_bytes()
+    }
+
+    /// The persistent address of the buffer of the vector whose header is
+    /// at `addr`.
+    fn buffer_at(&self, addr: u64) -> u64 {
+        self.u64_at(addr).wrapping_sub(self.home)
     }
 
     fn write(&self, addr: u64, bytes: &[u8]) {
@@ -363,32 +379,27 @@ fn crafted(ps: usize) {
     let ps = ps as u64;
     let p = &m.parts;
     let off = |f: usize| f as u64;
-    let vec_buf = |part: u64, f: usize| c.u64_at(part + off(f));
+    let vec_buf = |part: u64, f: usize| c.buffer_at(part + off(f));
+    let index_root = |part: u64| c.u64_at(part + off(offset_of!(Part, idx)));
     let mut want = Vec::new();
 
     // The misaligned-reservation bug: pointers 0x1000 bytes from their
     // targets, in a field, a vector element, a vector of structs, a smart
     // pointer, an index value and a root.
-    c.write(
-        p[1] + off(offset_of!(Part, next)),
-        &(p[2] + 0x1000).to_le_bytes(),
-    );
+    c.write(p[1] + off(offset_of!(Part, next)), &c.word(p[2] + 0x1000));
     want.push(field(p[1], ps, "Part.next", "holds "));
     let to = vec_buf(p[3], offset_of!(Part, to));
-    c.write(to + 8, &(p[4] + 0x1000).to_le_bytes());
+    c.write(to + 8, &c.word(p[4] + 0x1000));
     want.push(field(p[3], ps, "Part.to[1]", "holds "));
     let links = vec_buf(p[4], offset_of!(Part, links));
-    c.write(
-        links + off(offset_of!(Link, to)),
-        &(p[5] + 0x1000).to_le_bytes(),
-    );
+    c.write(links + off(offset_of!(Link, to)), &c.word(p[5] + 0x1000));
     want.push(field(p[4], ps, "Part.links[0].to", "holds "));
     c.write(
         p[5] + off(offset_of!(Part, smart)),
         &(m.leaves[5] + 0x1000).to_le_bytes(),
     );
     want.push(field(p[5], ps, "Part.smart", "holds "));
-    let node = vec_buf(p[6], offset_of!(Part, idx));
+    let node = index_root(p[6]);
     c.write(node + NODE_VALUES_AT, &(m.leaves[6] + 0x1000).to_le_bytes());
     want.push(field(p[6], ps, "Part.idx[key 6]", "holds "));
     let mut tx = c.store.begin().expect("begin");
@@ -404,7 +415,7 @@ fn crafted(ps: usize) {
     });
 
     // A pointer to an object of another type.
-    c.write(p[7] + off(offset_of!(Part, leaf)), &p[8].to_le_bytes());
+    c.write(p[7] + off(offset_of!(Part, leaf)), &c.word(p[8]));
     want.push(field(
         p[7],
         ps,
@@ -412,10 +423,7 @@ fn crafted(ps: usize) {
         "`Part` object of 152 bytes, not a `Leaf`",
     ));
     // Into the middle of an object.
-    c.write(
-        p[8] + off(offset_of!(Part, next)),
-        &(p[9] + 16).to_le_bytes(),
-    );
+    c.write(p[8] + off(offset_of!(Part, next)), &c.word(p[9] + 16));
     want.push(field(
         p[8],
         ps,
@@ -423,10 +431,10 @@ fn crafted(ps: usize) {
         "16 bytes into the `Part` object",
     ));
     // Into a block where no object is, and past the end of the database.
-    c.write(p[9] + off(offset_of!(Part, next)), &c.gap().to_le_bytes());
+    c.write(p[9] + off(offset_of!(Part, next)), &c.word(c.gap()));
     want.push(field(p[9], ps, "Part.next", "holds no object"));
     let end = c.store.page_count() * ps + 40;
-    c.write(p[10] + off(offset_of!(Part, arr) + 8), &end.to_le_bytes());
+    c.write(p[10] + off(offset_of!(Part, arr) + 8), &c.word(end));
     want.push(field(
         p[10],
         ps,
@@ -454,10 +462,7 @@ fn crafted(ps: usize) {
     );
     want.push(field(p[13], ps, "Part.name", "len 9999 is more than cap"));
     // A vector whose buffer is an object of another type.
-    c.write(
-        p[14] + off(offset_of!(Part, to)),
-        &m.leaves[14].to_le_bytes(),
-    );
+    c.write(p[14] + off(offset_of!(Part, to)), &c.word(m.leaves[14]));
     want.push(field(p[14], ps, "Part.to", "not a `[PRef<Part>]` buffer"));
     // An index whose root is not a node.
     c.write(p[15] + off(offset_of!(Part, idx)), &p[16].to_le_bytes());
@@ -471,14 +476,11 @@ fn crafted(ps: usize) {
         "holds 1 entries, its len says 5",
     ));
     // An index node of an unknown kind.
-    let node = vec_buf(p[19], offset_of!(Part, idx));
+    let node = index_root(p[19]);
     c.write(node + NODE_KIND_AT, &[9]);
     want.push(field(p[19], ps, "Part.idx", "its kind byte is 9"));
     // A pointer into an object's header.
-    c.write(
-        p[17] + off(offset_of!(Part, next)),
-        &(p[18] - 4).to_le_bytes(),
-    );
+    c.write(p[17] + off(offset_of!(Part, next)), &c.word(p[18] - 4));
     want.push(field(
         p[17],
         ps,
@@ -488,7 +490,7 @@ fn crafted(ps: usize) {
     // The blob's owner, into the middle of the blob itself.
     c.write(
         m.blob + off(offset_of!(Blob, owner)),
-        &(m.blob + 5000).to_le_bytes(),
+        &c.word(m.blob + 5000),
     );
     want.push(field(
         m.blob,

@@ -6,6 +6,7 @@
 //! built by hand, without a database.
 
 use amber::internals::format::bytes::{put_u32, put_u64};
+use amber::internals::format::home::Home;
 use amber::internals::format::objects::encode_header;
 use amber::internals::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use amber::internals::schema::desc::{Nullability, Shape, StoredKind, StoredType};
@@ -46,6 +47,9 @@ struct Holder {
 struct Shifted;
 
 impl AddrMap for Shifted {
+    fn home(&self) -> Home {
+        Home::NONE
+    }
     fn to_va(&self, paddr: u64, _pages: u32) -> Result<u64, String> {
         Ok(paddr + SHIFT)
     }

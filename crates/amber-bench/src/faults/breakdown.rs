@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use amber::internals::format::home::Home;
 use amber::internals::schema::registry::Registry;
 use amber::internals::translate::swizzle::{AddrMap, Direction, convert_block};
 use amber::internals::vm::probe::mapped_read;
@@ -41,9 +42,14 @@ impl FaultService for NoFaults {
 struct TableMap<'a> {
     fs: &'a FrameSpace,
     shift: u32,
+    home: Home,
 }
 
 impl AddrMap for TableMap<'_> {
+    fn home(&self) -> Home {
+        self.home
+    }
+
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
         let f = self
             .fs
@@ -88,6 +94,7 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
     let map = TableMap {
         fs: &fs,
         shift: ps.trailing_zeros(),
+        home: store.home(),
     };
     let file = File::open(path).map_err(|e| BenchError::new(format!("{}: {e}", path.display())))?;
     let mut buf = vec![0u8; ps];

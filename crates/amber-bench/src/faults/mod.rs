@@ -30,7 +30,10 @@
 
 mod breakdown;
 mod database;
+mod mapped;
 mod report;
+
+pub use mapped::{CHILD_SUBCOMMAND, child};
 
 pub use database::{Dir, Node};
 pub use report::{BackendFaults, Breakdown, FaultCase, FaultsReport};
@@ -45,7 +48,6 @@ use amber::{Db, Options, PRef};
 
 use crate::backend::Backends;
 use crate::hot::check_backend;
-use crate::rng::Rng;
 use crate::storage::{BenchError, Workdir, environment, summarize};
 use breakdown::breakdown;
 use database::build;
@@ -67,6 +69,10 @@ pub struct FaultsConfig {
     pub dir: Option<PathBuf>,
     /// Seed of the pointers and of the random order.
     pub seed: u64,
+    /// How to re-execute this binary into a mapped run ([`child`]): the
+    /// arguments before the run's own (the CLI's `bench faults
+    /// __faults-mapped`); empty where no such binary is at hand.
+    pub child_args: Vec<String>,
 }
 
 impl Default for FaultsConfig {
@@ -77,6 +83,7 @@ impl Default for FaultsConfig {
             runs: 5,
             dir: None,
             seed: 1,
+            child_args: Vec::new(),
         }
     }
 }
@@ -140,12 +147,17 @@ pub fn faults(cfg: &FaultsConfig) -> Result<FaultsReport, BenchError> {
     let work = Workdir::new(cfg.dir.as_deref())?;
     let path = work.path().join("faults.amber");
     let per_page = build(&path, cfg.pages, cfg.seed)?;
-    let in_order: Vec<u32> = (0..cfg.pages as u32).collect();
-    let mut random = in_order.clone();
-    Rng::seed_from_u64(cfg.seed ^ 0x5eed).shuffle(&mut random);
+    let in_order = mapped::order(cfg.pages, false, cfg.seed);
+    let random = mapped::order(cfg.pages, true, cfg.seed);
     let mut cases = Vec::new();
     let mut backends = BTreeMap::new();
     for choice in cfg.backends.choices() {
+        if choice == BackendChoice::MappedUnverified {
+            let (c, b) = mapped::cases(&path, cfg.pages, cfg.runs, cfg.seed, &cfg.child_args)?;
+            cases.extend(c);
+            backends.insert(amber::Backend::MappedUnverified.to_string(), b);
+            continue;
+        }
         let mut name = String::new();
         for cluster in [1, CLUSTER] {
             for (order, touch) in [("page", &in_order), ("random", &random)] {
@@ -225,6 +237,7 @@ mod tests {
             runs: 1,
             dir: Some(dir.path().to_path_buf()),
             seed: 3,
+            child_args: Vec::new(),
         })
         .expect("faults");
         assert_eq!(r.objects_per_page, 127);

@@ -4,7 +4,8 @@
 //! - [`database`]: the database and its generator (the locality rule);
 //! - [`ops`]: the operations and each iteration's inputs;
 //! - [`engine`]: the contract every engine implements;
-//! - [`amber_engine`]: Amber's own engines (`amber`, `amber-sigsegv`);
+//! - [`amber_engine`]: Amber's own engines (`amber`, `amber-sigsegv`,
+//!   `amber-mapped-unverified`);
 //! - [`reference`](mod@reference): the plain evaluator every answer is checked against;
 //! - [`child`]: one measured process; [`harness`]: the whole run;
 //! - [`report`], [`table`] and [`plot`]: the JSON, the printed table and the SVG.
@@ -76,11 +77,12 @@ pub use ops::{Job, Op, Phase, Protocol};
 pub use report::Oo1Report;
 
 /// Amber's own OO1 engines ([`amber_engine`]): `amber` (the default fault
-/// backend) and `amber-sigsegv`. Front ends pass `builtin_engines()` followed by
-/// the comparison engines.
+/// backend), `amber-sigsegv` and `amber-mapped-unverified`. Front ends pass
+/// `builtin_engines()` followed by the comparison engines.
 pub fn builtin_engines() -> Vec<Box<dyn EngineFactory>> {
     vec![
         Box::new(amber_engine::AmberFactory::DEFAULT),
         Box::new(amber_engine::AmberFactory::SIGSEGV),
+        Box::new(amber_engine::AmberFactory::MAPPED),
     ]
 }

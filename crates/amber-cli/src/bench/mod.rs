@@ -271,7 +271,8 @@ struct FaultsArgs {
     /// Pages of small objects with pointers.
     #[arg(long, default_value_t = 8_192)]
     pages: u64,
-    /// Fault backends to measure: uffd, sigsegv or both.
+    /// Fault backends to measure: uffd, sigsegv, mapped-unverified, both
+    /// (uffd and sigsegv) or all.
     #[arg(long, default_value_t = Backends::Both)]
     backend: Backends,
     /// Runs of each case (medians are reported).
@@ -482,6 +483,11 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;
         }
+        Some("faults") if args.first().map(String::as_str) == Some(faults::CHILD_SUBCOMMAND) => {
+            // A mapped run, in a process of its own (`faults/mapped.rs`).
+            out.push_str(&faults::child(&args[1..])?);
+            out.push('\n');
+        }
         Some("faults") => {
             let a: FaultsArgs = parse("faults", args)?;
             check_json_target(a.json.as_deref())?;
@@ -491,6 +497,11 @@ pub fn run(name: Option<&str>, args: &[String], out: &mut String) -> Result<Exit
                 runs: a.runs,
                 dir: a.dir,
                 seed: a.seed,
+                child_args: vec![
+                    "bench".into(),
+                    "faults".into(),
+                    faults::CHILD_SUBCOMMAND.into(),
+                ],
             })?;
             out.push_str(&r.table());
             write_json(a.json.as_deref(), |p| amber_bench::json::write(p, &r), out)?;

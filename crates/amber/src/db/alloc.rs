@@ -159,11 +159,7 @@ impl Tx<'_> {
     /// Whether the frames already assigned to pages `head..head + pages`, if
     /// any, are those of a block of exactly that shape.
     fn frames_fit(&self, head: PageNo, pages: u32) -> bool {
-        (0..pages).all(|i| {
-            self.fs
-                .lookup(head + u64::from(i))
-                .is_none_or(|f| self.fs.page_of(f) == Some((head, i, pages)))
-        })
+        self.fs.block_fits(head, pages)
     }
 
     /// The virtual address of the block whose first page is `head`.

@@ -77,6 +77,10 @@ impl LogMap<'_> {
 }
 
 impl AddrMap for LogMap<'_> {
+    fn home(&self) -> crate::format::home::Home {
+        self.map.home()
+    }
+
     fn to_va(&self, paddr: u64, pages: u32) -> std::result::Result<u64, String> {
         self.map.to_va(paddr, pages)
     }
@@ -222,7 +226,7 @@ impl Tx<'_> {
 
     fn log_map(&self) -> LogMap<'_> {
         LogMap {
-            map: FrameMap::new(self.fs),
+            map: FrameMap::new(self.fs, self.source.home()),
             dead: &self.pager.dead,
             shift: self.page_size.trailing_zeros(),
             dangling: Cell::new(false),

@@ -26,13 +26,14 @@
 use super::pager::{Pager, Scratch};
 use crate::error::Error;
 use crate::format::PageNo;
+use crate::format::home::Home;
 use crate::format::page::{BlockKind, PageHeader};
 use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::{
-    AmberLock, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
-    held,
+    AmberLock, Backend, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs,
+    Installer, held,
 };
 use std::cell::Cell;
 use std::sync::TryLockError;
@@ -53,6 +54,8 @@ pub(super) fn translations() -> Translations {
 /// Maps addresses through a frame space's frame table.
 pub(crate) struct FrameMap<'a> {
     fs: &'a FrameSpace,
+    /// How the database stores swizzled pointers.
+    home: Home,
     shift: u32,
     /// Pages below this are in the identity region: their frame's address
     /// is `base` plus the persistent address.
@@ -71,9 +74,11 @@ pub(crate) struct FrameMap<'a> {
 }
 
 impl<'a> FrameMap<'a> {
-    pub(crate) fn new(fs: &'a FrameSpace) -> Self {
+    /// The map of frame space `fs` holding a database of home `home`.
+    pub(crate) fn new(fs: &'a FrameSpace, home: Home) -> Self {
         FrameMap {
             fs,
+            home,
             shift: fs.frame_size().trailing_zeros(),
             direct: u64::from(fs.direct_frames()),
             base: fs.base() as u64,
@@ -88,7 +93,7 @@ impl<'a> FrameMap<'a> {
         FrameMap {
             spans: Some(pager),
             cache,
-            ..FrameMap::new(fs)
+            ..FrameMap::new(fs, pager.source.home())
         }
     }
 
@@ -130,6 +135,10 @@ impl FrameMap<'_> {
 }
 
 impl AddrMap for FrameMap<'_> {
+    fn home(&self) -> Home {
+        self.home
+    }
+
     /// Inlined into the swizzling loop: a pointer to a one-page block in
     /// the identity region is one add, most others hit the cache. (A block
     /// of several pages takes the long way, which records its run.)
@@ -236,7 +245,7 @@ impl Pager {
 
     /// Checks a fetched block (a data block of the `run` pages its frames
     /// have) and swizzles it in place.
-    fn prepare(
+    pub(super) fn prepare(
         &self,
         run: u32,
         img: &mut [u8],
@@ -429,6 +438,9 @@ impl FaultService for Pager {
             )
         })?;
         let frame = frame - idx;
+        if fs.backend() == Backend::MappedUnverified {
+            return self.check_mapped(fs, head, frame, run);
+        }
         if self.spills().contains_key(&head) {
             return self.fetch_spilled(inst, head, frame, run);
         }

@@ -28,6 +28,7 @@ mod dead;
 mod fetch;
 mod free;
 pub(crate) mod index;
+mod mapped;
 pub mod options;
 pub(crate) mod pager;
 mod read;
@@ -189,11 +190,16 @@ impl Db {
             reserve_bytes: opts.reserve_bytes,
             track_writes: true,
             direct_pages: source.page_count(),
+            home: usize::try_from(source.home().addr()).unwrap_or(0),
+            file: mapped::page_file(&*source, store.as_deref(), opts),
             writers: false,
             ..VmConfig::default()
         };
         let fs = FrameSpace::new(cfg, pager.clone())
             .map_err(|e| e.into_error(source.name(), "setting up the frame space"))?;
+        if let (Backend::MappedUnverified, Some(store)) = (fs.backend(), &store) {
+            mapped::record_runs(&fs, store)?;
+        }
         let access =
             Access::take(&fs).ok_or_else(|| Error::invalid("frame space already in use"))?;
         // The choice depends on the kernel and the environment, and a
@@ -250,6 +256,16 @@ impl Db {
         self.fs.backend_reason()
     }
 
+    /// Whether the database's pages sit at its home: where the addresses
+    /// its pointers are stored as are the addresses they point to, so that
+    /// pages need no translation (docs/design.md §4.3). False for a
+    /// database without a home (created before homes), or when something
+    /// else occupies the range (another database with the same home,
+    /// another mapping): pages are then translated as they are fetched.
+    pub fn at_home(&self) -> bool {
+        self.fs.at_home()
+    }
+
     /// Page size in bytes.
     pub fn page_size(&self) -> usize {
         self.source.page_size()
@@ -264,6 +280,14 @@ impl Db {
             Some(s) => s,
             None => panic!("{}: a served database has no store here", self.source.name().display()),
         }
+    }
+
+    /// The frame space (Amber's own benchmarks: the mapped backend's cold
+    /// reads are measured after its frames are given back to the file).
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn frame_space(&self) -> &FrameSpace {
+        &self.fs
     }
 
     /// The store in this process, for `what` (which only a database in

@@ -346,7 +346,7 @@ impl<'a> Reading<'a> {
 
     /// The error for a string buffer at `buf` whose bytes are not UTF-8.
     fn not_utf8(&self, buf: u64, e: std::str::Utf8Error) -> Error {
-        let paddr = super::fetch::FrameMap::new(self.fs)
+        let paddr = super::fetch::FrameMap::new(self.fs, self.source.home())
             .to_paddr(buf)
             .unwrap_or(0);
         let ps = self.source.page_size() as u64;

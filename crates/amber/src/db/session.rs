@@ -39,6 +39,9 @@ pub(crate) struct Session {
     pub(crate) tx: TxState,
     /// What `Strategy::AUTO` has learnt of recent transactions.
     pub(crate) auto: super::strategy::auto::Auto,
+    /// The store's count of checkpoint moves when the mapped backend last
+    /// gave settled pages back to the page file (`mapped.rs`).
+    pub(crate) settled: u64,
 }
 
 /// The bookkeeping of the open transaction.
@@ -101,7 +104,7 @@ impl Parts<'_> {
     /// image back, swizzled and write-protected.
     fn restore_block(&self, head: PageNo, frame: FrameNo, run: u32) -> Result<()> {
         let mut img = self.source.read_block(head)?;
-        let map = FrameMap::new(self.fs);
+        let map = FrameMap::new(self.fs, self.source.home());
         convert_block(
             &mut img,
             self.fs.frame_size(),
@@ -123,6 +126,13 @@ impl Parts<'_> {
             self.fs.evict(frame, run)?;
         }
         Ok(())
+    }
+
+    /// Drops block `head`, allocated by a transaction that did not commit:
+    /// its next touch finds no object (zeros, `dead.rs`).
+    fn discard_block(&self, frame: FrameNo, run: u32) -> std::result::Result<(), VmError> {
+        self.pager.forget(frame);
+        self.fs.discard(frame, run)
     }
 
     /// Drops every resident block: when the written blocks cannot be
@@ -174,7 +184,7 @@ pub(crate) fn rollback(p: &Parts<'_>, st: &mut TxState, current: &mut Option<Pag
     }
     for (&head, &run) in &st.new_blocks {
         if let Some(f) = p.fs.lookup(head)
-            && let Err(e) = p.drop_block(f, run)
+            && let Err(e) = p.discard_block(f, run)
         {
             broken = Some(format!("dropping new page {head}: {e}"));
         }

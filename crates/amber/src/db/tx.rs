@@ -127,6 +127,11 @@ impl<'db> Tx<'db> {
             registry,
         };
         super::reader::apply_changed(&parts, source.take_changed())?;
+        // The mapped backend: pages whose changes a checkpoint installed
+        // read the page file again, before anything is written.
+        if let Some(store) = store {
+            super::mapped::settle(fs, store, &mut session.settled)?;
+        }
         session.tx.start(stx.id());
         // A server validates the commit against what it read: every
         // reference made from here on notes its frames (`vm/reads.rs`).
@@ -313,7 +318,7 @@ impl<'db> Tx<'db> {
     /// The persistent address of virtual address `va` (one Amber itself
     /// made: a new index node).
     pub(crate) fn paddr(&self, va: u64) -> Result<u64> {
-        super::fetch::FrameMap::new(self.fs)
+        super::fetch::FrameMap::new(self.fs, self.source.home())
             .to_paddr(va)
             .map_err(Error::Invalid)
     }

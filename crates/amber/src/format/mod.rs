@@ -4,6 +4,7 @@
 //! never panics on bad input: it reports what is wrong.
 
 pub mod bytes;
+pub mod home;
 pub mod meta;
 pub mod objects;
 pub mod page;

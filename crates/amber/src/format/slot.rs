@@ -80,6 +80,15 @@ pub fn seal(b: &mut [u8; SLOT_SIZE]) {
 /// Checks a slot's magic, checksum and version; returns a cursor on the
 /// fields after the version.
 pub fn open<'a>(b: &'a [u8], magic: &[u8; 8], version: u32) -> Result<Cursor<'a>, SlotError> {
+    open_any(b, magic, &[version]).map(|(c, _)| c)
+}
+
+/// [`open`] for a slot of any of `versions`: also returns the one it has.
+pub fn open_any<'a>(
+    b: &'a [u8],
+    magic: &[u8; 8],
+    versions: &[u32],
+) -> Result<(Cursor<'a>, u32), SlotError> {
     let b = b
         .get(..SLOT_SIZE)
         .ok_or(SlotError::Invalid("slot truncated".into()))?;
@@ -92,8 +101,8 @@ pub fn open<'a>(b: &'a [u8], magic: &[u8; 8], version: u32) -> Result<Cursor<'a>
     if crc(&b[..SLOT_SIZE - 4]) != stored {
         return Err(SlotError::Checksum);
     }
-    if v != version {
+    if !versions.contains(&v) {
         return Err(SlotError::Version(v));
     }
-    Ok(c)
+    Ok((c, v))
 }

@@ -10,7 +10,7 @@
 //! ```text
 //! offset size field
 //!   0     8   magic           "AMBER-DB"
-//!   8     4   version         1
+//!   8     4   version         1 or 2 (2: the database has a home)
 //!  12     4   page_size
 //!  16     8   generation      bumped by every superblock write
 //!  24     8   checkpoint_lsn  everything logged before it is installed in the page file
@@ -19,11 +19,14 @@
 //!  48     8   catalog_page    first page of the schema catalog blob
 //!  56    16   db_id           random; the log header must carry the same
 //!  72     8   next_txid       transaction ids continue from here after a restart
-//!  80   428   zero
+//!  80     8   home            version 2: the stored form of swizzled pointers is
+//!                             the persistent address plus this (`home.rs`); version 1: zero
+//!  88   420   zero
 //! 508     4   crc32c of bytes [0, 508)
 //! ```
 
 use super::PageNo;
+use super::home::Home;
 use super::slot;
 pub use super::slot::SLOT_SIZE;
 pub use super::slot::SlotError;
@@ -32,8 +35,12 @@ pub use super::slot::SlotError;
 pub const SLOT_OFFSETS: [u64; 2] = [0, 4096];
 /// Magic bytes.
 pub const MAGIC: &[u8; 8] = b"AMBER-DB";
-/// Format version written and read by this build.
-pub const VERSION: u32 = 1;
+/// Format version of a database with a home; one without (created before
+/// homes existed) keeps [`VERSION_NO_HOME`].
+pub const VERSION: u32 = 2;
+/// Format version of a database without a home: swizzled pointers stored
+/// as persistent addresses.
+pub const VERSION_NO_HOME: u32 = 1;
 
 /// The decoded superblock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +61,20 @@ pub struct Superblock {
     pub db_id: [u8; 16],
     /// Next transaction id.
     pub next_txid: u64,
+    /// Where the stored form of swizzled pointers is at home (version 2;
+    /// [`Home::NONE`] for version 1).
+    pub home: Home,
 }
 
 impl Superblock {
     /// Encodes into a slot.
     pub fn encode(&self) -> [u8; SLOT_SIZE] {
-        let mut b = slot::new(MAGIC, VERSION);
+        let version = if self.home.is_some() {
+            VERSION
+        } else {
+            VERSION_NO_HOME
+        };
+        let mut b = slot::new(MAGIC, version);
         b[12..16].copy_from_slice(&self.page_size.to_le_bytes());
         b[16..24].copy_from_slice(&self.generation.to_le_bytes());
         b[24..32].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
@@ -68,14 +83,15 @@ impl Superblock {
         b[48..56].copy_from_slice(&self.catalog_page.to_le_bytes());
         b[56..72].copy_from_slice(&self.db_id);
         b[72..80].copy_from_slice(&self.next_txid.to_le_bytes());
+        b[80..88].copy_from_slice(&self.home.addr().to_le_bytes());
         slot::seal(&mut b);
         b
     }
 
     /// Decodes a slot.
     pub fn decode(b: &[u8]) -> Result<Superblock, SlotError> {
-        let mut c = slot::open(b, MAGIC, VERSION)?;
-        let sb = Superblock {
+        let (mut c, version) = slot::open_any(b, MAGIC, &[VERSION_NO_HOME, VERSION])?;
+        let mut sb = Superblock {
             page_size: c.u32()?,
             generation: c.u64()?,
             checkpoint_lsn: c.u64()?,
@@ -84,7 +100,19 @@ impl Superblock {
             catalog_page: c.u64()?,
             db_id: c.array()?,
             next_txid: c.u64()?,
+            home: Home::NONE,
         };
+        // Version 1 wrote zeros here; a version 2 home is never zero.
+        let home = Home::new(c.u64()?).map_err(SlotError::Invalid)?;
+        match (version, home.is_some()) {
+            (VERSION, false) => {
+                return Err(SlotError::Invalid("version 2 without a home".into()));
+            }
+            (VERSION_NO_HOME, true) => {
+                return Err(SlotError::Invalid(format!("version 1 with a home ({home})")));
+            }
+            _ => sb.home = home,
+        }
         super::check_page_size(sb.page_size as usize).map_err(SlotError::Invalid)?;
         slot::check_generation(sb.generation)?;
         if sb.checkpoint_lsn > crate::wal::header::MAX_LSN {
@@ -125,6 +153,7 @@ mod tests {
             catalog_page: 4,
             db_id: [9; 16],
             next_txid: 5,
+            home: Home::new(0x1000 << 30).expect("aligned"),
         }
     }
 
@@ -143,5 +172,30 @@ mod tests {
         assert!(Superblock::decode(&[0u8; 512]) == Err(SlotError::BadMagic));
         let last = sb(u64::MAX).encode();
         assert!(matches!(Superblock::decode(&last), Err(SlotError::Invalid(_))));
+    }
+
+    #[test]
+    fn version_follows_the_home() {
+        let with = sb(3);
+        let e = with.encode();
+        assert_eq!(u32::from_le_bytes([e[8], e[9], e[10], e[11]]), VERSION);
+        let without = Superblock {
+            home: Home::NONE,
+            ..with
+        };
+        let e1 = without.encode();
+        assert_eq!(u32::from_le_bytes([e1[8], e1[9], e1[10], e1[11]]), VERSION_NO_HOME);
+        assert_eq!(Superblock::decode(&e1), Ok(without));
+        // A version 1 copy with something at the home's offset, or a
+        // version 2 copy without a home, is damage.
+        let mut bad = e1;
+        bad[80] = 0;
+        bad[83] = 0x40;
+        slot::seal(&mut bad);
+        assert!(matches!(Superblock::decode(&bad), Err(SlotError::Invalid(_))));
+        let mut bad = e;
+        bad[80..88].fill(0);
+        slot::seal(&mut bad);
+        assert!(matches!(Superblock::decode(&bad), Err(SlotError::Invalid(_))));
     }
 }

@@ -290,6 +290,10 @@ struct Tagging;
 const TAG: u64 = 1 << 62;
 
 impl AddrMap for Tagging {
+    /// A home, so that the round trip covers the stored encoding too.
+    fn home(&self) -> crate::format::home::Home {
+        crate::format::home::Home::pick(7)
+    }
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String> {
         if paddr & TAG != 0 || pages == 0 {
             return Err(format!("{paddr:#x} ({pages} pages) cannot be mapped"));

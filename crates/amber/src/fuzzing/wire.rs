@@ -92,6 +92,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             first_data_page: 3,
             page_count: 40,
             snapshot_lsn: 512,
+            home: 0x1234 << 30,
         },
         Response::Error {
             code: ErrorCode::Invalid,

@@ -214,8 +214,14 @@ impl<'a> Marker<'_, 'a> {
 }
 
 impl<'a> Slots<'a> for Marker<'_, 'a> {
-    fn pointer(&mut self, b: &[u8], at: usize, _kind: &'a StoredKind) {
+    fn pointer(&mut self, b: &[u8], at: usize, kind: &'a StoredKind) {
         if let Some(v) = get_u64(b, at).filter(|&v| v != 0) {
+            // A `PRef` is stored in the database's encoding, a `Smart` as
+            // its persistent address (`format/home.rs`).
+            let v = match kind {
+                StoredKind::Ref { .. } => self.map.home.paddr(v),
+                _ => v,
+            };
             self.reach(v, Role::Object);
         }
     }
@@ -225,7 +231,7 @@ impl<'a> Slots<'a> for Marker<'_, 'a> {
             && buf != 0
         {
             self.reach(
-                buf,
+                self.map.home.paddr(buf),
                 Role::Buffer {
                     elem,
                     elem_size,

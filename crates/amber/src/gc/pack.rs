@@ -19,6 +19,7 @@ use super::mark::{Role, image_of, type_of};
 use crate::error::{Error, Result};
 use crate::format::PageNo;
 use crate::format::bytes::{get_u64, put_u32, put_u64};
+use crate::format::home::Home;
 use crate::format::objects::{OBJECT_HEADER, align_up, encode_header, slot_size};
 use crate::format::page::{self, BlockKind, HEADER_SIZE, USED_OFFSET};
 use crate::inspect::deep::Types;
@@ -157,8 +158,10 @@ pub(super) fn build_block(
         ));
         let new = &mut img[at..at + size];
         new.copy_from_slice(&old);
-        rewrite(new, &old, role, &s, to.types, |v| forward(map, layout, v))
-            .map_err(|what| Error::internal(format!("collect: object {:#x}: {what}", s.addr)))?;
+        rewrite(new, &old, role, &s, to.types, map.home, |v| {
+            forward(map, layout, v)
+        })
+        .map_err(|what| Error::internal(format!("collect: object {:#x}: {what}", s.addr)))?;
         used = at + align_up(size);
     }
     put_u32(&mut img, USED_OFFSET, used as u32);
@@ -188,23 +191,25 @@ fn forward(map: &ObjectMap, layout: &Layout, v: u64) -> std::result::Result<u64,
 }
 
 /// Offsets of the reference words of a value: pointer slots, vector buffer
-/// pointers, index root pointers.
+/// pointers, index root pointers; and whether each is stored in the
+/// database's encoding (`PRef`s and buffers) rather than as a persistent
+/// address (`Smart`s and index roots: `format/home.rs`).
 #[derive(Default)]
 struct Recorder {
-    at: Vec<usize>,
+    at: Vec<(usize, bool)>,
 }
 
 impl<'a> Slots<'a> for Recorder {
-    fn pointer(&mut self, _: &[u8], at: usize, _: &'a StoredKind) {
-        self.at.push(at);
+    fn pointer(&mut self, _: &[u8], at: usize, kind: &'a StoredKind) {
+        self.at.push((at, matches!(kind, StoredKind::Ref { .. })));
     }
 
     fn vector(&mut self, _: &[u8], at: usize, _: &'a StoredKind, _: u32) {
-        self.at.push(at);
+        self.at.push((at, true));
     }
 
     fn index(&mut self, _: &[u8], at: usize, _: &'a StoredKind) {
-        self.at.push(at);
+        self.at.push((at, false));
     }
 }
 
@@ -216,6 +221,7 @@ fn rewrite(
     role: Role<'_>,
     s: &Start,
     types: &Types,
+    home: Home,
     mut fwd: impl FnMut(u64) -> std::result::Result<u64, String>,
 ) -> std::result::Result<(), String> {
     let mut rec = Recorder::default();
@@ -241,9 +247,14 @@ fn rewrite(
         }
         Role::Node => return index::relocate(new, fwd),
     }
-    for at in rec.at {
+    for (at, encoded) in rec.at {
         if let Some(v) = get_u64(new, at).filter(|&v| v != 0) {
-            put_u64(new, at, fwd(v)?);
+            let moved = if encoded {
+                home.stored(fwd(home.paddr(v))?)?
+            } else {
+                fwd(v)?
+            };
+            put_u64(new, at, moved);
         }
     }
     Ok(())

@@ -9,6 +9,7 @@
 use super::{Extent, Inspector};
 use crate::error::{Error, Result};
 use crate::format::bytes::{get_u32, get_u64};
+use crate::format::home::Home;
 use crate::format::objects::{FLAG_FREE, FLAG_MARK, ObjectEntry, walk};
 use crate::format::page::{BlockKind, HEADER_SIZE, PageHeader, USED_OFFSET, compute_checksum};
 use crate::io::{OpenMode, read_at_most};
@@ -196,7 +197,9 @@ impl std::fmt::Display for Scalar {
     }
 }
 
-/// A decoded value. Pointers are shown as the persistent addresses stored.
+/// A decoded value. Pointers are shown as the persistent addresses stored
+/// (a `PRef`'s or a buffer's word decoded from the database's encoding,
+/// `format/home.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
     /// A primitive.
@@ -254,7 +257,7 @@ fn scalar(b: &[u8], at: usize, p: Prim) -> Option<Scalar> {
 /// (an array of 2^32 elements in a 64-byte object once asked for 128 GiB
 /// of `Truncated`), so an object shows at most as many values as its body
 /// has bytes, plus 64, and the rest as `Truncated`.
-fn value(b: &[u8], at: usize, k: &StoredKind, left: &mut usize) -> Value {
+fn value(b: &[u8], at: usize, k: &StoredKind, home: Home, left: &mut usize) -> Value {
     let t = Value::Truncated;
     if *left == 0 {
         return t;
@@ -266,13 +269,19 @@ fn value(b: &[u8], at: usize, k: &StoredKind, left: &mut usize) -> Value {
             elem,
             elem_size,
             len,
-        } => array(b, at, elem, *elem_size as usize, *len as usize, left),
-        StoredKind::Struct { fields, .. } => Value::Struct(struct_fields(b, at, fields, left)),
-        StoredKind::Ref { .. } => get_u64(b, at).map_or(t, Value::Ref),
+        } => array(b, at, elem, *elem_size as usize, *len as usize, home, left),
+        StoredKind::Struct { fields, .. } => {
+            Value::Struct(struct_fields(b, at, fields, home, left))
+        }
+        StoredKind::Ref { .. } => get_u64(b, at).map_or(t, |v| Value::Ref(decoded(home, v))),
         StoredKind::Smart { .. } => get_u64(b, at).map_or(t, Value::Smart),
         StoredKind::Vec { .. } | StoredKind::Bytes | StoredKind::Str => {
             match (get_u64(b, at), get_u32(b, at + 8), get_u32(b, at + 12)) {
-                (Some(buffer), Some(len), Some(cap)) => Value::Vector { buffer, len, cap },
+                (Some(word), Some(len), Some(cap)) => Value::Vector {
+                    buffer: decoded(home, word),
+                    len,
+                    cap,
+                },
                 _ => t,
             }
         }
@@ -283,7 +292,16 @@ fn value(b: &[u8], at: usize, k: &StoredKind, left: &mut usize) -> Value {
     }
 }
 
-fn array(b: &[u8], at: usize, elem: &StoredKind, size: usize, n: usize, left: &mut usize) -> Value {
+#[allow(clippy::too_many_arguments)]
+fn array(
+    b: &[u8],
+    at: usize,
+    elem: &StoredKind,
+    size: usize,
+    n: usize,
+    home: Home,
+    left: &mut usize,
+) -> Value {
     if matches!(elem, StoredKind::Prim(Prim::U8 | Prim::I8)) {
         return at
             .checked_add(n)
@@ -292,21 +310,41 @@ fn array(b: &[u8], at: usize, elem: &StoredKind, size: usize, n: usize, left: &m
     }
     Value::Array(
         (0..n.min(*left))
-            .map(|i| value(b, at.saturating_add(i.saturating_mul(size)), elem, left))
+            .map(|i| {
+                value(
+                    b,
+                    at.saturating_add(i.saturating_mul(size)),
+                    elem,
+                    home,
+                    left,
+                )
+            })
             .collect(),
     )
 }
 
-fn struct_fields(b: &[u8], at: usize, fields: &[StoredField], left: &mut usize) -> Vec<FieldValue> {
+fn struct_fields(
+    b: &[u8],
+    at: usize,
+    fields: &[StoredField],
+    home: Home,
+    left: &mut usize,
+) -> Vec<FieldValue> {
     fields
         .iter()
         .map(|f| FieldValue {
             name: f.name.clone(),
             offset: f.offset,
             kind: f.kind.clone(),
-            value: value(b, at.saturating_add(f.offset as usize), &f.kind, left),
+            value: value(b, at.saturating_add(f.offset as usize), &f.kind, home, left),
         })
         .collect()
+}
+
+/// The persistent address a stored `PRef` or buffer word stands for (0:
+/// null).
+fn decoded(home: Home, word: u64) -> u64 {
+    if word == 0 { 0 } else { home.paddr(word) }
 }
 
 /// Decodes one object of `block` by its type in `types`.
@@ -316,6 +354,7 @@ fn object(
     e: &ObjectEntry,
     types: &HashMap<u32, StoredType>,
     ps: usize,
+    home: Home,
 ) -> ObjectView {
     let body = block.get(e.body..e.body + e.size).unwrap_or(&[]);
     let left = &mut (body.len() + 64);
@@ -324,7 +363,7 @@ fn object(
         Some(t) => match &t.shape {
             Shape::Struct(fields) => ObjectValue::Struct {
                 type_size: t.size,
-                fields: struct_fields(body, 0, fields, left),
+                fields: struct_fields(body, 0, fields, home, left),
             },
             Shape::Array(k) => {
                 let size = t.size.max(1) as usize;
@@ -332,7 +371,7 @@ fn object(
                 ObjectValue::Array {
                     elem: k.clone(),
                     count,
-                    elements: array(body, 0, k, size, count, left),
+                    elements: array(body, 0, k, size, count, home, left),
                 }
             }
         },
@@ -396,7 +435,7 @@ impl Inspector {
                 .collect();
             for e in walk(&image, header.used as usize) {
                 match e {
-                    Ok(e) => objects.push(object(&image, ext.start, &e, &types, ps)),
+                    Ok(e) => objects.push(object(&image, ext.start, &e, &types, ps, s.home())),
                     Err(err) => map_damage = Some(err.to_string()),
                 }
             }

@@ -32,6 +32,7 @@ pub(crate) mod deep;
 mod files;
 mod report;
 
+pub use crate::format::home::Home;
 pub use crate::format::meta::RootEntry;
 pub use crate::format::page::{BlockKind, HEADER_SIZE as BLOCK_HEADER_SIZE, PageHeader};
 pub use crate::format::superblock::Superblock;

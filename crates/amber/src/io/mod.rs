@@ -71,6 +71,13 @@ pub trait IoFile: Send + Sync + Debug {
     /// Lets go of the lock taken by [`try_lock_exclusive`](Self::try_lock_exclusive)
     /// (closing the file lets go of it too).
     fn unlock(&self) -> io::Result<()>;
+    /// The operating system's descriptor of the file, for mapping it (the
+    /// mapped fault backend, `vm/mapped.rs`); `None` for a file that is a
+    /// model (crash models, fault injection), which the backend then does
+    /// not serve.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// Reads up to `buf.len()` bytes at `off`, zero-filling what lies past the end

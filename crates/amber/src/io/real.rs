@@ -87,4 +87,8 @@ impl IoFile for RealFile {
     fn unlock(&self) -> io::Result<()> {
         self.file.unlock()
     }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(&self.file))
+    }
 }

@@ -7,6 +7,7 @@ use super::{Source, SourceTx};
 use crate::error::Result;
 use crate::format::meta::RootEntry;
 use crate::format::page::BlockKind;
+use crate::format::home::Home;
 use crate::format::{PAddr, PageNo};
 use crate::store::{ClusterBlock, CommitInfo, Core, Refreshed, Store, StoreStats, StoreTx};
 use crate::wal::TxId;
@@ -19,6 +20,10 @@ impl Source for Store {
 
     fn page_size(&self) -> usize {
         Core::page_size(core(self))
+    }
+
+    fn home(&self) -> Home {
+        Core::home(core(self))
     }
 
     fn page_count(&self) -> PageNo {

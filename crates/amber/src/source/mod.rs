@@ -26,6 +26,7 @@ pub mod remote;
 mod remote_tx;
 pub mod tls;
 
+use crate::format::home::Home;
 use crate::error::Result;
 use crate::format::meta::RootEntry;
 use crate::format::page::BlockKind;
@@ -43,6 +44,9 @@ pub trait Source: Send + Sync + fmt::Debug {
 
     /// Page size in bytes.
     fn page_size(&self) -> usize;
+
+    /// How the database stores its swizzled pointers (`format/home.rs`).
+    fn home(&self) -> Home;
 
     /// Pages the database spans (allocated or free).
     fn page_count(&self) -> PageNo;

@@ -21,6 +21,7 @@
 
 mod cluster;
 
+use crate::format::home::Home;
 use super::clean::CleanImages;
 use super::remote_tx::RemoteTx;
 use super::tls::{TlsFailure, TlsOptions};
@@ -114,6 +115,8 @@ pub struct Remote {
     /// The URL, as errors name it.
     url: PathBuf,
     page_size: usize,
+    /// How the database stores swizzled pointers (from the `Welcome`).
+    home: Home,
     conn: Arc<Mutex<Conn>>,
     snap: RwLock<Snapshot>,
     max_frame: u32,
@@ -238,6 +241,7 @@ impl Remote {
             page_size,
             page_count,
             snapshot_lsn,
+            home,
             ..
         } = welcome
         else {
@@ -256,6 +260,8 @@ impl Remote {
             .ok()
             .filter(|p| p.is_power_of_two() && *p >= 512)
             .ok_or_else(|| remote(&url_path, format!("page size {page_size} is not one Amber uses")))?;
+        let home = Home::new(home)
+            .map_err(|e| remote(&url_path, format!("the server's database has {e}")))?;
         let conn = Arc::new(Mutex::new(conn));
         let keepalive = match opts.keepalive {
             Some(every) => Some(keep_alive(&conn, url_path.clone(), opts.max_frame, every)?),
@@ -264,6 +270,7 @@ impl Remote {
         let r = Remote {
             url: url_path,
             page_size,
+            home,
             conn,
             snap: RwLock::new(Snapshot {
                 lsn: snapshot_lsn,
@@ -521,6 +528,10 @@ impl Source for Remote {
 
     fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    fn home(&self) -> Home {
+        self.home
     }
 
     fn page_count(&self) -> PageNo {

@@ -42,6 +42,7 @@ pub mod verify;
 mod wpl;
 
 use crate::error::{Error, Result, corrupt};
+use crate::format::home::Home;
 use crate::format::meta::RootEntry;
 use crate::format::superblock::Superblock;
 use crate::format::{PageNo, first_data_page};
@@ -75,6 +76,14 @@ pub struct StoreOptions {
     pub checkpoint_pending_bytes: usize,
     /// Checkpoint when the database is closed.
     pub checkpoint_on_close: bool,
+    /// The home of a new database (ignored when opening): where its
+    /// reservation of address space goes if it can, and how its pointers
+    /// are stored (docs/design.md §1.1). `None` picks one at random among
+    /// 1,024 slots from 16 TiB; `Some(0)` creates a database without a
+    /// home (superblock version 1, pointers stored as persistent addresses,
+    /// as in databases created before homes); otherwise a multiple of
+    /// 1 GiB.
+    pub home: Option<u64>,
     /// The least log-file length (past its header) kept after a checkpoint
     /// empties the log. A checkpoint cuts the log file back to its usual
     /// size — the larger of this and the longest of the last four epochs
@@ -94,6 +103,7 @@ impl Default for StoreOptions {
             checkpoint_pending_bytes: 256 << 20,
             checkpoint_on_close: true,
             log_keep_bytes: 4 << 20,
+            home: None,
         }
     }
 }
@@ -157,6 +167,8 @@ pub struct Core {
     path: PathBuf,
     wal_path: PathBuf,
     page_size: usize,
+    /// From the superblock; never changes.
+    home: Home,
     file: Box<dyn IoFile>,
     log: Option<LogWriter>,
     opts: StoreOptions,
@@ -227,6 +239,36 @@ impl Core {
     /// Page size in bytes.
     pub fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    /// How the database stores its swizzled pointers (`format/home.rs`):
+    /// fixed at creation.
+    pub fn home(&self) -> Home {
+        self.home
+    }
+
+    /// The page file's descriptor and length, for mapping it (`None` when
+    /// it is a model, not a file of the operating system).
+    pub(crate) fn page_file(&self) -> Option<(std::os::fd::RawFd, u64)> {
+        let fd = self.file.raw_fd()?;
+        Some((fd, self.file.size().ok()?))
+    }
+
+    /// How many times checkpoints have moved committed bytes so far
+    /// (`State::installs`).
+    pub(crate) fn installs(&self) -> u64 {
+        self.lock().installs
+    }
+
+    /// The heads of the blocks whose committed image is not all in the page
+    /// file (changes pending or being installed), and [`installs`](Self::installs).
+    pub(crate) fn unsettled(&self) -> (std::collections::HashSet<PageNo>, u64) {
+        let st = self.lock();
+        let mut heads: std::collections::HashSet<PageNo> = st.pending.keys().copied().collect();
+        if let Some(c) = st.installing.as_deref() {
+            heads.extend(c.keys().copied());
+        }
+        (heads, st.installs)
     }
 
     /// The first page number that can hold a block.

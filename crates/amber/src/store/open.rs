@@ -14,6 +14,7 @@ use super::{Core, RecoveryReport, Store, StoreOptions, checkpoint, corrupt, reco
 use crate::error::{Error, FileKind, Location, Result};
 use crate::fasthash::IntMap;
 use crate::format::first_data_page;
+use crate::format::home::Home;
 use crate::format::superblock::{self, SLOT_OFFSETS, SLOT_SIZE, SlotError, Superblock};
 use crate::io::{IoFile, OpenMode, Vfs};
 use crate::wal::header::{self as log_header, LogHeader, RECORDS_START};
@@ -66,6 +67,14 @@ impl Store {
             )));
         }
         let db_id = new_db_id();
+        let home = match opts.home {
+            None => {
+                let mut r = [0u8; 8];
+                r.copy_from_slice(&db_id[..8]);
+                Home::pick(u64::from_le_bytes(r))
+            }
+            Some(addr) => Home::new(addr).map_err(Error::Invalid)?,
+        };
         // The log first, the superblock last: a database whose superblock is
         // valid has everything else.
         let logf = vfs
@@ -88,6 +97,7 @@ impl Store {
                 catalog_page: 0,
                 db_id,
                 next_txid: 1,
+                home,
             },
             sb_slot: 1,
             fsm: FreeSpace::new(first),
@@ -140,6 +150,7 @@ impl Store {
             path: path.to_path_buf(),
             wal_path: wal,
             page_size: ps,
+            home: st.sb.home,
             file,
             log: Some(log),
             opts,
@@ -255,6 +266,7 @@ impl Store {
             path: path.to_path_buf(),
             wal_path: wal,
             page_size: ps,
+            home: sb.home,
             file,
             log,
             opts,

@@ -8,6 +8,11 @@
 //! before diffing it) share them, and tests can drive them without memory
 //! mapping.
 //!
+//! The words are stored in the database's encoding (`format/home.rs`): a
+//! persistent address plus the database's home, which the map names
+//! ([`AddrMap::home`]); with the reservation at home, swizzling a pointer
+//! to the identity region gives the word back unchanged.
+//!
 //! Both also refuse a 0 in a slot that may not hold null (`PRef<T>`,
 //! `Smart<T>`: a `NonZeroU64` holding 0 is undefined behaviour): a fetched
 //! page holding one is damaged or crafted, and is not installed; a block
@@ -15,6 +20,7 @@
 //! logged.
 
 use crate::format::bytes::{get_u32, get_u64, put_u64};
+use crate::format::home::Home;
 use crate::format::objects::{self, OBJECT_ALIGN, ObjectEntry};
 use crate::format::page::{HEADER_SIZE, PageHeader};
 use crate::schema::desc::kind_name;
@@ -23,6 +29,9 @@ use crate::schema::registry::{Snapshot, TypeEntry};
 
 /// Converts between persistent and virtual addresses.
 pub trait AddrMap {
+    /// The home of the database whose blocks are converted: how its
+    /// swizzled pointers are stored. No default, so that every map says.
+    fn home(&self) -> Home;
     /// The virtual address of persistent address `paddr`, whose block spans
     /// `pages` pages (a frame run is reserved for it if needed).
     fn to_va(&self, paddr: u64, pages: u32) -> Result<u64, String>;
@@ -153,6 +162,7 @@ fn convert_refs(
         .checked_add(n * 8)
         .and_then(|end| block.get_mut(body..end))
         .ok_or_else(|| format!("array at offset {body} outside its block"))?;
+    let home = map.home();
     for word in words.chunks_exact_mut(8) {
         let mut b = [0u8; 8];
         b.copy_from_slice(word);
@@ -161,30 +171,30 @@ fn convert_refs(
             continue;
         }
         let out = match dir {
-            Direction::Unswizzle => map.to_paddr(v)?,
-            Direction::Swizzle => map.to_va(aligned(v)?, pages)?,
+            Direction::Unswizzle => home.stored(map.to_paddr(v)?)?,
+            Direction::Swizzle => map.to_va(home.paddr(aligned(v)?), pages)?,
         };
         word.copy_from_slice(&out.to_le_bytes());
     }
     Ok(())
 }
 
-/// `paddr`, if it can be an object's address: bodies are 8-aligned. A
-/// swizzled pointer is then aligned by construction, so the dereference
-/// need not check (`vm/typed.rs`).
+/// The stored word `v`, if it can be an object's address: bodies are
+/// 8-aligned (and a home is, far more). A swizzled pointer is then aligned
+/// by construction, so the dereference need not check (`vm/typed.rs`).
 #[inline(always)]
-fn aligned(paddr: u64) -> Result<u64, String> {
-    if paddr.is_multiple_of(OBJECT_ALIGN as u64) {
-        Ok(paddr)
+fn aligned(v: u64) -> Result<u64, String> {
+    if v.is_multiple_of(OBJECT_ALIGN as u64) {
+        Ok(v)
     } else {
-        Err(misaligned(paddr))
+        Err(misaligned(v))
     }
 }
 
 #[cold]
 #[inline(never)]
-fn misaligned(paddr: u64) -> String {
-    format!("a pointer holds {paddr:#x}, which is not an object's address (not 8-aligned)")
+fn misaligned(v: u64) -> String {
+    format!("a pointer holds {v:#x}, which is not an object's address (not 8-aligned)")
 }
 
 /// Converts the pointers of the object (or array element) of type `t` at
@@ -201,6 +211,7 @@ fn convert_slots(
     map: &impl AddrMap,
     dir: Direction,
 ) -> Result<(), String> {
+    let home = map.home();
     for s in &t.layout.slots {
         let at = base + s.offset as usize;
         let Some(v) = get_u64(block, at) else {
@@ -219,12 +230,14 @@ fn convert_slots(
                 continue;
             }
             (Direction::Swizzle, SlotKind::Smart) => continue,
-            (Direction::Unswizzle, _) => map.to_paddr(v)?,
-            (Direction::Swizzle, SlotKind::Ref { pages, .. }) => map.to_va(aligned(v)?, pages)?,
+            (Direction::Unswizzle, _) => home.stored(map.to_paddr(v)?)?,
+            (Direction::Swizzle, SlotKind::Ref { pages, .. }) => {
+                map.to_va(home.paddr(aligned(v)?), pages)?
+            }
             (Direction::Swizzle, SlotKind::Buffer { elem_size }) => {
                 let cap = get_u32(block, at + 12).ok_or("buffer capacity truncated")?;
                 map.to_va(
-                    aligned(v)?,
+                    home.paddr(aligned(v)?),
                     pages_for(u64::from(cap) * u64::from(elem_size), page_size),
                 )?
             }

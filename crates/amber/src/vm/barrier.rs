@@ -142,6 +142,9 @@ impl FrameSpace {
                     f = e;
                 }
             }
+            // Nothing is protected: a write is found by its private copy,
+            // and the barrier pins what it notes as it does elsewhere.
+            Imp::Mapped(_) => {}
         }
         self.software.store(on, Ordering::Release);
         Ok(changed)

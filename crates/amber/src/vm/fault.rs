@@ -41,14 +41,24 @@ impl FrameSpace {
                 ));
             }
         };
-        if self.is_resident(f) {
-            return Ok(());
-        }
         let mut inst = Installer {
             space: self,
             frame: f,
             hit: false,
         };
+        if self.mapped_state().is_some() {
+            // The kernel serves every frame; a block met here for the
+            // first time is checked as a fetch checks it (the service
+            // returns its damage), then known clean (`mapped.rs`).
+            if !self.checked(f) {
+                self.service.missing(f, &mut inst)?;
+                self.note_checked(f);
+            }
+            return Ok(());
+        }
+        if self.is_resident(f) {
+            return Ok(());
+        }
         // The service installs the frame, but a service running at the same
         // time for another thread (an `ensure_resident`, or a fault served
         // while this one is) may evict it again, under a cache budget,
@@ -140,6 +150,12 @@ impl FrameSpace {
     /// thread's.
     pub(crate) fn on_sigsegv(&self, addr: usize, write: Option<bool>) {
         let Some(f) = self.frame_at(addr) else { return };
+        if let Imp::Mapped(m) = &self.imp {
+            // The first write to an unwatched window (`mapped_writes.rs`):
+            // no Amber lock is taken to watch it, whatever the thread holds.
+            self.mapped_fault(m, addr, f, write);
+            return;
+        }
         let held = held::local();
         if !held.is_empty() {
             fatal(format_args!(
@@ -240,7 +256,7 @@ impl FrameSpace {
         let src = match &self.imp {
             // SAFETY: addr - base is inside the staging view's range.
             Imp::Sigsegv(s) => unsafe { s.staging.ptr().add(addr - self.base()) },
-            Imp::Uffd(_) => addr as *mut u8,
+            Imp::Uffd(_) | Imp::Mapped(_) => addr as *mut u8,
         };
         // SAFETY: the frame is resident and readable in the chosen view (the
         // caller checked under the lock, which also excludes eviction), so
@@ -268,6 +284,7 @@ impl FrameSpace {
                 };
                 Ok(())
             }
+            Imp::Mapped(m) => self.mapped_copy_in(m, addr, data),
             Imp::Uffd(u) => {
                 let hp = self.host_page;
                 let (lo, hi) = (addr & !(hp - 1), (addr + data.len() + hp - 1) & !(hp - 1));

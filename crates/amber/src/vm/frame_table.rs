@@ -233,6 +233,16 @@ impl FrameTable {
         Some((head - 1, (run >> 32) as u32, run as u32))
     }
 
+    /// Whether `f` is an identity frame never given a run nor a state:
+    /// [`assign`](Self::assign) can make it part of a block of any shape.
+    pub(crate) fn unshaped(&self, f: FrameNo) -> bool {
+        f < self.direct
+            && self.meta(f).is_some_and(|m| {
+                m.head_plus_one.load(Ordering::Acquire) == 0
+                    && m.state.load(Ordering::Acquire) == UNASSIGNED
+            })
+    }
+
     /// Whether `page..page + run_len` lies in the identity region.
     pub(crate) fn is_direct(&self, page: u64, run_len: u32) -> bool {
         page.checked_add(u64::from(run_len))

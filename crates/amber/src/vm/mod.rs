@@ -1,5 +1,6 @@
-//! Virtual memory: the address-space reservation, the frame table, and the two
-//! fault backends (userfaultfd and SIGSEGV). The only module allowed unsafe code.
+//! Virtual memory: the address-space reservation, the frame table, and the
+//! fault backends (userfaultfd, SIGSEGV, and the page file mapped at a
+//! database's home). The only module allowed unsafe code.
 //!
 //! # The model
 //!
@@ -29,6 +30,15 @@
 //! | `evict` | `MADV_DONTNEED` | `mprotect(PROT_NONE)`, then punch a hole in the memfd |
 //! | `evict_clean_batch` while writers may run | `mprotect` read-only over the batch's span, one `PAGEMAP_SCAN`, `MADV_DONTNEED` per unwritten victim, the span read-write again | claim the frames CLEAN → EVICTING against the first-write handler, then as `evict` |
 //! | `copy_out` / `copy_in` | make resident, then memcpy through the program's view under the lock | memcpy through the staging view under the lock |
+//!
+//! The third backend, `MappedUnverified` (`mapped.rs`, `mapped_writes.rs`),
+//! has no missing frame: the page file is mapped copy-on-write over the
+//! reservation, placed at the database's home, and the kernel serves every
+//! first touch from its page cache; a window is read-only until its first
+//! write, a SIGSEGV that watches it with asynchronous write-protect, and
+//! `PAGEMAP_SCAN` of the watched windows lists what was written; `evict`
+//! drops private copies (the frames read the file again) and a block met
+//! by `ensure_resident` is checked by the service without being installed.
 //!
 //! Neither `copy_in` nor `install` counts as a program write: a frame's
 //! clean/written status is unchanged by `copy_in` (so the layer above can restore
@@ -118,6 +128,8 @@ mod fault;
 mod frame_table;
 mod held;
 mod lock;
+mod mapped;
+mod mapped_writes;
 mod pagemap;
 mod reads;
 #[cfg(feature = "internals")]
@@ -136,6 +148,7 @@ pub use barrier::{Barrier, Memory};
 pub use buffer::BigBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};
+pub use mapped::MappedFile;
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{

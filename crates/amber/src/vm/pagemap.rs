@@ -43,6 +43,9 @@ const PAGEMAP_SCAN: libc::c_ulong = iowr(b'f', 16, std::mem::size_of::<PmScanArg
 const PM_SCAN_WP_MATCHING: u64 = 1 << 0;
 const PM_SCAN_CHECK_WPASYNC: u64 = 1 << 1;
 const PAGE_IS_WRITTEN: u64 = 1 << 1;
+const PAGE_IS_FILE: u64 = 1 << 2;
+const PAGE_IS_PRESENT: u64 = 1 << 3;
+const PAGE_IS_PFNZERO: u64 = 1 << 5;
 
 const _: () = assert!(std::mem::size_of::<PmScanArg>() == 96);
 const _: () = assert!(std::mem::size_of::<PageRegion>() == 24);
@@ -64,7 +67,7 @@ impl PageMap {
         // An empty scan of an empty range: ENOTTY/EINVAL on kernels without it.
         let probe = [0u8; 1];
         let a = probe.as_ptr() as u64 & !(sys::host_page_size() as u64 - 1);
-        pm.scan(a, a, 0, &mut |_, _| {})?;
+        pm.scan(a, a, 0, Category::WRITTEN, &mut |_, _| {})?;
         Ok(pm)
     }
 
@@ -82,7 +85,15 @@ impl PageMap {
         } else {
             0
         };
-        self.scan(start, end, flags, out)
+        self.scan(start, end, flags, Category::WRITTEN, out)
+    }
+
+    /// Calls `out(start, end)` for every run of host pages in `[start,
+    /// end)` that hold a private copy: present, neither a page of the file
+    /// mapped there nor the shared zero page (a page of a private file
+    /// mapping written since it was mapped, or anonymous memory written).
+    pub(crate) fn copied(&self, start: u64, end: u64, out: &mut dyn FnMut(u64, u64)) -> io::Result<()> {
+        self.scan(start, end, 0, Category::COPIED, out)
     }
 
     fn scan(
@@ -90,6 +101,7 @@ impl PageMap {
         start: u64,
         end: u64,
         flags: u64,
+        want: Category,
         out: &mut dyn FnMut(u64, u64),
     ) -> io::Result<()> {
         let mut regions = [PageRegion::default(); 256];
@@ -102,21 +114,46 @@ impl PageMap {
                 end,
                 vec: regions.as_mut_ptr() as u64,
                 vec_len: regions.len() as u64,
-                category_mask: PAGE_IS_WRITTEN,
-                return_mask: PAGE_IS_WRITTEN,
+                category_inverted: want.inverted,
+                category_mask: want.mask,
+                return_mask: want.mask,
                 ..PmScanArg::default()
             };
             // SAFETY: PmScanArg matches struct pm_scan_arg (size checked above);
             // `vec` points at `vec_len` writable page_region entries on our stack
             // that outlive the call; the scanned range is our own mapping.
             let n = unsafe { sys::ioctl(self.file.as_raw_fd(), PAGEMAP_SCAN, &mut arg)? } as usize;
-            for r in &regions[..n.min(regions.len())] {
+            let found = &regions[..n.min(regions.len())];
+            for r in found {
                 out(r.start, r.end);
             }
-            if arg.walk_end >= end || (arg.walk_end <= at && n == 0) {
-                return Ok(());
+            // The walk went to the end unless the vector filled up. (On
+            // Linux 6.18 `walk_end` may lie below regions the call already
+            // reported when it did not fill up: going on from there would
+            // report them again.)
+            match found.last() {
+                Some(last) if n == regions.len() && last.end < end => at = last.end.max(arg.walk_end),
+                _ => return Ok(()),
             }
-            at = arg.walk_end;
         }
     }
+}
+
+/// Which pages a scan reports: those whose categories, `inverted` ones
+/// flipped, include all of `mask`.
+#[derive(Clone, Copy)]
+struct Category {
+    inverted: u64,
+    mask: u64,
+}
+
+impl Category {
+    const WRITTEN: Category = Category {
+        inverted: 0,
+        mask: PAGE_IS_WRITTEN,
+    };
+    const COPIED: Category = Category {
+        inverted: PAGE_IS_FILE | PAGE_IS_PFNZERO,
+        mask: PAGE_IS_PRESENT | PAGE_IS_FILE | PAGE_IS_PFNZERO,
+    };
 }

@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 /// Reads one byte of each page of a fresh read-only private mapping of
 /// `file` (pages of `page_size` bytes), in the order `order` gives, and
 /// returns the time the reads took. With `one_per_fault` the mapping is
-/// advised `MADV_RANDOM` first, which turns off the kernel's fault-around
-/// (that maps up to 16 neighbouring cached pages per fault), so every page
-/// costs one minor fault. Pages past the file's end are refused (reading
-/// one through the mapping would be a SIGBUS).
+/// advised `MADV_RANDOM` first, meant to turn off the kernel's fault-around
+/// (that maps up to 16 neighbouring cached pages per fault); on Linux 6.18
+/// it does not (the kernel still maps the page-cache folio, or 16 pages,
+/// per fault: docs/design.md §4.3.1). Pages past the file's end are
+/// refused (reading one through the mapping would be a SIGBUS).
 pub fn mapped_read(
     file: &File,
     page_size: usize,

@@ -5,7 +5,7 @@
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
-use super::frame_table::{self, CLEAN, DIRTY, EVICTING, NOT_RESIDENT};
+use super::frame_table::{CLEAN, DIRTY, EVICTING, NOT_RESIDENT};
 use super::lock::Guard;
 use super::space::{FrameSpace, Imp, UffdState};
 use super::sys;
@@ -47,6 +47,11 @@ impl FrameSpace {
         let g = self.lock.lock();
         let dirty = how == InstallAs::Dirty || !self.track_writes;
         let state = if dirty { DIRTY } else { CLEAN };
+        if let Imp::Mapped(m) = &self.imp {
+            self.mapped_install(&g, m, frame, data, state)?;
+            installed_run(frame, n);
+            return Ok(n);
+        }
         // Under a software barrier a clean frame is writable too: the
         // barrier, not the protection, notices its first write.
         let protect = !dirty && self.protecting();
@@ -91,6 +96,8 @@ impl FrameSpace {
                     };
                     self.protect(frame + i, j - i, prot)?;
                 }
+                // Installed above, every frame.
+                Imp::Mapped(_) => {}
             }
             for k in i..j {
                 if let Some(m) = self.table.meta(frame + k) {
@@ -140,9 +147,11 @@ impl FrameSpace {
     }
 
     /// Makes frames `f..f+n` not resident (lock held).
-    fn drop_frames(&self, _g: &Guard<'_>, f: FrameNo, n: u32) -> Result<(), VmError> {
+    fn drop_frames(&self, g: &Guard<'_>, f: FrameNo, n: u32) -> Result<(), VmError> {
         let (addr, bytes) = (self.frame_addr(f), n as usize * self.frame_size);
         match &self.imp {
+            // They read the file again (zeros past it): `mapped.rs`.
+            Imp::Mapped(m) => self.mapped_evict(g, m, f, n)?,
             Imp::Uffd(_) => {
                 sys::madvise(addr, bytes, libc::MADV_DONTNEED).map_err(|e| VmError::Os {
                     op: "madvise",
@@ -252,7 +261,9 @@ impl FrameSpace {
         for &(f, n) in victims {
             self.check_frames(f, n)?;
         }
-        if !self.track_writes {
+        // The mapped backend serves no cache budget: nothing to evict (and
+        // what it would drop of a written page is its only copy).
+        if !self.track_writes || self.mapped_state().is_some() {
             return Ok(());
         }
         let g = self.lock.lock();
@@ -412,7 +423,7 @@ impl FrameSpace {
                 self.fill_here(fr)?;
                 let g = self.lock.lock();
                 // Evicted between fill and lock: fetch again.
-                if frame_table::is_resident_state(self.table.state(fr)) {
+                if self.is_resident(fr) {
                     piece(&g, self.base + at, at - start - offset, n)?;
                     break;
                 }

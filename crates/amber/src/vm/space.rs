@@ -18,6 +18,7 @@ use super::types::{
     VmError,
 };
 use super::uffd::{self, HandlerThread, Uffd};
+use super::mapped::{self, MappedFile, MappedState};
 
 /// Handed to [`FaultService::missing`]: installs pages and reaches the
 /// FrameSpace (to assign frames while swizzling) without a strong reference.
@@ -114,6 +115,7 @@ pub(crate) struct SigState {
 pub(crate) enum Imp {
     Uffd(UffdState),
     Sigsegv(SigState),
+    Mapped(MappedState),
 }
 
 /// A reservation of address space divided into frames; see the module docs.
@@ -126,6 +128,9 @@ pub struct FrameSpace {
     pub(crate) track_writes: bool,
     backend: Backend,
     reason: String,
+    /// Whether the reservation sits at the home it was asked for
+    /// ([`VmConfig::home`](super::VmConfig::home)).
+    at_home: bool,
     pub(crate) service: Arc<dyn FaultService>,
     pub(crate) table: FrameTable,
     pub(crate) lock: OwnerLock,
@@ -178,8 +183,12 @@ fn choose(choice: BackendChoice, env: Option<&str>) -> Result<(BackendChoice, St
         (BackendChoice::Auto, Some("sigsegv")) => {
             Ok((BackendChoice::Sigsegv, "AMBER_FAULT_BACKEND=sigsegv".into()))
         }
+        (BackendChoice::Auto, Some("mapped-unverified")) => Ok((
+            BackendChoice::MappedUnverified,
+            "AMBER_FAULT_BACKEND=mapped-unverified".into(),
+        )),
         (BackendChoice::Auto, Some(v)) if !v.is_empty() => Err(VmError::InvalidConfig(format!(
-            "AMBER_FAULT_BACKEND={v}: expected uffd or sigsegv"
+            "AMBER_FAULT_BACKEND={v}: expected uffd, sigsegv or mapped-unverified"
         ))),
         (BackendChoice::Auto, _) => Ok((BackendChoice::Auto, String::new())),
         (c, _) => Ok((c, "chosen by configuration".into())),
@@ -206,15 +215,30 @@ impl FrameSpace {
         let len = nframes as usize * fs;
         let env = std::env::var("AMBER_FAULT_BACKEND").ok();
         let (choice, mut reason) = choose(cfg.backend, env.as_deref())?;
-        let table = FrameTable::new(nframes, cfg.direct_pages)?;
-
-        let place = (fs, cfg.address_hint);
-        let (imp, main, backend) = match choice {
-            BackendChoice::Sigsegv => {
+        let place = Placement {
+            align: fs,
+            hint: cfg.address_hint,
+            home: cfg.home,
+        };
+        let mapped = match (choice, &cfg.file) {
+            (BackendChoice::MappedUnverified, Ok(file)) => new_mapped(len, place, *file),
+            (BackendChoice::MappedUnverified, Err(why)) => Err(why.clone()),
+            _ => Err(String::new()),
+        };
+        let (imp, main, backend) = match (choice, mapped) {
+            (_, Ok((imp, main))) => (imp, main, Backend::MappedUnverified),
+            (BackendChoice::MappedUnverified, Err(why)) => {
+                // Where the database cannot be served so, it is served as
+                // `Auto` would serve it, saying why.
+                let (imp, main, backend, auto) = auto(len, nframes, &cfg, place)?;
+                reason = format!("{reason}: mapped-unverified cannot serve it ({why}); {auto}");
+                (imp, main, backend)
+            }
+            (BackendChoice::Sigsegv, _) => {
                 let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
                 (imp, main, Backend::Sigsegv)
             }
-            BackendChoice::Uffd => match new_uffd(len, cfg.track_writes, place) {
+            (BackendChoice::Uffd, _) => match new_uffd(len, cfg.track_writes, place) {
                 Ok((imp, main)) => (imp, main, Backend::Uffd),
                 Err(why) => {
                     return Err(VmError::BackendUnavailable {
@@ -223,22 +247,26 @@ impl FrameSpace {
                     });
                 }
             },
-            BackendChoice::Auto => match new_uffd(len, cfg.track_writes, place) {
-                Ok((imp, main)) => {
-                    reason = "auto: userfaultfd opened with WP_ASYNC and PAGEMAP_SCAN".into();
-                    (imp, main, Backend::Uffd)
-                }
-                Err(why) => {
-                    reason = format!("auto: userfaultfd unusable ({why}); using SIGSEGV");
-                    let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
-                    (imp, main, Backend::Sigsegv)
-                }
-            },
+            (BackendChoice::Auto, _) => {
+                let (imp, main, backend, auto) = auto(len, nframes, &cfg, place)?;
+                reason = auto;
+                (imp, main, backend)
+            }
         };
+        let at_home = cfg.home != 0 && main.addr() == cfg.home;
+        // The mapped backend's identity region is as large as it can be:
+        // a page allocated in the session must have the frame its stored
+        // address names, as every page of the file has.
+        let direct = match backend {
+            Backend::MappedUnverified => u64::MAX,
+            _ => cfg.direct_pages,
+        };
+        let table = FrameTable::new(nframes, direct)?;
         let space = Arc::new(FrameSpace {
             frame_size: fs,
             shift: fs.trailing_zeros(),
             host_page,
+            at_home,
             base: main.addr(),
             len,
             track_writes: cfg.track_writes,
@@ -292,6 +320,8 @@ impl FrameSpace {
                     })?;
                 *s.service.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
             }
+            // The kernel serves every fault.
+            Imp::Mapped(_) => {}
         }
         Ok(space)
     }
@@ -344,6 +374,13 @@ impl FrameSpace {
         self.base
     }
 
+    /// Whether the reservation sits at the home it was asked for: frame
+    /// `p` of the identity region is then at the address a database with
+    /// that home stores for page `p` (`format/home.rs`).
+    pub fn at_home(&self) -> bool {
+        self.at_home
+    }
+
     /// Address of the first byte of frame `f` (computed; not checked).
     pub fn frame_addr(&self, f: FrameNo) -> usize {
         self.base + ((f as usize) << self.shift)
@@ -365,6 +402,7 @@ impl FrameSpace {
     /// The frame of `page`, assigning fresh frames if it has none: `run_len`
     /// contiguous ones for `page..page+run_len` (a large object).
     pub fn assign(&self, page: u64, run_len: u32) -> Result<FrameNo, VmError> {
+        self.check_mapped(page, run_len)?;
         // Already assigned, as this run (what the locked path would answer):
         // no lock on the swizzling path.
         if let Some(f) = self.table.lookup(page)
@@ -382,6 +420,9 @@ impl FrameSpace {
     /// neighbouring blocks can be installed with one call. Blocks that have a
     /// frame keep it.
     pub fn assign_span(&self, lo: u64, blocks: &[(u64, u32)]) -> Result<(), VmError> {
+        for &(h, n) in blocks {
+            self.check_mapped(h, n)?;
+        }
         let g = self.lock.lock();
         self.table.assign_span(&g, lo, blocks)
     }
@@ -392,7 +433,11 @@ impl FrameSpace {
     }
 
     pub fn is_resident(&self, f: FrameNo) -> bool {
-        frame_table::is_resident_state(self.table.state(f))
+        match &self.imp {
+            // Every assigned frame reads the file or memory of its own.
+            Imp::Mapped(_) => self.table.state(f) != UNASSIGNED,
+            _ => frame_table::is_resident_state(self.table.state(f)),
+        }
     }
 
     /// Makes `f` resident by running the service in the calling thread, so
@@ -433,13 +478,32 @@ impl FrameSpace {
     }
 }
 
-/// Frame size and address hint of a reservation.
-type Placement = (usize, usize);
+/// Where a reservation goes: at `home` if it is not 0 and nothing is
+/// mapped there, else aligned to `align` near `hint`.
+#[derive(Clone, Copy)]
+struct Placement {
+    align: usize,
+    hint: usize,
+    home: usize,
+}
 
-fn new_uffd(len: usize, track: bool, (align, hint): Placement) -> Result<(Imp, Mapping), String> {
+impl Placement {
+    fn reserve(self, len: usize, prot: libc::c_int, fd: Option<libc::c_int>) -> std::io::Result<Mapping> {
+        if self.home != 0
+            && self.home.is_multiple_of(self.align)
+            && let Some(m) = Mapping::reserve_at(len, prot, fd, self.home)?
+        {
+            return Ok(m);
+        }
+        Mapping::reserve(len, prot, fd, self.align, self.hint)
+    }
+}
+
+fn new_uffd(len: usize, track: bool, place: Placement) -> Result<(Imp, Mapping), String> {
     let uffd = Uffd::open(uffd::UFFD_FEATURE_WP_ASYNC | uffd::UFFD_FEATURE_THREAD_ID)?;
     let pagemap = PageMap::open().map_err(|e| format!("PAGEMAP_SCAN unavailable: {e}"))?;
-    let main = Mapping::reserve(len, libc::PROT_READ | libc::PROT_WRITE, None, align, hint)
+    let main = place
+        .reserve(len, libc::PROT_READ | libc::PROT_WRITE, None)
         .map_err(|e| format!("reserving {len} bytes: {e}"))?;
     advise_reservation(&main);
     let mode = uffd::UFFDIO_REGISTER_MODE_MISSING
@@ -460,10 +524,51 @@ fn new_uffd(len: usize, track: bool, (align, hint): Placement) -> Result<(Imp, M
     ))
 }
 
+/// The backend `Auto` chooses: userfaultfd where it has what it needs,
+/// else SIGSEGV; and why.
+fn auto(
+    len: usize,
+    nframes: u32,
+    cfg: &VmConfig,
+    place: Placement,
+) -> Result<(Imp, Mapping, Backend, String), VmError> {
+    match new_uffd(len, cfg.track_writes, place) {
+        Ok((imp, main)) => Ok((
+            imp,
+            main,
+            Backend::Uffd,
+            "auto: userfaultfd opened with WP_ASYNC and PAGEMAP_SCAN".into(),
+        )),
+        Err(why) => {
+            let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
+            Ok((
+                imp,
+                main,
+                Backend::Sigsegv,
+                format!("auto: userfaultfd unusable ({why}); using SIGSEGV"),
+            ))
+        }
+    }
+}
+
+/// The mapped backend's reservation: at the home or not at all, the file
+/// over its start (`mapped.rs`).
+fn new_mapped(len: usize, place: Placement, file: MappedFile) -> Result<(Imp, Mapping), String> {
+    if place.home == 0 {
+        return Err("the database has no home".into());
+    }
+    let main = Mapping::reserve_at(len, libc::PROT_READ | libc::PROT_WRITE, None, place.home)
+        .map_err(|e| format!("reserving {len} bytes at its home: {e}"))?
+        .ok_or_else(|| format!("its home {:#x} is taken", place.home))?;
+    let _ = sys::madvise(main.addr(), main.len(), libc::MADV_DONTFORK);
+    let st = mapped::new(&main, file, place.align)?;
+    Ok((Imp::Mapped(st), main))
+}
+
 fn new_sigsegv(
     len: usize,
     nframes: u32,
-    (align, hint): Placement,
+    place: Placement,
     wait_poll: std::time::Duration,
 ) -> Result<(Imp, Mapping), VmError> {
     // SAFETY: memfd_create takes a C string and flags, returns a new fd or -1.
@@ -484,7 +589,8 @@ fn new_sigsegv(
         });
     }
     let os = |op| move |e| VmError::Os { op, err: e };
-    let main = Mapping::reserve(len, libc::PROT_NONE, Some(memfd.as_raw_fd()), align, hint)
+    let main = place
+        .reserve(len, libc::PROT_NONE, Some(memfd.as_raw_fd()))
         .map_err(os("mmap reservation"))?;
     let staging = Mapping::shared_fd(len, libc::PROT_READ | libc::PROT_WRITE, memfd.as_raw_fd())
         .map_err(os("mmap staging view"))?;
@@ -523,6 +629,7 @@ impl Drop for FrameSpace {
         match &self.imp {
             Imp::Uffd(u) => drop(u.thread.lock().unwrap_or_else(|p| p.into_inner()).take()),
             Imp::Sigsegv(s) => drop(s.service.lock().unwrap_or_else(|p| p.into_inner()).take()),
+            Imp::Mapped(_) => {}
         }
         if let Some(m) = self.main.take() {
             m.into_tombstone();

@@ -55,22 +55,8 @@ impl Mapping {
         }
         // SAFETY: a fresh mapping at an address the kernel picks (no MAP_FIXED)
         // cannot alias or clobber any existing Rust object.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                prot,
-                flags | libc::MAP_NORESERVE,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        NonNull::new(p.cast::<u8>())
-            .map(|ptr| Mapping { ptr, len })
-            .ok_or_else(|| io::Error::other("mmap returned null"))
+        let p = unsafe { map_raw(0, len, prot, flags, fd, 0)? };
+        Mapping::at(p, len)
     }
 
     /// A reservation of `len` bytes starting at a multiple of `align` (a
@@ -95,46 +81,17 @@ impl Mapping {
         let total = len
             .checked_add(slack)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "reservation too large"))?;
+        let anon = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
         // SAFETY: without MAP_FIXED the hint only suggests a place; a fresh
         // mapping cannot alias or clobber any existing Rust object.
-        let p = unsafe {
-            libc::mmap(
-                hint as *mut libc::c_void,
-                total,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let placeholder = Mapping {
-            ptr: NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?,
-            len: total,
-        };
+        let p = unsafe { map_raw(hint, total, libc::PROT_NONE, anon, -1, 0)? };
+        let placeholder = Mapping::at(p, total)?;
         let lo = placeholder.addr();
         let start = lo.next_multiple_of(align);
-        let (flags, fd) = match fd {
-            Some(fd) => (libc::MAP_SHARED, fd),
-            None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
-        };
+        let (flags, fd) = backing(fd);
         // SAFETY: `start..start + len` lies inside the placeholder, which we
         // own and nothing references: MAP_FIXED replaces only it.
-        let q = unsafe {
-            libc::mmap(
-                start as *mut libc::c_void,
-                len,
-                prot,
-                flags | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                fd,
-                0,
-            )
-        };
-        if q == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        let q = unsafe { map_raw(start, len, prot, flags | libc::MAP_FIXED, fd, 0)? };
         // From here the placeholder's middle is the reservation: give back
         // only the slack, and never unmap the placeholder as a whole.
         std::mem::forget(placeholder);
@@ -144,7 +101,40 @@ impl Mapping {
                 unsafe { libc::munmap(a as *mut libc::c_void, n) };
             }
         }
-        NonNull::new(q.cast::<u8>())
+        Mapping::at(q, len)
+    }
+
+    /// [`reserve`](Self::reserve) exactly at `at` (a multiple of `align`)
+    /// if nothing is mapped anywhere in `at..at + len`
+    /// (`MAP_FIXED_NOREPLACE`: a database's home); `Ok(None)` if something
+    /// is (or the kernel, older than 4.17, placed it elsewhere).
+    pub(crate) fn reserve_at(
+        len: usize,
+        prot: libc::c_int,
+        fd: Option<libc::c_int>,
+        at: usize,
+    ) -> io::Result<Option<Mapping>> {
+        let (flags, fd) = backing(fd);
+        // SAFETY: MAP_FIXED_NOREPLACE never replaces an existing mapping
+        // (it fails with EEXIST instead), so no Rust object is clobbered.
+        let placed = unsafe { map_raw(at, len, prot, flags | libc::MAP_FIXED_NOREPLACE, fd, 0) };
+        let p = match placed {
+            Ok(p) => p,
+            Err(e) => {
+                return match e.raw_os_error() {
+                    Some(libc::EEXIST | libc::ENOMEM | libc::EINVAL) => Ok(None),
+                    _ => Err(e),
+                };
+            }
+        };
+        let m = Mapping::at(p, len)?;
+        // A kernel that does not know the flag took the address as a hint.
+        Ok((m.addr() == at).then_some(m))
+    }
+
+    /// The mapping `mmap` returned at `p`, `len` bytes.
+    fn at(p: usize, len: usize) -> io::Result<Mapping> {
+        NonNull::new(p as *mut u8)
             .map(|ptr| Mapping { ptr, len })
             .ok_or_else(|| io::Error::other("mmap returned null"))
     }
@@ -166,20 +156,12 @@ impl Mapping {
     /// (and crash through the previous SIGSEGV handler) instead of reading
     /// whatever a later mmap would have put at the same address.
     pub(crate) fn into_tombstone(self) {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED;
         // SAFETY: MAP_FIXED over our own range only replaces memory this Mapping
         // owns; every FrameSpace user has been stopped before this is called, and
         // stale raw pointers into it now fault rather than read freed memory.
-        let p = unsafe {
-            libc::mmap(
-                self.ptr().cast(),
-                self.len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
+        let p = unsafe { map_raw(self.addr(), self.len, libc::PROT_NONE, flags, -1, 0) };
+        if p.is_err() {
             // Could not replace it: unmapping is the next safest thing, since
             // leaving a live registered range without a handler could hang.
             drop(self);
@@ -195,6 +177,50 @@ impl Drop for Mapping {
         unsafe {
             libc::munmap(self.ptr().cast(), self.len);
         }
+    }
+}
+
+/// `mmap(addr, len, prot, flags | MAP_NORESERVE, fd, off)`: the address
+/// mapped, or the error. `addr` is a hint unless `flags` has `MAP_FIXED` or
+/// `MAP_FIXED_NOREPLACE`.
+///
+/// # Safety
+/// With `MAP_FIXED`, `addr..addr + len` must be memory the caller owns and
+/// whose replacement no Rust reference can observe.
+pub(crate) unsafe fn map_raw(
+    addr: usize,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: libc::c_int,
+    off: u64,
+) -> io::Result<usize> {
+    let off = libc::off_t::try_from(off).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: guaranteed by the caller for MAP_FIXED; otherwise a fresh
+    // mapping cannot alias anything that exists.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            prot,
+            flags | libc::MAP_NORESERVE,
+            fd,
+            off,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(p as usize)
+    }
+}
+
+/// The flags and descriptor of a reservation's mapping: a shared view of
+/// `fd`, or private anonymous memory.
+fn backing(fd: Option<libc::c_int>) -> (libc::c_int, libc::c_int) {
+    match fd {
+        Some(fd) => (libc::MAP_SHARED, fd),
+        None => (libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1),
     }
 }
 

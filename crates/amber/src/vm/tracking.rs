@@ -62,6 +62,7 @@ impl FrameSpace {
         }
         let g = self.lock.lock();
         match &self.imp {
+            Imp::Mapped(m) => self.mapped_written(m, take),
             Imp::Uffd(u) => {
                 let mut out: Vec<FrameNo> = Vec::new();
                 let end = self.frame_addr(self.table.assigned());
@@ -183,6 +184,7 @@ impl FrameSpace {
         }
         let g = self.lock.lock();
         match &self.imp {
+            Imp::Mapped(m) => self.mapped_write_protect(m, f, n),
             Imp::Uffd(u) => {
                 u.uffd
                     .writeprotect(self.frame_addr(f), n as usize * self.frame_size, true)
@@ -204,6 +206,14 @@ impl FrameSpace {
 
     /// Write-protects every resident frame and forgets what was written.
     pub fn write_protect_all(&self) -> Result<(), VmError> {
+        if self.mapped_state().is_some() {
+            // Nothing is protected (and the identity region is half the
+            // reservation: no loop over it).
+            if self.barrier_mode() {
+                self.pinned.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            }
+            return Ok(());
+        }
         let n = self.table.assigned();
         if n == 0 {
             return if self.track_writes {

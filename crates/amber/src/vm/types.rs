@@ -20,6 +20,10 @@ pub enum Backend {
     /// SIGSEGV: `PROT_NONE` frames, a signal handler, `mprotect` per page
     /// (any Linux; limited by `vm.max_map_count`).
     Sigsegv,
+    /// The page file mapped copy-on-write at the database's home, its
+    /// pages served by the kernel's own faults and *not verified* when
+    /// first read (`mapped.rs`; Linux 6.7+ for `PAGEMAP_SCAN`).
+    MappedUnverified,
 }
 
 impl fmt::Display for Backend {
@@ -27,14 +31,16 @@ impl fmt::Display for Backend {
         f.write_str(match self {
             Backend::Uffd => "uffd",
             Backend::Sigsegv => "sigsegv",
+            Backend::MappedUnverified => "mapped-unverified",
         })
     }
 }
 
 /// Which backend to use. `Auto` takes userfaultfd when it can be opened with
 /// everything it needs (missing faults, `WP_ASYNC`, `PAGEMAP_SCAN`) and
-/// SIGSEGV otherwise; the environment variable `AMBER_FAULT_BACKEND=uffd|sigsegv`
-/// overrides `Auto` (and only `Auto`).
+/// SIGSEGV otherwise; the environment variable
+/// `AMBER_FAULT_BACKEND=uffd|sigsegv|mapped-unverified` overrides `Auto`
+/// (and only `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// userfaultfd where it has what Amber needs, else SIGSEGV.
@@ -44,6 +50,11 @@ pub enum BackendChoice {
     Uffd,
     /// SIGSEGV.
     Sigsegv,
+    /// The page file mapped at the database's home, pages not verified
+    /// when first read, where the database can be served so (its home
+    /// free, a page file of this process's store, no cache budget: see
+    /// `Db::backend_reason`); `Auto`'s choice where it cannot.
+    MappedUnverified,
 }
 
 #[derive(Clone, Debug)]
@@ -72,6 +83,14 @@ pub struct VmConfig {
     /// Where to try to put the reservation (rounded up to a multiple of
     /// `frame_size`); 0: where the kernel likes. Elsewhere if taken.
     pub address_hint: usize,
+    /// Where the reservation should start exactly (a database's home,
+    /// `format/home.rs`: frame `p` is then at the address the database
+    /// stores for page `p`), if nothing is mapped anywhere in its range;
+    /// else it goes where `address_hint` says. 0: no home.
+    pub home: usize,
+    /// The page file to map at the home (the mapped backend only), or why
+    /// the database cannot be served so.
+    pub file: Result<super::MappedFile, String>,
     /// Whether threads may hold mutable references into frames from the
     /// start. While they may, userfaultfd's eviction write-protects a
     /// victim before checking that it is unwritten (see
@@ -89,6 +108,8 @@ impl Default for VmConfig {
             service_spin: Duration::from_micros(200),
             direct_pages: 0,
             address_hint: 0,
+            home: 0,
+            file: Err("no page file given".into()),
             writers: true,
         }
     }

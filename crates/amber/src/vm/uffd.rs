@@ -16,6 +16,9 @@ use super::sys::{self, ior, iowr};
 const UFFD_API: u64 = 0xAA;
 const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 pub(crate) const UFFD_FEATURE_WP_ASYNC: u64 = 1 << 15;
+/// `UFFDIO_WRITEPROTECT` of a range leaves markers in its unpopulated
+/// entries, so that a page mapped there later is write-protected too.
+pub(crate) const UFFD_FEATURE_WP_UNPOPULATED: u64 = 1 << 13;
 /// Fault messages name the faulting thread (so that the handler can check
 /// the Amber locks it holds, `held.rs`).
 pub(crate) const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
@@ -77,6 +80,7 @@ pub(crate) struct UffdMsg {
 
 const UFFDIO_API: libc::c_ulong = iowr(0xAA, 0x3F, std::mem::size_of::<UffdioApi>());
 const UFFDIO_REGISTER: libc::c_ulong = iowr(0xAA, 0x00, std::mem::size_of::<UffdioRegister>());
+const UFFDIO_UNREGISTER: libc::c_ulong = ior(0xAA, 0x01, std::mem::size_of::<UffdioRange>());
 const UFFDIO_WAKE: libc::c_ulong = ior(0xAA, 0x02, std::mem::size_of::<UffdioRange>());
 const UFFDIO_COPY: libc::c_ulong = iowr(0xAA, 0x03, std::mem::size_of::<UffdioCopy>());
 const UFFDIO_WRITEPROTECT: libc::c_ulong =
@@ -85,6 +89,7 @@ const UFFDIO_WRITEPROTECT: libc::c_ulong =
 // Values printed by a C program against <linux/userfaultfd.h>.
 const _: () = assert!(UFFDIO_API == 0xc018_aa3f);
 const _: () = assert!(UFFDIO_REGISTER == 0xc020_aa00);
+const _: () = assert!(UFFDIO_UNREGISTER == 0x8010_aa01);
 const _: () = assert!(UFFDIO_WAKE == 0x8010_aa02);
 const _: () = assert!(UFFDIO_COPY == 0xc028_aa03);
 const _: () = assert!(UFFDIO_WRITEPROTECT == 0xc018_aa06);
@@ -158,6 +163,17 @@ impl Uffd {
         };
         // SAFETY: matches struct uffdio_register; the range is our reservation.
         unsafe { sys::ioctl(self.fd.as_raw_fd(), UFFDIO_REGISTER, &mut r) }.map(|_| ())
+    }
+
+    /// Stops watching `[start, start+len)` (its write-protect bits go).
+    pub(crate) fn unregister(&self, start: usize, len: usize) -> io::Result<()> {
+        let mut r = UffdioRange {
+            start: start as u64,
+            len: len as u64,
+        };
+        // SAFETY: matches struct uffdio_range for UFFDIO_UNREGISTER; the
+        // range is ours.
+        unsafe { sys::ioctl(self.fd.as_raw_fd(), UFFDIO_UNREGISTER, &mut r) }.map(|_| ())
     }
 
     /// Atomically fills `[dst, dst+src.len())` (page-aligned, currently

@@ -339,6 +339,7 @@ impl Response {
                 first_data_page,
                 page_count,
                 snapshot_lsn,
+                home,
             } => {
                 w.u8(WELCOME);
                 w.u16(*version);
@@ -346,6 +347,7 @@ impl Response {
                 w.u64(*first_data_page);
                 w.u64(*page_count);
                 w.u64(*snapshot_lsn);
+                w.u64(*home);
             }
             Response::Error { code, message } => {
                 w.u8(ERROR);
@@ -488,13 +490,14 @@ impl Response {
             .ok_or_else(|| WireError::Malformed("empty message: no kind byte".into()))?;
         let resp = match *kind {
             WELCOME => {
-                let mut f = Fields::fixed("Welcome", rest, 2 + 4 + 8 + 8 + 8)?;
+                let mut f = Fields::fixed("Welcome", rest, 2 + 4 + 8 + 8 + 8 + 8)?;
                 let v = Response::Welcome {
                     version: f.u16("version")?,
                     page_size: f.u32("page_size")?,
                     first_data_page: f.u64("first_data_page")?,
                     page_count: f.u64("page_count")?,
                     snapshot_lsn: f.u64("snapshot_lsn")?,
+                    home: f.u64("home")?,
                 };
                 f.end(v)?
             }

@@ -26,7 +26,7 @@ use std::io::Read;
 /// The protocol version this build speaks. A peer of another version is
 /// refused with [`ErrorCode::Version`], whose frame (and the start of
 /// `Hello` that carries the version) every version lays out the same.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 
 /// The root directory as a page of its own, in a commit's read set and
 /// in the server's validation: every `Catalog` reads it, every commit that
@@ -192,6 +192,9 @@ pub enum Response {
         page_count: u64,
         /// The snapshot's LSN.
         snapshot_lsn: u64,
+        /// The database's home (`format/home.rs`): how its swizzled
+        /// pointers are stored; 0 for a database without one.
+        home: u64,
     },
     /// A request failed (the connection stays open) or the connection is
     /// refused or closed (the server closes it after this frame).

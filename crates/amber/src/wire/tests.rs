@@ -101,13 +101,14 @@ fn change() -> impl Strategy<Value = Change> {
 fn response() -> impl Strategy<Value = Response> {
     let u = any::<u64>;
     prop_oneof![
-        (any::<u16>(), any::<u32>(), u(), u(), u()).prop_map(|(v, ps, f, pc, l)| {
+        (any::<u16>(), any::<u32>(), u(), u(), u(), u()).prop_map(|(v, ps, f, pc, l, h)| {
             Response::Welcome {
                 version: v,
                 page_size: ps,
                 first_data_page: f,
                 page_count: pc,
                 snapshot_lsn: l,
+                home: h,
             }
         }),
         (code(), text()).prop_map(|(code, message)| Response::Error { code, message }),

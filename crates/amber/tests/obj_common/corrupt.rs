@@ -140,6 +140,14 @@ pub fn names_page<T>(r: Result<T, Error>, page: u64) -> String {
 /// `try_get` along the chain and through the directory.
 fn try_traverse(path: &Path, o: Options, pages: &[u64], big_page: u64) {
     let db = open(path, o);
+    if child_scenario().as_deref() == Some("corrupt-try") {
+        assert_eq!(
+            db.backend(),
+            amber::Backend::MappedUnverified,
+            "{}",
+            db.backend_reason()
+        );
+    }
     let victim = pages[VICTIM_NODE];
     let root: PRef<ChainRoot> = db.root("chain").expect("root").expect("set");
     let r = db.try_get(root).expect("root page is sound");
@@ -180,8 +188,21 @@ fn try_traverse(path: &Path, o: Options, pages: &[u64], big_page: u64) {
 /// Builds, damages, and reads back with `try_get` (in this process) and
 /// `get` (in a child, which must die naming the page).
 pub fn run(b: Cfg, test: &str) {
+    if child_scenario().as_deref() == Some("corrupt-try") {
+        // At home, mapped (a fresh process): `try_get` checks what it
+        // reaches as a fetch would.
+        let layout = std::fs::read_to_string(child_dir().join("layout")).expect("layout");
+        let mut nums = layout
+            .split_whitespace()
+            .map(|w| w.parse::<u64>().expect("a page"));
+        let big_page = nums.next().expect("the big object's page");
+        let pages: Vec<u64> = nums.collect();
+        try_traverse(&child_dir().join("db"), opts(b), &pages, big_page);
+        println!("checked reads refused");
+        return;
+    }
     if child_scenario().as_deref() == Some("corrupt") {
-        // A plain traversal: it must not complete.
+        // A plain traversal: it must not complete (unless unverified).
         let db = open(&child_dir().join("db"), opts(b));
         let root: PRef<ChainRoot> = db.root("chain").expect("root").expect("set");
         let mut at = db.get(root).head;
@@ -210,9 +231,39 @@ pub fn run(b: Cfg, test: &str) {
     };
     try_traverse(&path, o, &pages, big_page);
 
+    let layout: Vec<String> = std::iter::once(big_page)
+        .chain(pages.iter().copied())
+        .map(|p| p.to_string())
+        .collect();
+    std::fs::write(dir.path().join("layout"), layout.join(" ")).expect("write layout");
     let out = run_child(test, "corrupt", dir.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if b.backend == amber::BackendChoice::MappedUnverified {
+        // Pages are not checked when first read (the name says so): the
+        // plain traversal reads the damaged payload and completes, and
+        // `amber verify` names both pages; `try_get` refuses them.
+        assert!(
+            out.status.success() && stdout.contains("traversal completed"),
+            "{stdout}{stderr}"
+        );
+        let tried = run_child(test, "corrupt-try", dir.path());
+        let said = String::from_utf8_lossy(&tried.stdout);
+        assert!(
+            said.contains("checked reads refused"),
+            "{said}{}",
+            String::from_utf8_lossy(&tried.stderr)
+        );
+        let r = amber::inspect::verify(&path).expect("verify");
+        for page in [victim, big_page] {
+            let named = r
+                .problems
+                .iter()
+                .any(|e| matches!(e, Error::Corrupt { at: Location::Page(p), .. } if *p == page));
+            assert!(named, "verify does not name page {page}: {:?}", r.problems);
+        }
+        return;
+    }
     assert!(
         !out.status.success() && !stdout.contains("traversal completed"),
         "a traversal through damaged page {victim} completed: {stdout}"

@@ -59,6 +59,11 @@ pub fn advance(model: &mut Model, c: u64) {
 
 fn child_options(b: Cfg) -> Options {
     let mut o = super::cached(b, 64 << 10);
+    if b.backend == amber::BackendChoice::MappedUnverified {
+        // It serves no cache budget: each child, a fresh process with the
+        // home free, is then served by it.
+        o.cache_bytes = None;
+    }
     o.recovery_buffer_pages = 4;
     o.store.checkpoint_log_bytes = 48 << 10;
     o

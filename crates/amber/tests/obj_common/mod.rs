@@ -49,6 +49,7 @@
 
 pub mod abort;
 pub mod big;
+pub mod cases;
 pub mod collections;
 pub mod corrupt;
 pub mod eviction;
@@ -123,13 +124,28 @@ impl Cfg {
 /// frame space keeps its address space reserved for the life of the
 /// process, and the property test reopens often).
 pub fn opts(b: Cfg) -> Options {
-    Options {
+    let mut o = Options {
         backend: b.backend,
         page_size: b.page_size,
         reserve_bytes: 1 << 30,
         strategy: b.strategy,
         ..Options::default()
+    };
+    if b.backend == BackendChoice::MappedUnverified {
+        // Every database this process creates gets a home of its own, so
+        // that its first session is at home (and mapped) whatever the
+        // others do; a reopen in the same process is not (its closed
+        // session's range stays taken) and is served as `Auto` serves it.
+        o.store.home = Some(next_home());
     }
+    o
+}
+
+/// A home no other database of this process has: 1 GiB apart (the
+/// reservation of `opts`) from 48 TiB.
+fn next_home() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    (48 << 40) + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) * (1 << 30)
 }
 
 /// The same with a cache budget of `bytes`.
@@ -171,12 +187,21 @@ pub fn open(path: &Path, o: Options) -> Db {
     }
 }
 
-/// Checks that `db` runs on the backend asked for.
+/// Checks that `db` runs on the backend asked for. The mapped backend
+/// serves a database at its home without a cache budget; any other is
+/// served as `Auto` serves it, and the reason must say why.
 pub fn check_backend(db: &Db, b: Cfg) {
     assert_eq!(db.page_size(), b.page_size, "page size");
     let want = match b.backend {
         BackendChoice::Uffd => amber::Backend::Uffd,
         BackendChoice::Sigsegv => amber::Backend::Sigsegv,
+        BackendChoice::MappedUnverified => {
+            let why = db.backend_reason();
+            if db.backend() != amber::Backend::MappedUnverified {
+                assert!(why.contains("mapped-unverified cannot serve it"), "{why}");
+            }
+            return;
+        }
         BackendChoice::Auto => return,
     };
     assert_eq!(db.backend(), want, "{}", db.backend_reason());

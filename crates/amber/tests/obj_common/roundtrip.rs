@@ -413,14 +413,20 @@ fn word(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// The committed bytes hold persistent addresses in every pointer field.
+/// The committed bytes hold every pointer field in the database's stored
+/// form (docs/design.md §1.1): a `PRef`'s or a buffer's word is the
+/// persistent address plus the home (read back through `dec`), a smart
+/// pointer's the address.
 fn check_disk(db: &Db, spec: &Spec, pa: &Paddrs) {
+    let home = db.store().home();
+    let dec = |v: u64| if v == 0 { 0 } else { home.paddr(v) };
     let lp = |i: usize| pa.leaves[i];
     let olp = |i: Option<usize>| i.map_or(0, lp);
     for (i, h) in spec.hubs.iter().enumerate() {
         let b = disk(db, pa.hubs[i], std::mem::size_of::<Hub>());
         let inner = offset_of!(Hub, inner);
-        let at = |off: usize| word(&b, off);
+        let at = |off: usize| dec(word(&b, off));
+        let raw = |off: usize| word(&b, off);
         assert_eq!(
             at(inner + offset_of!(Inner, leaf)),
             olp(h.inner_leaf),
@@ -450,9 +456,9 @@ fn check_disk(db: &Db, spec: &Spec, pa: &Paddrs) {
         assert_eq!(at(offset_of!(Hub, me)), me, "hub {i} on disk: me");
         let next = h.next.map_or(0, |n| pa.hubs[n]);
         assert_eq!(at(offset_of!(Hub, next)), next, "hub {i} on disk: next");
-        assert_eq!(at(offset_of!(Hub, smart)), lp(h.smart), "hub {i} smart");
+        assert_eq!(raw(offset_of!(Hub, smart)), lp(h.smart), "hub {i} smart");
         let os = h.osmart.map_or(0, |b| pa.bigs[b]);
-        assert_eq!(at(offset_of!(Hub, osmart)), os, "hub {i} osmart");
+        assert_eq!(raw(offset_of!(Hub, osmart)), os, "hub {i} osmart");
         let big = h.big.map_or(0, |b| pa.bigs[b]);
         assert_eq!(at(offset_of!(Hub, big)), big, "hub {i} on disk: big");
         // Vector buffers are objects of their own, unswizzled too.
@@ -460,15 +466,19 @@ fn check_disk(db: &Db, spec: &Spec, pa: &Paddrs) {
         if !h.vrefs.is_empty() {
             let buf = disk(db, vr, 8 * h.vrefs.len());
             for (k, &v) in h.vrefs.iter().enumerate() {
-                assert_eq!(word(&buf, 8 * k), lp(v), "hub {i} on disk: vrefs[{k}]");
+                assert_eq!(dec(word(&buf, 8 * k)), lp(v), "hub {i} on disk: vrefs[{k}]");
             }
         }
         let vp = at(offset_of!(Hub, vpairs));
         if !h.vpairs.is_empty() {
             let buf = disk(db, vp, 16 * h.vpairs.len());
             for (k, &(a, b)) in h.vpairs.iter().enumerate() {
-                assert_eq!(word(&buf, 16 * k), lp(a), "hub {i} on disk: vpairs");
-                assert_eq!(word(&buf, 16 * k + 8), olp(b), "hub {i} on disk: vpairs");
+                assert_eq!(dec(word(&buf, 16 * k)), lp(a), "hub {i} on disk: vpairs");
+                assert_eq!(
+                    dec(word(&buf, 16 * k + 8)),
+                    olp(b),
+                    "hub {i} on disk: vpairs"
+                );
             }
         }
         let bb = at(offset_of!(Hub, blob));
@@ -478,10 +488,10 @@ fn check_disk(db: &Db, spec: &Spec, pa: &Paddrs) {
     }
     let mut long_blobs = 0;
     for (i, h) in spec.hubs.iter().enumerate() {
-        let bb = word(
+        let bb = dec(word(
             &disk(db, pa.hubs[i], std::mem::size_of::<Hub>()),
             offset_of!(Hub, blob),
-        );
+        ));
         if h.blob.len() > 4096 {
             let (_, run) = db.store().block_of(bb >> 12).expect("blob block");
             assert!(
@@ -502,10 +512,10 @@ fn check_disk(db: &Db, spec: &Spec, pa: &Paddrs) {
         );
         let b = disk(db, pa.bigs[i], std::mem::size_of::<Big>());
         let back = g.back.map_or(0, |h| pa.hubs[h]);
-        assert_eq!(word(&b, offset_of!(Big, back)), back, "big {i} back");
+        assert_eq!(dec(word(&b, offset_of!(Big, back))), back, "big {i} back");
         for k in 0..4 {
             assert_eq!(
-                word(&b, offset_of!(Big, leaves) + 8 * k),
+                dec(word(&b, offset_of!(Big, leaves) + 8 * k)),
                 olp(g.leaves[k]),
                 "big {i} on disk: leaves[{k}]"
             );

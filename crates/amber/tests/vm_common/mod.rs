@@ -95,6 +95,8 @@ pub fn config(backend: Backend) -> VmConfig {
         backend: match backend {
             Backend::Uffd => BackendChoice::Uffd,
             Backend::Sigsegv => BackendChoice::Sigsegv,
+            // Needs a page file (`vm_mapped.rs`).
+            Backend::MappedUnverified => BackendChoice::MappedUnverified,
         },
         reserve_bytes: 1 << 30,
         ..VmConfig::default()

@@ -65,6 +65,7 @@ pub fn check_backend(db: &Db, b: BackendChoice) {
     let want = match b {
         BackendChoice::Uffd => amber::Backend::Uffd,
         BackendChoice::Sigsegv => amber::Backend::Sigsegv,
+        BackendChoice::MappedUnverified => amber::Backend::MappedUnverified,
         BackendChoice::Auto => return,
     };
     assert_eq!(db.backend(), want, "{}", db.backend_reason());

@@ -81,6 +81,15 @@ impl AmberFactory {
         strategy: Strategy::DEFAULT,
     };
 
+    /// `amber-mapped-unverified`: the page file mapped at the database's
+    /// home, pages served by the kernel and not checked when first read.
+    pub const MAPPED: AmberFactory = AmberFactory {
+        name: "amber-mapped-unverified",
+        summary: "Amber as `amber`, with the mapped-unverified fault backend: the page file mapped copy-on-write at the database's home, pointers stored as the addresses they have there, pages served by the kernel's own faults and not checked when first read (Db::try_get checks; amber verify finds damage); with a cache budget it is served as `amber`",
+        backend: BackendChoice::MappedUnverified,
+        strategy: Strategy::DEFAULT,
+    };
+
     /// The same engine with another fault backend (same name and summary).
     pub const fn with_backend(self, backend: BackendChoice) -> AmberFactory {
         AmberFactory { backend, ..self }

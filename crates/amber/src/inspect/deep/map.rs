@@ -95,6 +95,8 @@ pub(crate) enum Located<'m> {
 #[derive(Debug)]
 pub(crate) struct ObjectMap {
     pub page_size: u64,
+    /// How the database stores swizzled pointers (`format/home.rs`).
+    pub home: crate::format::home::Home,
     pub first_page: u64,
     pub page_count: u64,
     pub blocks: Vec<Block>,

@@ -376,6 +376,7 @@ fn map_objects(store: &Store, types: &Types, report: &mut DeepReport) -> Result<
     starts.sort_unstable_by_key(|s| s.addr);
     Ok(ObjectMap {
         page_size: ps,
+        home: store.home(),
         first_page: store.first_data_page(),
         page_count: store.page_count(),
         blocks,

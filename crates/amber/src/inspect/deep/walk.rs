@@ -288,7 +288,7 @@ impl<'a> Walker<'a> {
         elem_size: u32,
         blocks: &mut Blocks<'_>,
     ) {
-        let (Some(buf), Some(len), Some(cap)) =
+        let (Some(word), Some(len), Some(cap)) =
             (get_u64(b, at), get_u32(b, at + 8), get_u32(b, at + 12))
         else {
             return;
@@ -299,7 +299,7 @@ impl<'a> Walker<'a> {
                 format!("len {len} is more than cap {cap}"),
             );
         }
-        if buf == 0 {
+        if word == 0 {
             if cap > 0 {
                 self.found(
                     FindingClass::Damage,
@@ -308,6 +308,7 @@ impl<'a> Walker<'a> {
             }
             return;
         }
+        let buf = self.map.home.paddr(word);
         let Some(s) = self.pointer(buf, Want::Buffer(elem, elem_size)) else {
             return;
         };
@@ -340,12 +341,13 @@ impl<'a> Walker<'a> {
     /// UTF-8 (reading it as `&str` checks that too, and refuses it).
     fn string(&mut self, b: &[u8], at: usize, blocks: &mut Blocks<'_>) {
         self.vector(b, at, &StoredKind::Prim(Prim::U8), 1, blocks);
-        let (Some(buf), Some(len)) = (get_u64(b, at), get_u32(b, at + 8)) else {
+        let (Some(word), Some(len)) = (get_u64(b, at), get_u32(b, at + 8)) else {
             return;
         };
-        if len == 0 {
+        if len == 0 || word == 0 {
             return;
         }
+        let buf = self.map.home.paddr(word);
         // A missing, misplaced or freed buffer was reported just above.
         let Located::Start(s) = self.map.locate(buf) else {
             return;
@@ -388,7 +390,13 @@ impl<'a> Walker<'a> {
                 ),
             ),
             Some(0) => {}
+            // A `PRef` is stored in the database's encoding, a `Smart` as
+            // its persistent address (`format/home.rs`).
             Some(v) => {
+                let v = match k {
+                    StoredKind::Ref { .. } => self.map.home.paddr(v),
+                    _ => v,
+                };
                 self.pointer(v, Want::Struct(target));
             }
         }

@@ -1,0 +1,114 @@
+//! What the `mapped-unverified` backend (`vm/mapped.rs`) needs of the
+//! object layer: whether a database can be served so, the runs of its
+//! blocks of several pages (which no fetch records there), and, between
+//! transactions, giving the pages whose changes a checkpoint has installed
+//! back to the page file (docs/design.md §4.3.1).
+
+use super::fetch::{FrameMap, fault_kind};
+use super::options::Options;
+use super::pager::Pager;
+use crate::format::PageNo;
+use crate::source::Source;
+use crate::store::Store;
+use crate::vm::{Backend, FaultError, FaultKind, FrameNo, FrameSpace, MappedFile};
+
+/// The page file for the mapped backend, or why this database cannot be
+/// served by it. Only a writer's database in this process, without a cache
+/// budget, fits in half the reservation (the identity region).
+pub(super) fn page_file(source: &dyn Source, store: Option<&Store>, opts: &Options) -> Result<MappedFile, String> {
+    let Some(store) = store else {
+        return Err("a database reached through a server".into());
+    };
+    if source.at_snapshot() {
+        return Err("opened read-only at a snapshot, which a writer's checkpoints would \
+                    change under the mapping"
+            .into());
+    }
+    if opts.cache_bytes.is_some() {
+        return Err("a cache budget, which the kernel's page cache is not counted in".into());
+    }
+    let ps = source.page_size() as u64;
+    if source.page_count().saturating_mul(ps) > opts.reserve_bytes / 2 {
+        return Err("the database is larger than half the reservation".into());
+    }
+    let (fd, len) = store
+        .page_file()
+        .ok_or("its page file is no file of the operating system (a model)")?;
+    Ok(MappedFile { fd, len })
+}
+
+/// Records the runs of the blocks of several pages in the frame table: the
+/// other backends learn them as they swizzle pointers and fetch windows,
+/// neither of which happens here.
+pub(super) fn record_runs(fs: &FrameSpace, store: &Store) -> crate::error::Result<()> {
+    for (head, pages) in store.blocks() {
+        if pages > 1 {
+            fs.assign(head, pages)
+                .map_err(|e| e.into_error(store.path(), &format!("frames of block {head}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Between transactions: if a checkpoint has moved committed bytes since
+/// the last call (`installs`, kept by the caller), every block holding a
+/// private copy whose committed image is now the page file's reads the file
+/// again. `unsettled` and the copies are looked at with no transaction
+/// open, so no copy changes meanwhile; a block still pending keeps its
+/// copy, and one that is no longer an allocated block (dead space, which
+/// must read as zeros) too.
+pub(super) fn settle(fs: &FrameSpace, store: &Store, installs: &mut u64) -> crate::error::Result<()> {
+    if fs.backend() != Backend::MappedUnverified || store.installs() == *installs {
+        return Ok(());
+    }
+    let (unsettled, now) = store.unsettled();
+    let frames = fs
+        .copies()
+        .map_err(|e| e.into_error(store.path(), "listing pages written"))?;
+    let mut blocks: Vec<(FrameNo, u32)> = Vec::new();
+    let mut last: Option<PageNo> = None;
+    for f in frames {
+        let Some((head, idx, run)) = fs.page_of(f) else {
+            continue;
+        };
+        if last == Some(head) || unsettled.contains(&head) || store.block_of(head) != Some((head, run)) {
+            continue;
+        }
+        last = Some(head);
+        blocks.push((f - idx, run));
+    }
+    fs.to_file(&blocks)
+        .map_err(|e| e.into_error(store.path(), "mapping settled pages to the page file"))?;
+    *installs = now;
+    Ok(())
+}
+
+impl Pager {
+    /// The mapped backend's fault service, for a block first reached
+    /// through a call that can return an error (`try_get`, a locked copy):
+    /// its committed image checked as a fetch checks one (`prepare`), then
+    /// its frames known clean. Nothing is installed: the kernel serves the
+    /// file's bytes, or the copy written here. Dead space (`dead.rs`) was
+    /// given zeros, which the dereference refuses: nothing to check.
+    pub(super) fn check_mapped(
+        &self,
+        fs: &FrameSpace,
+        head: PageNo,
+        frame: FrameNo,
+        run: u32,
+    ) -> Result<(), FaultError> {
+        if self.dead.block(head).is_none() {
+            let mut img = self
+                .source
+                .read_block(head)
+                .map_err(|e| FaultError::new(head, fault_kind(&e), e.to_string()))?;
+            let map = FrameMap::new(fs, self.source.home());
+            self.prepare(run, &mut img, &map, &self.registry.snapshot())
+                .map_err(|m| FaultError::new(head, FaultKind::Corrupt, m))?;
+        }
+        for k in 0..run {
+            fs.note_checked(frame + k);
+        }
+        Ok(())
+    }
+}

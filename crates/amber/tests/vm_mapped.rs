@@ -1,0 +1,256 @@
+//! The mapped backend's frame space (`vm/mapped.rs`, `vm/mapped_writes.rs`)
+//! on a real file, driven as the object layer drives it: the file read
+//! through memory without the service, writes found (and found once, then
+//! again after another write), `copy_in` not counted as a write, pages given
+//! back to the file after a "checkpoint" wrote it, space discarded to
+//! zeros, and frames past the file's end mapped from it once it has grown.
+//!
+//! Loads and stores go through raw pointers into the reservation, as a
+//! program's do, hence the unsafe code. Its own binary: a frame space
+//! registers with the process-wide SIGSEGV handler.
+#![allow(unsafe_code)]
+
+use amber::internals::vm::{
+    Backend, BackendChoice, FaultError, FaultService, FrameNo, FrameSpace, InstallAs, Installer,
+    MappedFile, VmConfig,
+};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const PS: usize = 4096;
+const PAGES: u64 = 300;
+
+/// Counts the blocks it is asked to check; every block is sound.
+#[derive(Default)]
+struct Checks(AtomicUsize);
+
+impl FaultService for Checks {
+    fn missing(&self, _frame: FrameNo, _inst: &mut Installer<'_>) -> Result<(), FaultError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn first_write(&self, _frame: FrameNo, _clean: &[u8]) {}
+}
+
+fn byte_of(page: u64, version: u8) -> u8 {
+    (page as u8).wrapping_mul(3).wrapping_add(version)
+}
+
+fn page_image(page: u64, version: u8) -> Vec<u8> {
+    vec![byte_of(page, version); PS]
+}
+
+fn read(fs: &FrameSpace, f: FrameNo, at: usize) -> u8 {
+    assert!(at < PS);
+    // SAFETY: frame `f` lies in the reservation, which is readable
+    // everywhere with this backend.
+    unsafe { std::ptr::read_volatile((fs.frame_addr(f) + at) as *const u8) }
+}
+
+fn write(fs: &FrameSpace, f: FrameNo, at: usize, v: u8) {
+    assert!(at < PS);
+    // SAFETY: as for `read`; writable everywhere; nothing else refers to
+    // these bytes.
+    unsafe { std::ptr::write_volatile((fs.frame_addr(f) + at) as *mut u8, v) }
+}
+
+#[test]
+fn the_file_through_memory_and_writes_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pages");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .expect("create");
+    for p in 0..PAGES {
+        file.write_all_at(&page_image(p, 0), p * PS as u64)
+            .expect("write");
+    }
+    let home = 52usize << 40;
+    let checks = Arc::new(Checks::default());
+    let cfg = VmConfig {
+        backend: BackendChoice::MappedUnverified,
+        reserve_bytes: 1 << 30,
+        home,
+        file: Ok(MappedFile {
+            fd: file.as_raw_fd(),
+            len: PAGES * PS as u64,
+        }),
+        ..VmConfig::default()
+    };
+    let fs = FrameSpace::new(cfg, checks.clone()).expect("frame space");
+    if fs.backend() != Backend::MappedUnverified {
+        // A kernel without PAGEMAP_SCAN: the suite has nothing to test.
+        assert!(
+            std::env::var("AMBER_REQUIRE_UFFD").map_or(true, |v| v != "1"),
+            "{}",
+            fs.backend_reason()
+        );
+        eprintln!("skipped: {}", fs.backend_reason());
+        return;
+    }
+    assert!(fs.at_home());
+    assert_eq!(fs.base(), home);
+    // The file, read by plain loads: the kernel serves them, not Amber.
+    for p in 0..PAGES {
+        assert_eq!(read(&fs, p as FrameNo, 100), byte_of(p, 0), "page {p}");
+    }
+    // Past the file: zeros.
+    assert_eq!(read(&fs, PAGES as FrameNo + 3, 0), 0);
+    assert_eq!(
+        checks.0.load(Ordering::Relaxed),
+        0,
+        "no fault reached the service"
+    );
+    // A checked copy out asks the service once per frame.
+    let mut buf = vec![0u8; PS];
+    fs.copy_out(7, 0, &mut buf).expect("copy out");
+    fs.copy_out(7, 0, &mut buf).expect("copy out");
+    assert_eq!(buf, page_image(7, 0));
+    assert_eq!(checks.0.load(Ordering::Relaxed), 1);
+    assert!(fs.take_written().expect("written").is_empty());
+
+    // A write is found, once; written again (its window now watched), found
+    // again; a page of the same window never written is not.
+    write(&fs, 7, 10, 0xAB);
+    write(&fs, 200, 10, 0xCD);
+    assert_eq!(fs.take_written().expect("written"), vec![7, 200]);
+    assert_eq!(fs.copies().expect("copies"), vec![7, 200]);
+    assert!(fs.take_written().expect("written").is_empty());
+    write(&fs, 7, 11, 0xAC);
+    assert_eq!(fs.peek_written().expect("written"), vec![7]);
+    assert_eq!(fs.take_written().expect("written"), vec![7]);
+    assert!(fs.take_written().expect("written").is_empty());
+    assert_eq!(read(&fs, 8, 0), byte_of(8, 0));
+
+    // `copy_in` is no program write: not listed, in a watched window or in
+    // an unwatched one (watched then, the program's own copy there still
+    // listed).
+    fs.copy_in(9, 0, &[1, 2, 3]).expect("copy in");
+    write(&fs, 130, 0, 9);
+    fs.copy_in(131, 0, &[4, 5]).expect("copy in");
+    assert_eq!(read(&fs, 131, 1), 5);
+    assert_eq!(fs.take_written().expect("written"), vec![130]);
+    write(&fs, 131, 3, 6);
+    assert_eq!(fs.take_written().expect("written"), vec![131]);
+
+    // A "checkpoint" writes pages 7 and 200 as memory has them; given back
+    // to the file, they read it (and what it says next).
+    let mut img7 = page_image(7, 0);
+    img7[10] = 0xAB;
+    img7[11] = 0xAC;
+    file.write_all_at(&img7, 7 * PS as u64).expect("write");
+    fs.to_file(&[(7, 1)]).expect("to file");
+    assert_eq!(read(&fs, 7, 11), 0xAC);
+    file.write_all_at(&[0x55], 7 * PS as u64 + 11)
+        .expect("write");
+    assert_eq!(read(&fs, 7, 11), 0x55, "page 7 reads the file again");
+    assert_eq!(read(&fs, 200, 10), 0xCD, "page 200 keeps its copy");
+    assert!(fs.take_written().expect("written").is_empty());
+    write(&fs, 7, 12, 1);
+    assert_eq!(
+        fs.take_written().expect("written"),
+        vec![7],
+        "still watched"
+    );
+
+    // Discarded: zeros, whatever the file says.
+    fs.discard(20, 2).expect("discard");
+    assert_eq!((read(&fs, 20, 0), read(&fs, 21, 4095)), (0, 0));
+    assert!(fs.take_written().expect("written").is_empty());
+
+    // Past the file's end, a new block (installed first, as the object
+    // layer installs every block it allocates): found written; once the
+    // file has grown over it, given back, it reads the file.
+    let f = PAGES as FrameNo + 2;
+    fs.install(f, &vec![0u8; PS], InstallAs::Dirty)
+        .expect("install");
+    write(&fs, f, 0, 0x77);
+    assert_eq!(fs.take_written().expect("written"), vec![f]);
+    let mut grown = vec![0u8; PS];
+    grown[0] = 0x77;
+    file.write_all_at(&grown, u64::from(f) * PS as u64)
+        .expect("write");
+    fs.to_file(&[(f, 1)]).expect("to file");
+    file.write_all_at(&[0x78], u64::from(f) * PS as u64)
+        .expect("write");
+    assert_eq!(read(&fs, f, 0), 0x78, "the grown file is mapped there");
+    assert!(fs.take_written().expect("written").is_empty());
+    write(&fs, f, 1, 1);
+    assert_eq!(fs.take_written().expect("written"), vec![f]);
+}
+
+#[derive(amber::Persistent)]
+#[repr(C)]
+struct Cell {
+    v: u64,
+    next: Option<amber::PRef<Cell>>,
+}
+
+/// Through a database: a commit's copies stay until a checkpoint has
+/// installed them, then the next `begin` gives them back to the file, and
+/// the values read the same before and after, and in a new session.
+#[test]
+fn copies_go_back_to_the_file_after_a_checkpoint() {
+    use amber::{Db, Options, PRef, StoreOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let opts = Options {
+        backend: BackendChoice::MappedUnverified,
+        reserve_bytes: 1 << 30,
+        store: StoreOptions {
+            home: Some(53 << 40),
+            ..StoreOptions::default()
+        },
+        ..Options::default()
+    };
+    let mut db = Db::create(&path, opts.clone()).expect("create");
+    if db.backend() != Backend::MappedUnverified {
+        eprintln!("skipped: {}", db.backend_reason());
+        return;
+    }
+    let mut tx = db.begin().expect("begin");
+    let mut head: Option<PRef<Cell>> = None;
+    for v in 0..2000u64 {
+        head = Some(tx.alloc(Cell { v, next: head }).expect("alloc"));
+    }
+    tx.set_root("head", head.expect("cells")).expect("root");
+    tx.commit().expect("commit");
+    let sum = |db: &Db| {
+        let mut at: Option<PRef<Cell>> = db.root("head").expect("root");
+        let mut s = 0u64;
+        while let Some(p) = at {
+            s += db.get(p).v;
+            at = db.get(p).next;
+        }
+        s
+    };
+    assert_eq!(sum(&db), (0..2000).sum::<u64>());
+    let written = db.frame_space().copies().expect("copies");
+    assert!(written.len() > 10, "the new blocks are copies: {written:?}");
+    // No checkpoint yet: a new transaction keeps them.
+    db.begin().expect("begin").abort().expect("abort");
+    assert_eq!(db.frame_space().copies().expect("copies"), written);
+    db.checkpoint().expect("checkpoint");
+    db.begin().expect("begin").abort().expect("abort");
+    assert!(
+        db.frame_space().copies().expect("copies").is_empty(),
+        "given back"
+    );
+    assert_eq!(sum(&db), (0..2000).sum::<u64>(), "read from the file now");
+    // Written again, committed: found and kept.
+    let h: PRef<Cell> = db.root("head").expect("root").expect("head");
+    let mut tx = db.begin().expect("begin");
+    tx.get_mut(h).v += 1_000_000;
+    let st = tx.commit().expect("commit");
+    assert_eq!(st.blocks, 1, "{st:?}");
+    assert_eq!(sum(&db), (0..2000).sum::<u64>() + 1_000_000);
+    db.close().expect("close");
+    let db = Db::open(&path, opts).expect("reopen");
+    assert_eq!(sum(&db), (0..2000).sum::<u64>() + 1_000_000);
+}
