@@ -78,8 +78,8 @@
 //!   (`PString`), `HashMap`/`BTreeMap`/sets (`PIndex<V>`), `bool` (`u8`),
 //!   `char` (`u32`), `usize`/`isize` (`u64`/`i64`), `u128`/`i128`
 //!   (`[u64; 2]`), `Option<T>` other than `Option<PRef<T>>` and
-//!   `Option<Smart<T>>` (no `Option<Lazy<T>>`: its atomic word has no spare
-//!   bit pattern), `Cell`/`RefCell`/`Mutex`/atomics, `PhantomData`,
+//!   `Option<Smart<T>>` (no `Option<Lazy<T>>`: a `Lazy<T>` may be null
+//!   itself), `Cell`/`RefCell`/`Mutex`/atomics, `PhantomData`,
 //!   `NonZero*`, tuples, slices, function pointers, trait objects; a primitive
 //!   or array as the target of `PRef`/`Smart`/`Lazy`/`PIndex`.
 //!

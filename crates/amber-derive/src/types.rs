@@ -300,9 +300,9 @@ fn check_path(p: &TypePath, errors: &mut Vec<Error>) {
                 errors.push(Error::new_spanned(
                     p,
                     "`Option` is allowed in a persistent object only as Option<PRef<T>> or \
-                     Option<Smart<T>>, where None is the null pointer (0); other types (Lazy<T> \
-                     among them: an atomic word) have no spare bit pattern for None that every \
-                     build agrees on. For an optional \
+                     Option<Smart<T>>, where None is the null pointer (0); other types have no \
+                     spare bit pattern for None that every build agrees on (Lazy<T> needs none: \
+                     it may be null itself, Lazy::null()). For an optional \
                      value, store a flag next to it (e.g. `has_x: u8`); if the inner type is an \
                      alias of PRef<T>, write Option<PRef<T>> out",
                 ));

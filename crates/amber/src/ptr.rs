@@ -127,9 +127,10 @@ impl<T> fmt::Debug for Smart<T> {
 /// The word holds either form, told apart by bit 0 (object bodies are
 /// 8-aligned, so neither form uses it): clear, a persistent address; set,
 /// a virtual address plus 1. It is an atomic, so threads following the
-/// same field see one form or the other. Not `Copy` (an atomic), never
-/// null (there is no `Option<Lazy<T>>`: the atomic has no spare bit
-/// pattern for `None`).
+/// same field see one form or the other. Not `Copy` (an atomic). It may be
+/// null ([`Lazy::null`], 0, also on disk), as an `Option<PRef<T>>` may:
+/// there is no `Option<Lazy<T>>`, the atomic having no spare bit pattern
+/// for `None`, so the one type is both forms.
 #[repr(transparent)]
 pub struct Lazy<T> {
     word: AtomicU64,
@@ -171,6 +172,19 @@ impl<T> Lazy<T> {
         self.word.as_ptr() as usize
     }
 
+    /// The null lazy pointer (0).
+    pub const fn null() -> Self {
+        Lazy {
+            word: AtomicU64::new(0),
+            _t: PhantomData,
+        }
+    }
+
+    /// Whether it is null.
+    pub fn is_null(&self) -> bool {
+        self.word() == 0
+    }
+
     /// Whether the field holds its target's direct address (it has been
     /// swizzled upon discovery since its page was fetched).
     pub fn is_swizzled(&self) -> bool {
@@ -194,6 +208,12 @@ impl<T> From<Smart<T>> for Lazy<T> {
     }
 }
 
+impl<T> Default for Lazy<T> {
+    fn default() -> Self {
+        Lazy::null()
+    }
+}
+
 impl<T> Clone for Lazy<T> {
     fn clone(&self) -> Self {
         Lazy::from_word(self.word())
@@ -203,7 +223,9 @@ impl<T> Clone for Lazy<T> {
 impl<T> fmt::Debug for Lazy<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let w = self.word();
-        if w & LAZY_DIRECT != 0 {
+        if w == 0 {
+            write!(f, "Lazy(null)")
+        } else if w & LAZY_DIRECT != 0 {
             write!(f, "Lazy(direct {:#x})", w & !LAZY_DIRECT)
         } else {
             write!(f, "Lazy(persistent {w:#x})")

@@ -300,7 +300,7 @@ fn lazy(target: &str, target_size: u32) -> StoredKind {
     StoredKind::Smart {
         target: target.to_string(),
         target_size,
-        nullability: Nullability::NonNull,
+        nullability: Nullability::Nullable,
         lazy: true,
     }
 }
@@ -545,18 +545,19 @@ fn every_pointer_kind() {
             (152, ref3(true)),
             (160, ref3(true)),
             // A lazy pointer is unswizzled at commit (it may have been
-            // swizzled upon discovery), and checked at fetch.
-            (168, SlotKind::Lazy { nullable: false }),
+            // swizzled upon discovery), and checked aligned at fetch; 0 is
+            // null.
+            (168, SlotKind::Lazy),
             (176, SlotKind::Buffer { elem_size: 8 }),
         ]
     );
-    // A buffer of lazy pointers: each element a slot, 0 allowed (spare
-    // capacity).
+    // A buffer of lazy pointers: each element a slot (0 is null, as in a
+    // field).
     let lbuf = StoredType::array_of(lazy("Leaf", 8), 8);
     assert_eq!(lbuf.name, "[Lazy<Leaf>]");
     let l = Layout::of(&lbuf, PAGE);
     let lbuf_slots: Vec<_> = l.slots.iter().map(|s| (s.offset, s.kind)).collect();
-    assert_eq!(lbuf_slots, vec![(0, SlotKind::Lazy { nullable: true })]);
+    assert_eq!(lbuf_slots, vec![(0, SlotKind::Lazy)]);
     check::<Slot>(
         "Slot",
         &[("p", 0, pref("Leaf", 8)), ("q", 8, opt_pref("Leaf", 8))],
@@ -604,10 +605,7 @@ fn large_targets_span_pages() {
     let l = Layout::of(&s, 16384);
     assert!(l.slots.iter().all(|s| matches!(
         s.kind,
-        SlotKind::Ref { pages: 1, .. }
-            | SlotKind::Buffer { .. }
-            | SlotKind::Smart
-            | SlotKind::Lazy { .. }
+        SlotKind::Ref { pages: 1, .. } | SlotKind::Buffer { .. } | SlotKind::Smart | SlotKind::Lazy
     )));
 }
 

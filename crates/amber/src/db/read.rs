@@ -176,39 +176,34 @@ pub trait View {
         checked(r.fs, r.access, r.source.name(), va)
     }
 
-    /// Follows a lazy pointer, swizzling it upon discovery: a swizzled
-    /// field is a load, as [`get`](Self::get) is; an unswizzled one is
-    /// translated as a [`Smart`] is, and the field rewritten in memory to
-    /// the direct address when the target is already resident (a rewrite
-    /// that is never logged). Panics on a stale pointer, as `get` does;
-    /// [`try_lazy`](Self::try_lazy) returns the error.
+    /// Follows a lazy pointer, swizzling it upon discovery; `None` if it is
+    /// null. A swizzled field is a load, as [`get`](Self::get) is; an
+    /// unswizzled one is translated as a [`Smart`] is, and the field
+    /// rewritten in memory to the direct address when the target is
+    /// already resident (a rewrite that is never logged). Panics on a stale
+    /// pointer, as `get` does; [`try_lazy`](Self::try_lazy) returns the
+    /// error.
     #[inline(always)]
-    fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> &'a T {
-        let r = self.reading();
-        match r.lazy_va(l, Discovery::Lazy) {
-            Ok(va) => r.access.object(va),
-            Err(e) => panic!("amber: following a lazy pointer: {e}"),
-        }
+    fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T> {
+        self.reading().lazy(l, Discovery::Lazy)
     }
 
     /// [`lazy`](Self::lazy), every failure an error: [`Error::Dangling`]
     /// for a stale pointer, [`Error::Corrupt`] for a damaged page.
-    fn try_lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Result<&'a T> {
+    fn try_lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Result<Option<&'a T>> {
         let r = self.reading();
-        let va = r.lazy_va(l, Discovery::Lazy)?;
-        checked(r.fs, r.access, r.source.name(), va)
+        match r.lazy_va(l, Discovery::Lazy)? {
+            0 => Ok(None),
+            va => checked(r.fs, r.access, r.source.name(), va).map(Some),
+        }
     }
 
     /// [`lazy`](Self::lazy) in its eager variant: an unswizzled field is
     /// rewritten at its first read whether its target is resident or not
     /// (its frame is reserved, and the dereference faults it in). For
     /// comparing the two, as White & DeWitt did.
-    fn lazy_eager<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> &'a T {
-        let r = self.reading();
-        match r.lazy_va(l, Discovery::Eager) {
-            Ok(va) => r.access.object(va),
-            Err(e) => panic!("amber: following a lazy pointer: {e}"),
-        }
+    fn lazy_eager<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T> {
+        self.reading().lazy(l, Discovery::Eager)
     }
 
     /// A named root, if it exists (in a transaction, as it set it). Its
@@ -363,12 +358,24 @@ pub trait View {
 }
 
 impl<'a> Reading<'a> {
-    /// The virtual address lazy pointer `l` leads to (to a `T`), the field
-    /// swizzled as `how` says.
+    /// What `l` leads to (`None`: null), the field swizzled as `how` says;
+    /// panics on a stale pointer, as `get` does.
+    #[inline(always)]
+    fn lazy<T: Persistent>(self, l: &Lazy<T>, how: Discovery) -> Option<&'a T> {
+        match self.lazy_va(l, how) {
+            Ok(0) => None,
+            Ok(va) => Some(self.access.object(va)),
+            Err(e) => panic!("amber: following a lazy pointer: {e}"),
+        }
+    }
+
+    /// The virtual address lazy pointer `l` leads to (to a `T`; 0 if it is
+    /// null), the field swizzled as `how` says.
     #[inline(always)]
     fn lazy_va<T: Persistent>(&self, l: &Lazy<T>, how: Discovery) -> Result<u64> {
         match l.load() {
             Ok(va) => Ok(va),
+            Err(0) => Ok(0),
             Err(paddr) => {
                 let pages = pages_for(u64::from(T::DESC.size), self.source.page_size());
                 discover(self.fs, self.source.name(), l, paddr, pages, how)

@@ -176,7 +176,7 @@ pub enum FieldKind {
     },
     /// `Smart<T>` (`nullable: false`) or `Option<Smart<T>>`: kept as a
     /// persistent address and translated at each use (Texas's fine-grained
-    /// smart pointers); or `Lazy<T>` (`lazy: true`, never nullable): stored
+    /// smart pointers); or `Lazy<T>` (`lazy: true`, always nullable): stored
     /// the same, and rewritten in memory to the direct address when it is
     /// followed while its target is resident.
     Smart {
@@ -454,7 +454,12 @@ pub fn kind_name(k: &StoredKind) -> String {
             nullability,
             lazy,
             ..
-        } => pointer(if *lazy { "Lazy" } else { "Smart" }, target, *nullability),
+        } if *lazy => format!("Lazy<{target}>"),
+        StoredKind::Smart {
+            target,
+            nullability,
+            ..
+        } => pointer("Smart", target, *nullability),
         StoredKind::Vec { elem, .. } => format!("PVec<{}>", kind_name(elem)),
         StoredKind::Bytes => "PBytes".to_string(),
         StoredKind::Str => "PString".to_string(),

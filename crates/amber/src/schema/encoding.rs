@@ -36,7 +36,8 @@ const T_REF: u8 = 9;
 const T_SMART: u8 = 10;
 /// `PString` (version 2; Amber before it reads the tag as unknown).
 const T_STR: u8 = 11;
-/// `Lazy<T>` (version 3): target name, target size u32, as `Smart<T>`.
+/// `Lazy<T>` (version 3; 0 is null): target name, target size u32, as
+/// `Smart<T>`.
 const T_LAZY: u8 = 12;
 /// `PIndex<V, K>` / `PMultiIndex<V, K>`: the target as for a pointer, then
 /// the key type's name and a multi flag byte (0 or 1).
@@ -95,7 +96,7 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
             let smart = matches!(k, StoredKind::Smart { .. });
             let lazy = matches!(k, StoredKind::Smart { lazy: true, .. });
             let tag = match (smart, *nullability == Nullability::NonNull) {
-                // A `Lazy<T>` is never null (`ptr.rs`).
+                // A `Lazy<T>` may always be null (`ptr.rs`).
                 _ if lazy => T_LAZY,
                 (false, true) => T_REF,
                 (false, false) => T_OPT_REF,
@@ -375,7 +376,7 @@ impl Reader<'_> {
             T_LAZY if self.version >= VERSION_LAZY => StoredKind::Smart {
                 target: self.str()?,
                 target_size: self.u32()?,
-                nullability: Nullability::NonNull,
+                nullability: Nullability::Nullable,
                 lazy: true,
             },
             T_VEC => {
@@ -633,7 +634,7 @@ mod tests {
                 offset: 16,
                 kind: &FieldKind::Smart {
                     target: Target(|| &LEAF),
-                    nullable: false,
+                    nullable: true,
                     lazy: true,
                 },
                 evolution: crate::schema::desc::Evolution::NONE,
@@ -660,6 +661,15 @@ mod tests {
         };
         let names: Vec<String> = f.iter().map(|f| kind_name(&f.kind)).collect();
         assert_eq!(names, ["PRef<Leaf>", "Smart<Leaf>", "Lazy<Leaf>"]);
+        // A lazy pointer may be null: its kind says so.
+        assert!(matches!(
+            f[2].kind,
+            StoredKind::Smart {
+                nullability: Nullability::Nullable,
+                lazy: true,
+                ..
+            }
+        ));
         let mut v2 = b.clone();
         v2[0] = 2;
         let e = StoredType::decode(&v2).expect_err("tag 12 in version 2");

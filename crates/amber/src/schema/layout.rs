@@ -39,12 +39,9 @@ pub enum SlotKind {
     /// `Option<Smart<T>>` needs no slot).
     Smart,
     /// A `Lazy<T>`: left as a persistent address when fetched (checked
-    /// aligned and, unless `nullable`, not 0); unswizzled at commit if the
-    /// program's reads rewrote it to a direct address.
-    Lazy {
-        /// An element of a buffer, whose spare capacity is zeros.
-        nullable: bool,
-    },
+    /// aligned; 0 is null); unswizzled at commit if the program's reads
+    /// rewrote it to a direct address.
+    Lazy,
     /// `PVec` / `PBytes` buffer pointer; the capacity (u32) is at offset + 12
     /// and each element has `elem_size` bytes.
     Buffer {
@@ -54,16 +51,16 @@ pub enum SlotKind {
 }
 
 impl SlotKind {
-    /// Whether the slot may hold 0. Only a `Ref`, `Smart` or `Lazy` slot may
-    /// not: a `PRef` or `Smart` holding 0 would be undefined behaviour in
-    /// safe code, a `Lazy` one a pointer to nowhere, while a null buffer
-    /// pointer is an empty vector.
+    /// Whether the slot may hold 0. Only a `Ref` or `Smart` slot may not: a
+    /// `PRef` or `Smart` holding 0 would be undefined behaviour in safe code,
+    /// while a null `Lazy` is a value and a null buffer pointer an empty
+    /// vector.
     #[inline(always)]
     pub fn nullable(self) -> bool {
         match self {
             SlotKind::Ref { nullable, .. } => nullable,
             SlotKind::Smart => false,
-            SlotKind::Lazy { nullable } => nullable,
+            SlotKind::Lazy => true,
             SlotKind::Buffer { .. } => true,
         }
     }
@@ -108,7 +105,7 @@ fn flatten(kind: &StoredKind, at: u32, page_size: usize, in_buffer: bool, out: &
         StoredKind::Prim(_) | StoredKind::Index { .. } => {}
         StoredKind::Smart { lazy: true, .. } => out.push(PtrSlot {
             offset: at,
-            kind: SlotKind::Lazy { nullable: in_buffer },
+            kind: SlotKind::Lazy,
         }),
         StoredKind::Smart { nullability, .. } => {
             if non_null(nullability) {

@@ -18,7 +18,7 @@
 //! `ptr.rs`); so a commit always writes the persistent form.
 //!
 //! Both also refuse a 0 in a slot that may not hold null (`PRef<T>`,
-//! `Smart<T>`, `Lazy<T>`: a `NonZeroU64` holding 0 is undefined behaviour): a fetched
+//! `Smart<T>`: a `NonZeroU64` holding 0 is undefined behaviour): a fetched
 //! page holding one is damaged or crafted, and is not installed; a block
 //! about to be logged holding one would be Amber's own error, and is not
 //! logged.
@@ -237,15 +237,15 @@ fn convert_slots(
             (Direction::Swizzle, SlotKind::Smart) => continue,
             // A lazy pointer is fetched as stored, a persistent address
             // (bit 0 clear: a direct address never reaches the disk).
-            (Direction::Swizzle, SlotKind::Lazy { .. }) => {
+            (Direction::Swizzle, SlotKind::Lazy) => {
                 aligned(v)?;
                 continue;
             }
             // Rewritten upon discovery: back to the persistent address.
-            (Direction::Unswizzle, SlotKind::Lazy { .. }) if v & LAZY_DIRECT != 0 => {
+            (Direction::Unswizzle, SlotKind::Lazy) if v & LAZY_DIRECT != 0 => {
                 map.to_paddr(v & !LAZY_DIRECT)?
             }
-            (Direction::Unswizzle, SlotKind::Lazy { .. }) => {
+            (Direction::Unswizzle, SlotKind::Lazy) => {
                 map.check_paddr(v)?;
                 continue;
             }

@@ -160,14 +160,12 @@ unsafe impl<T: Persistent> Field for Option<Smart<T>> {
 }
 
 // SAFETY: a transparent `AtomicU64` (8 bytes, 8-aligned, every bit pattern
-// valid, no drop glue) and a zero-sized marker. Declared non-null, so the
-// fault handler refuses a page holding 0 in it (a 0 would not be undefined
-// behaviour, only a pointer that leads nowhere); its word is only ever
-// followed through `View::lazy`, which checks what it leads to.
+// valid, no drop glue) and a zero-sized marker; 0 is null. Its word is only
+// ever followed through `View::lazy`, which checks what it leads to.
 unsafe impl<T: Persistent> Field for Lazy<T> {
     const KIND: FieldKind = FieldKind::Smart {
         target: Target(|| &T::DESC),
-        nullable: false,
+        nullable: true,
         lazy: true,
     };
 }

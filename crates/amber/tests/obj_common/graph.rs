@@ -394,7 +394,7 @@ pub fn apply_db(
                 // Lazy pointers are compared by what they lead to.
                 let n = tx.get(o);
                 let keep: Vec<PRef<GNode>> = (tx.slice(&n.lazy_kids).iter())
-                    .map(|l| refs[&tx.lazy(l).id])
+                    .map(|l| refs[&tx.lazy(l).expect("a kid").id])
                     .filter(|&k| k != p)
                     .collect();
                 let lazy = tx.slice_mut(o, |g| &mut g.lazy_kids);
@@ -475,7 +475,7 @@ pub trait View {
     fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T];
     fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8];
     fn index_get<V: Persistent>(&self, i: &PIndex<V>, k: u64) -> amber::Result<Option<PRef<V>>>;
-    fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> &'a T;
+    fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T>;
 }
 
 macro_rules! view {
@@ -497,7 +497,7 @@ macro_rules! view {
             ) -> amber::Result<Option<PRef<V>>> {
                 <$t>::index_get(self, i, &k)
             }
-            fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> &'a T {
+            fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T> {
                 amber::View::lazy(self, l)
             }
         }
@@ -546,9 +546,9 @@ pub fn diff(view: &impl View, root: PRef<GRoot>, m: &Model) -> Result<(), String
         let n = view.get(p);
         let kids: Vec<PRef<GNode>> = w.kids.iter().map(|k| refs[k]).collect();
         let lazy_kids: Vec<u64> = (view.slice(&n.lazy_kids).iter())
-            .map(|l| view.lazy(l).id)
+            .map(|l| view.lazy(l).expect("a lazy kid").id)
             .collect();
-        let lazy_root = std::ptr::eq(view.lazy(&n.lazy_root), r);
+        let lazy_root = view.lazy(&n.lazy_root).is_some_and(|l| std::ptr::eq(l, r));
         let checks = [
             ("val", n.val == w.val),
             ("pad", n.pad == w.pad),

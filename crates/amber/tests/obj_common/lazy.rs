@@ -48,6 +48,8 @@ pub struct Mixed {
     pub l: Lazy<LLeaf>,
     pub o: Option<PRef<LLeaf>>,
     pub ls: PVec<Lazy<LLeaf>>,
+    /// Null in every third object.
+    pub n: Lazy<LLeaf>,
     pub count: u64,
 }
 
@@ -62,6 +64,7 @@ pub struct MixedSmart {
     pub l: Smart<LLeaf>,
     pub o: Option<PRef<LLeaf>>,
     pub ls: PVec<Lazy<LLeaf>>,
+    pub n: Lazy<LLeaf>,
     pub count: u64,
 }
 
@@ -111,6 +114,11 @@ fn create(path: &Path, b: Cfg) {
             },
             o: (id % 3 != 0).then(|| at(6)),
             ls,
+            n: if id % 3 == 0 {
+                Lazy::null()
+            } else {
+                Lazy::from(at(6))
+            },
             count: 0,
         };
         mixed.push(tx.alloc(m).expect("mixed"));
@@ -145,7 +153,7 @@ fn check(v: &impl View, plain: bool) -> (u64, u64) {
         let m = v.get(m);
         let want = |k: u64| (m.id * 7 + k) % LEAVES;
         assert_eq!(v.get(m.r).id, want(0), "mixed {}: r", m.id);
-        let l = v.lazy(&m.l);
+        let l = v.lazy(&m.l).expect("not null");
         assert_eq!(
             (l.id, l.data[999]),
             (want(5), want(5) as u8),
@@ -159,12 +167,24 @@ fn check(v: &impl View, plain: bool) -> (u64, u64) {
                 "mixed {}: s",
                 m.id
             );
-            assert_eq!(v.try_lazy(&m.l).expect("try_lazy").id, want(5));
+            assert_eq!(
+                v.try_lazy(&m.l).expect("try_lazy").map(|l| l.id),
+                Some(want(5))
+            );
+            assert_eq!(
+                v.try_lazy(&m.n).expect("try_lazy").map(|l| l.id),
+                (m.id % 3 != 0).then(|| want(6))
+            );
         }
         assert_eq!(m.o.map(|o| v.get(o).id), (m.id % 3 != 0).then(|| want(6)));
-        let ls: Vec<u64> = v.slice(&m.ls).iter().map(|l| v.lazy(l).id).collect();
+        assert_eq!(v.lazy(&m.n).map(|l| l.id), (m.id % 3 != 0).then(|| want(6)));
+        assert_eq!(m.n.is_null(), m.id % 3 == 0);
+        let ls: Vec<u64> = (v.slice(&m.ls).iter())
+            .map(|l| v.lazy(l).expect("not null").id)
+            .collect();
         assert_eq!(ls, [want(2), want(3), want(4)], "mixed {}: ls", m.id);
-        for l in std::iter::once(&m.l).chain(v.slice(&m.ls)) {
+        let n = (!m.n.is_null()).then_some(&m.n);
+        for l in std::iter::once(&m.l).chain(n).chain(v.slice(&m.ls)) {
             swizzled += u64::from(l.is_swizzled());
             all += 1;
         }
@@ -244,11 +264,14 @@ pub fn never_logged(b: Cfg) {
     // A write of a lazy field itself (to the target it had, in the other
     // form) stores the persistent address.
     let leaf = db.slice(&db.get(root(&db)).leaves)[5];
-    assert_eq!(db.lazy(&db.get(first).l).id, 5);
+    assert_eq!(db.lazy(&db.get(first).l).map(|l| l.id), Some(5));
     let mut tx = db.begin().expect("begin");
     tx.get_mut(first).l = Lazy::from(leaf);
     tx.commit().expect("commit");
-    assert_eq!(db.lazy(&db.get(first).l).id, db.get(leaf).id);
+    assert_eq!(
+        db.lazy(&db.get(first).l).map(|l| l.id),
+        Some(db.get(leaf).id)
+    );
     let words = swizzled_words(&db);
     none_on_disk(dir.path(), &words, "open");
     db.close().expect("close");
@@ -285,6 +308,30 @@ pub fn mixed_granularity(b: Cfg) {
             .expect("the stored layout is the program's");
         check_all(&db);
         db.close().expect("close");
+    }
+    // Inspection reads a lazy field as what it is on disk, and deep
+    // verification follows it.
+    let mut db = open(&path, opts(b));
+    let (m0, leaf5) = {
+        let tx = db.begin().expect("begin");
+        let r = tx.get(root(&tx));
+        let m0 = tx.to_smart(tx.slice(&r.mixed)[0]).expect("paddr").paddr();
+        let leaf5 = tx.to_smart(tx.slice(&r.leaves)[5]).expect("paddr").paddr();
+        (m0, leaf5)
+    };
+    db.close().expect("close");
+    {
+        use amber::inspect::{Inspector, ObjectValue, Value};
+        let ins = Inspector::open(&path).expect("inspect");
+        let o = ins.object(m0).expect("mixed 0");
+        let ObjectValue::Struct { fields, .. } = &o.value else {
+            panic!("{:?}", o.value)
+        };
+        let field = |name: &str| &fields.iter().find(|f| f.name == name).expect(name).value;
+        assert_eq!(*field("l"), Value::Lazy(leaf5));
+        assert_eq!(*field("n"), Value::Lazy(0), "mixed 0's n is null");
+        assert!(matches!(field("s"), Value::Smart(_)));
+        assert!(ins.verify_deep().expect("deep").is_clean());
     }
     let db = open(&path, opts(b));
     let e = db
@@ -324,7 +371,7 @@ pub fn discovery(b: Cfg) {
         } else {
             db.lazy_eager(&m.l)
         };
-        assert_eq!(first.id, db.get(target).id);
+        assert_eq!(first.map(|l| l.id), Some(db.get(target).id));
         if i % 2 == 1 || resident {
             assert!(
                 m.l.is_swizzled(),
@@ -337,7 +384,7 @@ pub fn discovery(b: Cfg) {
                 "mixed {i}: swizzled though its target was not resident"
             );
             // Now it is: the next read swizzles.
-            assert_eq!(db.lazy(&m.l).id, db.get(target).id);
+            assert_eq!(db.lazy(&m.l).map(|l| l.id), Some(db.get(target).id));
             assert!(
                 m.l.is_swizzled(),
                 "mixed {i}: resident target, not swizzled"
