@@ -506,6 +506,19 @@ macro_rules! view {
 view!(Db);
 view!(Tx<'_>);
 
+/// Follows every lazy pointer of the graph, as a program reading it does
+/// (swizzling those whose targets are resident).
+pub fn follow_lazy(view: &impl View, root: PRef<GRoot>) {
+    let r = view.get(root);
+    for &p in view.slice(&r.nodes) {
+        let n = view.get(p);
+        view.lazy(&n.lazy_root);
+        for l in view.slice(&n.lazy_kids) {
+            view.lazy(l);
+        }
+    }
+}
+
 /// The lazy pointers of the graph (every node's root pointer and lazy
 /// kids): how many hold a direct address (swizzled upon discovery), and
 /// how many there are.
