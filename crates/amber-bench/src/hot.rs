@@ -25,6 +25,13 @@
 //! traversal of each list faults every page in (its time and fault count are
 //! reported), then `runs` timed traversals of each side alternate, Amber first
 //! on even runs and memory first on odd ones. Reported: medians.
+//!
+//! The same two lists are also built of [`LazyNode`]s, whose `next` is a
+//! `Lazy` (swizzled upon discovery, issue 20) and followed with
+//! `db.lazy(&n.next)`: their first traversal after opening faults the pages
+//! in and swizzles the fields whose target was already resident, the second
+//! swizzles the rest (the *warm-up*, both timed and reported); then the
+//! timed traversals against the same boxes. Target: ≤ 1.3 × memory.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -33,7 +40,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use amber::internals::vm::{Backend, BackendChoice};
-use amber::{Db, Detect, Options, PRef, Persistent, Strategy};
+use amber::{Db, Detect, Lazy, Options, PRef, Persistent, Strategy, View};
 use serde::Serialize;
 
 use crate::backend::Backends;
@@ -51,6 +58,21 @@ pub const TARGET_HOT_VS_MEMORY: f64 = 1.05;
 pub struct Node {
     pub value: u64,
     pub next: Option<PRef<Node>>,
+    pub _pad: u64,
+}
+
+/// The target of the hot traversal through lazy pointers, once warmed up
+/// (every field swizzled upon discovery): within 30% of plain memory.
+pub const TARGET_LAZY_HOT_VS_MEMORY: f64 = 1.3;
+
+/// A node of the persistent list linked by a lazy pointer: [`Node`]'s
+/// layout, `next` swizzled upon discovery.
+#[derive(Persistent)]
+#[persistent(name = "hot::LazyNode")]
+#[repr(C)]
+pub struct LazyNode {
+    pub value: u64,
+    pub next: Lazy<LazyNode>,
     pub _pad: u64,
 }
 
@@ -139,6 +161,19 @@ pub struct BackendHot {
     /// Distributions of the four.
     pub in_order: Pair,
     pub shuffled: Pair,
+    /// Median hot traversal of the in-order list of lazy nodes (ms).
+    pub lazy_hot_ms: f64,
+    /// `lazy_hot_ms` over the boxes' median of the same runs; target ≤ 1.3.
+    pub lazy_hot_vs_memory: f64,
+    /// The same for the shuffled list of lazy nodes.
+    pub lazy_shuffled_vs_memory: f64,
+    /// Distributions of the lazy lists against the boxes.
+    pub lazy_in_order: Pair,
+    pub lazy_shuffled: Pair,
+    /// The first traversal of both lazy lists after opening (faulting, and
+    /// swizzling the fields whose targets were resident), then the second
+    /// (swizzling the rest), ms.
+    pub lazy_warmup_ms: [f64; 2],
     /// The untimed first traversal of both lists after opening (every page
     /// faulted in from the OS page cache), ms.
     pub warmup_ms: f64,
@@ -162,6 +197,7 @@ pub struct HotReport {
     /// Bytes per node in glibc's heap (chunk header included).
     pub memory_chunk_bytes: usize,
     pub target_hot_vs_memory: f64,
+    pub target_lazy_hot_vs_memory: f64,
     /// Per backend.
     pub backends: BTreeMap<String, BackendHot>,
     /// The first (or only) backend's figures, at the top level when one
@@ -179,7 +215,8 @@ pub struct HotReport {
 
 const METHOD: &str = "two singly linked lists of N 24-byte nodes (value, next, pad), on both sides allocated in order then linked: in order (i -> i+1) and in a random order; \
 a visit adds value to a sum and follows next (Amber: db.get(p), memory: the Box); the database is reopened per backend and warmed by one traversal of each list; \
-then runs timed traversals of each side alternate (Amber first on even runs); medians";
+then runs timed traversals of each side alternate (Amber first on even runs); medians. The same lists of lazy nodes (next a Lazy, followed with db.lazy), \
+warmed by two traversals of each (the first faults and swizzles what is resident, the second the rest), timed against the same boxes";
 
 /// Allocates N boxes in order, then links them in `order`.
 fn memory_list(order: &[u32]) -> MemList {
@@ -202,20 +239,21 @@ fn memory_list(order: &[u32]) -> MemList {
     MemList { head }
 }
 
-/// Allocates N nodes in order, links them in `order`, names the head `name`.
-fn amber_list(db: &mut Db, name: &str, order: &[u32]) -> Result<(), BenchError> {
+/// Allocates N nodes in order (`node(i)` holding value i), links them in
+/// `order` (`link(from, to)`), names the head `name`.
+fn build_list<T: Persistent>(
+    db: &mut Db,
+    name: &str,
+    order: &[u32],
+    node: impl Fn(u64) -> T,
+    link: impl Fn(&mut T, PRef<T>),
+) -> Result<(), BenchError> {
     let mut tx = db.begin()?;
     let nodes = (0..order.len() as u64)
-        .map(|i| {
-            tx.alloc(Node {
-                value: i,
-                next: None,
-                _pad: 0,
-            })
-        })
+        .map(|i| tx.alloc(node(i)))
         .collect::<amber::Result<Vec<_>>>()?;
     for w in order.windows(2) {
-        tx.get_mut(nodes[w[0] as usize]).next = Some(nodes[w[1] as usize]);
+        link(tx.get_mut(nodes[w[0] as usize]), nodes[w[1] as usize]);
     }
     let head = order
         .first()
@@ -226,6 +264,32 @@ fn amber_list(db: &mut Db, name: &str, order: &[u32]) -> Result<(), BenchError> 
     Ok(())
 }
 
+/// The list of [`Node`]s of `order`, named `name`.
+fn amber_list(db: &mut Db, name: &str, order: &[u32]) -> Result<(), BenchError> {
+    let node = |value| Node {
+        value,
+        next: None,
+        _pad: 0,
+    };
+    build_list(db, name, order, node, |n, to| n.next = Some(to))
+}
+
+/// The list of [`LazyNode`]s of `order`, named `name`.
+fn lazy_list(db: &mut Db, name: &str, order: &[u32]) -> Result<(), BenchError> {
+    let node = |value| LazyNode {
+        value,
+        next: Lazy::null(),
+        _pad: 0,
+    };
+    build_list(db, name, order, node, |n, to| n.next = Lazy::from(to))
+}
+
+/// The head of the list named `name`.
+fn head_of<T: Persistent>(db: &Db, name: &str) -> Result<PRef<T>, BenchError> {
+    db.root(name)?
+        .ok_or_else(|| BenchError::new(format!("no root {name:?}")))
+}
+
 #[inline(never)]
 fn walk_amber(db: &Db, head: PRef<Node>) -> u64 {
     let mut sum = 0u64;
@@ -234,6 +298,17 @@ fn walk_amber(db: &Db, head: PRef<Node>) -> u64 {
         let n = db.get(p);
         sum = sum.wrapping_add(n.value);
         cur = n.next;
+    }
+    sum
+}
+
+#[inline(never)]
+fn walk_lazy(db: &Db, head: PRef<LazyNode>) -> u64 {
+    let mut n = db.get(head);
+    let mut sum = n.value;
+    while let Some(next) = db.lazy(&n.next) {
+        n = next;
+        sum = sum.wrapping_add(n.value);
     }
     sum
 }
@@ -267,10 +342,10 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-/// Times `runs` alternating traversals of both sides of one list.
+/// Times `runs` alternating traversals of both sides of one list, Amber's
+/// by `walk`.
 fn measure(
-    db: &Db,
-    head: PRef<Node>,
+    walk: impl Fn() -> u64,
     mem: &MemList,
     runs: usize,
     want: u64,
@@ -281,7 +356,7 @@ fn measure(
         for side in [r % 2, 1 - r % 2] {
             let t = Instant::now();
             let sum = if side == 0 {
-                walk_amber(db, black_box(head))
+                walk()
             } else {
                 walk_memory(black_box(mem))
             };
@@ -326,6 +401,8 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
         let mut db = Db::create(&path, Options::default())?;
         amber_list(&mut db, "in-order", &in_order)?;
         amber_list(&mut db, "shuffled", &shuffled)?;
+        lazy_list(&mut db, "lazy-in-order", &in_order)?;
+        lazy_list(&mut db, "lazy-shuffled", &shuffled)?;
         db.close()?;
     }
     let mem_in_order = memory_list(&in_order);
@@ -347,11 +424,8 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
         // A transaction arms the scheme (protecting or unprotecting the
         // frames); the traversals then read as any program does.
         db.begin()?.abort()?;
-        let root = |name: &str| -> Result<PRef<Node>, BenchError> {
-            db.root(name)?
-                .ok_or_else(|| BenchError::new(format!("no root {name:?}")))
-        };
-        let (head, shuffled_head) = (root("in-order")?, root("shuffled")?);
+        let head: PRef<Node> = head_of(&db, "in-order")?;
+        let shuffled_head: PRef<Node> = head_of(&db, "shuffled")?;
         let faults0 = db.stats().faults;
         let t = Instant::now();
         let sums = (walk_amber(&db, head), walk_amber(&db, shuffled_head));
@@ -362,8 +436,46 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
             )));
         }
         let warmup_faults = db.stats().faults - faults0;
-        let in_order = measure(&db, head, &mem_in_order, cfg.runs, want)?;
-        let shuffled = measure(&db, shuffled_head, &mem_shuffled, cfg.runs, want)?;
+        let in_order = measure(
+            || walk_amber(&db, black_box(head)),
+            &mem_in_order,
+            cfg.runs,
+            want,
+        )?;
+        let shuffled = measure(
+            || walk_amber(&db, black_box(shuffled_head)),
+            &mem_shuffled,
+            cfg.runs,
+            want,
+        )?;
+        let lazy_head: PRef<LazyNode> = head_of(&db, "lazy-in-order")?;
+        let lazy_shuffled_head: PRef<LazyNode> = head_of(&db, "lazy-shuffled")?;
+        let mut lazy_warmup_ms = [0.0; 2];
+        for w in &mut lazy_warmup_ms {
+            let t = Instant::now();
+            let sums = (
+                walk_lazy(&db, lazy_head),
+                walk_lazy(&db, lazy_shuffled_head),
+            );
+            *w = ms(t);
+            if sums != (want, want) {
+                return Err(BenchError::new(format!(
+                    "lazy warm-up traversals summed {sums:?}, expected {want} each"
+                )));
+            }
+        }
+        let lazy_in_order = measure(
+            || walk_lazy(&db, black_box(lazy_head)),
+            &mem_in_order,
+            cfg.runs,
+            want,
+        )?;
+        let lazy_shuffled = measure(
+            || walk_lazy(&db, black_box(lazy_shuffled_head)),
+            &mem_shuffled,
+            cfg.runs,
+            want,
+        )?;
         let name = db.backend().to_string();
         db.close()?;
         let b = BackendHot {
@@ -376,6 +488,12 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
             shuffled_vs_memory: shuffled.ratio,
             in_order,
             shuffled,
+            lazy_hot_ms: lazy_in_order.amber_ms.median,
+            lazy_hot_vs_memory: lazy_in_order.ratio,
+            lazy_shuffled_vs_memory: lazy_shuffled.ratio,
+            lazy_in_order,
+            lazy_shuffled,
+            lazy_warmup_ms,
             warmup_ms,
             warmup_faults,
         };
@@ -392,6 +510,7 @@ pub fn hot(cfg: &HotConfig) -> Result<HotReport, BenchError> {
         amber_slot_bytes: 8 + std::mem::size_of::<Node>(),
         memory_chunk_bytes: 32,
         target_hot_vs_memory: TARGET_HOT_VS_MEMORY,
+        target_lazy_hot_vs_memory: TARGET_LAZY_HOT_VS_MEMORY,
         amber_hot_ms: single.as_ref().map(|b| b.amber_hot_ms),
         memory_hot_ms: single.as_ref().map(|b| b.memory_hot_ms),
         hot_vs_memory: single.as_ref().map(|b| b.hot_vs_memory),
@@ -412,14 +531,19 @@ impl HotReport {
         );
         let _ = writeln!(
             s,
-            "  {:<8} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10}",
+            "  {:<8} {:<13} {:>10} {:>10} {:>8} {:>10} {:>10}",
             "backend", "list", "amber ms", "memory ms", "ratio", "p10..p90", ""
         );
         for b in self.backends.values() {
-            for (list, p) in [("in order", &b.in_order), ("shuffled", &b.shuffled)] {
+            for (list, p) in [
+                ("in order", &b.in_order),
+                ("shuffled", &b.shuffled),
+                ("lazy in order", &b.lazy_in_order),
+                ("lazy shuffled", &b.lazy_shuffled),
+            ] {
                 let _ = writeln!(
                     s,
-                    "  {:<8} {:<10} {:>10.3} {:>10.3} {:>8.3}   amber {:.3}..{:.3}, memory {:.3}..{:.3}",
+                    "  {:<8} {:<13} {:>10.3} {:>10.3} {:>8.3}   amber {:.3}..{:.3}, memory {:.3}..{:.3}",
                     b.backend,
                     list,
                     p.amber_ms.median,
@@ -436,6 +560,11 @@ impl HotReport {
                 "  {:<8} warm-up (first traversal of both lists, faulting): {:.1} ms, {} faults",
                 b.backend, b.warmup_ms, b.warmup_faults
             );
+            let _ = writeln!(
+                s,
+                "  {:<8} lazy warm-up (first and second traversal of both lazy lists): {:.1} ms, {:.1} ms",
+                b.backend, b.lazy_warmup_ms[0], b.lazy_warmup_ms[1]
+            );
         }
         for b in self.backends.values() {
             let _ = writeln!(
@@ -445,6 +574,18 @@ impl HotReport {
                 b.hot_vs_memory,
                 self.target_hot_vs_memory,
                 if b.hot_vs_memory <= self.target_hot_vs_memory {
+                    "met"
+                } else {
+                    "MISSED"
+                }
+            );
+            let _ = writeln!(
+                s,
+                "  {}: lazy_hot_vs_memory {:.3} (target <= {:.2}: {})",
+                b.backend,
+                b.lazy_hot_vs_memory,
+                self.target_lazy_hot_vs_memory,
+                if b.lazy_hot_vs_memory <= self.target_lazy_hot_vs_memory {
                     "met"
                 } else {
                     "MISSED"
@@ -481,9 +622,11 @@ mod tests {
         assert!(r.amber_hot_ms.is_none());
         for b in r.backends.values() {
             assert!(b.amber_hot_ms > 0.0 && b.memory_hot_ms > 0.0);
+            assert!(b.lazy_hot_ms > 0.0 && b.lazy_warmup_ms[0] > 0.0);
             // Pages come in a fetch cluster at a time.
             assert!(b.warmup_faults >= 1);
         }
         assert!(r.table().contains("hot_vs_memory"));
+        assert!(r.table().contains("lazy_hot_vs_memory"));
     }
 }

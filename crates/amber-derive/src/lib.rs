@@ -78,9 +78,10 @@
 //!   (`PString`), `HashMap`/`BTreeMap`/sets (`PIndex<V>`), `bool` (`u8`),
 //!   `char` (`u32`), `usize`/`isize` (`u64`/`i64`), `u128`/`i128`
 //!   (`[u64; 2]`), `Option<T>` other than `Option<PRef<T>>` and
-//!   `Option<Smart<T>>`, `Cell`/`RefCell`/`Mutex`/atomics, `PhantomData`,
+//!   `Option<Smart<T>>` (no `Option<Lazy<T>>`: a `Lazy<T>` may be null
+//!   itself), `Cell`/`RefCell`/`Mutex`/atomics, `PhantomData`,
 //!   `NonZero*`, tuples, slices, function pointers, trait objects; a primitive
-//!   or array as the target of `PRef`/`Smart`/`PIndex`.
+//!   or array as the target of `PRef`/`Smart`/`Lazy`/`PIndex`.
 //!
 //! Any other type must implement `amber::Field`; if it does not, the trait's
 //! `on_unimplemented` message says what is allowed. Padding (between fields

@@ -301,13 +301,14 @@ fn check_path(p: &TypePath, errors: &mut Vec<Error>) {
                     p,
                     "`Option` is allowed in a persistent object only as Option<PRef<T>> or \
                      Option<Smart<T>>, where None is the null pointer (0); other types have no \
-                     spare bit pattern for None that every build agrees on. For an optional \
+                     spare bit pattern for None that every build agrees on (Lazy<T> needs none: \
+                     it may be null itself, Lazy::null()). For an optional \
                      value, store a flag next to it (e.g. `has_x: u8`); if the inner type is an \
                      alias of PRef<T>, write Option<PRef<T>> out",
                 ));
             }
         }
-        "PRef" | "Smart" => {
+        "PRef" | "Smart" | "Lazy" => {
             for t in type_args(args) {
                 check_target(&name, t, errors);
             }

@@ -20,6 +20,7 @@
 //! |---|---|
 //! | [`PRef<T>`], `Option<PRef<T>>` | a pointer: a plain address in memory, swizzled when its page is faulted in |
 //! | [`Smart<T>`] | a persistent address translated at each use (sparse, high-fanout structures) |
+//! | [`Lazy<T>`] | a persistent address swizzled upon discovery: rewritten in memory to the direct address when followed while its target is resident |
 //! | [`PVec<T>`] | a growable array in a buffer of its own, with `Vec`'s operations and growth |
 //! | [`PString`], [`PBytes`] | UTF-8 text (checked where it is read) and bytes |
 //! | [`PIndex<V, K>`] | an ordered map from keys (`u64`, `String`, byte strings, tuples: [`IndexKey`]) to `PRef<V>` |
@@ -190,7 +191,7 @@ pub use db::index::{IndexKey, IndexRange, IndexValues};
 pub use db::{CommitStats, Db, DbStats, Detect, Log, Options, Strategy, Tx, View};
 pub use error::{Error, FileKind, Location, Result};
 pub use gc::{CollectStats, MigrateStats, Migration, Plain};
-pub use ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+pub use ptr::{Lazy, PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 pub use source::remote::RemoteOptions;
 pub use source::tls::TlsOptions;
 pub use store::{StoreOptions, StoreStats};

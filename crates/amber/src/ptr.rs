@@ -5,7 +5,10 @@
 //! (page number × page size + offset). The fault handler swizzles one form
 //! into the other a page at a time. A [`Smart`] holds a persistent address
 //! even in memory and is translated at each use (Texas's fine-grained
-//! pointers, for sparse, high-fanout structures). [`PVec`], [`PBytes`] and
+//! pointers, for sparse, high-fanout structures). A [`Lazy`] holds a
+//! persistent address until it is followed while its target is resident,
+//! and is then rewritten in memory to the direct address (swizzling upon
+//! discovery). [`PVec`], [`PBytes`] and
 //! [`PString`] are growable arrays whose buffer is a separate object
 //! (swizzled like a `PRef`);
 //! [`PIndex`] is an ordered map whose nodes are reached through smart
@@ -20,6 +23,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A persistent pointer to a `T`: a virtual address while in memory.
 /// `Option<PRef<T>>` is a nullable one (null is 0, also on disk).
@@ -108,6 +112,124 @@ impl<T> Hash for Smart<T> {
 impl<T> fmt::Debug for Smart<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Smart({:#x})", self.paddr)
+    }
+}
+
+/// A pointer swizzled upon discovery (EPVM 2.0's lazy swizzling, White &
+/// DeWitt 1992): stored as a persistent address, like a [`Smart`]; when the
+/// program follows it ([`View::lazy`](crate::View::lazy)) and its target is
+/// already resident, the field itself is rewritten in memory to the direct
+/// address, so later reads are a load, a bit test and a load, as a
+/// [`PRef`]'s. The rewrite is not an update: it is never logged, a commit
+/// writes the persistent address, and it goes through a path that no
+/// detection scheme counts as a write (`docs/design.md` §4.2.3).
+///
+/// The word holds either form, told apart by bit 0 (object bodies are
+/// 8-aligned, so neither form uses it): clear, a persistent address; set,
+/// a virtual address plus 1. It is an atomic, so threads following the
+/// same field see one form or the other. Not `Copy` (an atomic). It may be
+/// null ([`Lazy::null`], 0, also on disk), as an `Option<PRef<T>>` may:
+/// there is no `Option<Lazy<T>>`, the atomic having no spare bit pattern
+/// for `None`, so the one type is both forms.
+#[repr(transparent)]
+pub struct Lazy<T> {
+    word: AtomicU64,
+    _t: PhantomData<fn() -> T>,
+}
+
+/// Bit 0 of a [`Lazy`] word: set when it holds a direct (virtual) address.
+pub(crate) const LAZY_DIRECT: u64 = 1;
+
+impl<T> Lazy<T> {
+    pub(crate) fn from_word(word: u64) -> Self {
+        Lazy {
+            word: AtomicU64::new(word),
+            _t: PhantomData,
+        }
+    }
+
+    /// The word as it is now (a persistent address, or a virtual address
+    /// with bit 0 set).
+    #[inline(always)]
+    pub(crate) fn word(&self) -> u64 {
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// What the word holds, read once: `Ok` the direct address, `Err` the
+    /// persistent address.
+    #[inline(always)]
+    pub(crate) fn load(&self) -> Result<u64, u64> {
+        let w = self.word();
+        if w & LAZY_DIRECT != 0 {
+            Ok(w & !LAZY_DIRECT)
+        } else {
+            Err(w)
+        }
+    }
+
+    /// The word's address (the field's, when it lies in an object).
+    pub(crate) fn word_addr(&self) -> usize {
+        self.word.as_ptr() as usize
+    }
+
+    /// The null lazy pointer (0).
+    pub const fn null() -> Self {
+        Lazy {
+            word: AtomicU64::new(0),
+            _t: PhantomData,
+        }
+    }
+
+    /// Whether it is null.
+    pub fn is_null(&self) -> bool {
+        self.word() == 0
+    }
+
+    /// Whether the field holds its target's direct address (it has been
+    /// swizzled upon discovery since its page was fetched).
+    pub fn is_swizzled(&self) -> bool {
+        self.word() & LAZY_DIRECT != 0
+    }
+}
+
+impl<T> From<PRef<T>> for Lazy<T> {
+    /// A lazy pointer holding `p`'s direct address (a commit stores its
+    /// persistent address, refusing one of another database as it does a
+    /// `PRef`).
+    fn from(p: PRef<T>) -> Self {
+        Lazy::from_word(p.addr() | LAZY_DIRECT)
+    }
+}
+
+impl<T> From<Smart<T>> for Lazy<T> {
+    /// A lazy pointer holding `s`'s persistent address.
+    fn from(s: Smart<T>) -> Self {
+        Lazy::from_word(s.paddr())
+    }
+}
+
+impl<T> Default for Lazy<T> {
+    fn default() -> Self {
+        Lazy::null()
+    }
+}
+
+impl<T> Clone for Lazy<T> {
+    fn clone(&self) -> Self {
+        Lazy::from_word(self.word())
+    }
+}
+
+impl<T> fmt::Debug for Lazy<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let w = self.word();
+        if w == 0 {
+            write!(f, "Lazy(null)")
+        } else if w & LAZY_DIRECT != 0 {
+            write!(f, "Lazy(direct {:#x})", w & !LAZY_DIRECT)
+        } else {
+            write!(f, "Lazy(persistent {w:#x})")
+        }
     }
 }
 

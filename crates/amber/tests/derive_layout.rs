@@ -13,7 +13,7 @@ use amber::internals::schema::desc::{
     FieldKind, Nullability, Prim, Shape, StoredField, StoredKind, StoredType, TypeDesc,
 };
 use amber::internals::schema::layout::{Layout, PtrSlot, SlotKind};
-use amber::{PBytes, PIndex, PRef, PVec, Smart};
+use amber::{Lazy, PBytes, PIndex, PRef, PVec, Smart};
 use std::mem::{align_of, offset_of, size_of};
 
 const PAGE: usize = 4096;
@@ -132,6 +132,8 @@ struct Ptrs {
     big: PRef<Big>,
     slots: [Slot; 2],
     refs: [Option<PRef<Big>>; 2],
+    l: Lazy<Leaf>,
+    lv: PVec<Lazy<Leaf>>,
 }
 
 /// `Self` in a field type; a pointer to its own type.
@@ -210,7 +212,7 @@ static LIST: &TypeDesc = &<List as Persistent>::DESC;
 const _: () = assert!(PART.fields.len() == 9);
 const _: () = assert!(PART.fields[8].offset == 72);
 const _: () = assert!(PART.size == 80);
-const _: () = assert!(Ptrs::DESC.fields.len() == 13);
+const _: () = assert!(Ptrs::DESC.fields.len() == 15);
 const _: () = assert!(LIST.size == 40);
 const fn field_offset(d: &TypeDesc, i: usize) -> u32 {
     d.fields[i].offset
@@ -289,6 +291,17 @@ fn smart(target: &str, target_size: u32) -> StoredKind {
         target: target.to_string(),
         target_size,
         nullability: Nullability::NonNull,
+        lazy: false,
+    }
+}
+
+/// `Lazy<target>`: stored as `Smart<target>`, another kind in memory.
+fn lazy(target: &str, target_size: u32) -> StoredKind {
+    StoredKind::Smart {
+        target: target.to_string(),
+        target_size,
+        nullability: Nullability::Nullable,
+        lazy: true,
     }
 }
 
@@ -298,6 +311,7 @@ fn opt_smart(target: &str, target_size: u32) -> StoredKind {
         target: target.to_string(),
         target_size,
         nullability: Nullability::Nullable,
+        lazy: false,
     }
 }
 
@@ -493,13 +507,15 @@ fn every_pointer_kind() {
                 offset_of!(Ptrs, refs),
                 array(opt_pref("Big", 10_000), 8, 2),
             ),
+            ("l", offset_of!(Ptrs, l), lazy("Leaf", 8)),
+            ("lv", offset_of!(Ptrs, lv), pvec(lazy("Leaf", 8), 8)),
         ],
     );
     // r 0, or 8, s 16, os 24, v 32, vs 48, b 64, ix 80, one 96, two 104,
-    // big 112, slots 120..152, refs 152..168.
+    // big 112, slots 120..152, refs 152..168, l 168, lv 176.
     assert_eq!(offset_of!(Ptrs, ix), 80);
     assert_eq!(offset_of!(Ptrs, refs), 152);
-    assert_eq!(size_of::<Ptrs>(), 168);
+    assert_eq!(size_of::<Ptrs>(), 192);
     let ref3 = |nullable| SlotKind::Ref { pages: 3, nullable };
     assert_eq!(
         slots(&s),
@@ -528,8 +544,20 @@ fn every_pointer_kind() {
             (144, OPT1),
             (152, ref3(true)),
             (160, ref3(true)),
+            // A lazy pointer is unswizzled at commit (it may have been
+            // swizzled upon discovery), and checked aligned at fetch; 0 is
+            // null.
+            (168, SlotKind::Lazy),
+            (176, SlotKind::Buffer { elem_size: 8 }),
         ]
     );
+    // A buffer of lazy pointers: each element a slot (0 is null, as in a
+    // field).
+    let lbuf = StoredType::array_of(lazy("Leaf", 8), 8);
+    assert_eq!(lbuf.name, "[Lazy<Leaf>]");
+    let l = Layout::of(&lbuf, PAGE);
+    let lbuf_slots: Vec<_> = l.slots.iter().map(|s| (s.offset, s.kind)).collect();
+    assert_eq!(lbuf_slots, vec![(0, SlotKind::Lazy)]);
     check::<Slot>(
         "Slot",
         &[("p", 0, pref("Leaf", 8)), ("q", 8, opt_pref("Leaf", 8))],
@@ -577,7 +605,7 @@ fn large_targets_span_pages() {
     let l = Layout::of(&s, 16384);
     assert!(l.slots.iter().all(|s| matches!(
         s.kind,
-        SlotKind::Ref { pages: 1, .. } | SlotKind::Buffer { .. } | SlotKind::Smart
+        SlotKind::Ref { pages: 1, .. } | SlotKind::Buffer { .. } | SlotKind::Smart | SlotKind::Lazy
     )));
 }
 

@@ -74,6 +74,10 @@ macro_rules! cases {
                 (|| common::stale::aborted($c)) as fn(),
             ),
             (
+                concat!("lazy_never_logged_", $scheme),
+                (|| common::lazy::never_logged($c)) as fn(),
+            ),
+            (
                 concat!("gc_random_graph_", $scheme),
                 (|| common::gc::random_graph($c)) as fn(),
             ),

@@ -30,6 +30,16 @@ fn killed_during_commits_wpl() {
 }
 
 #[test]
+fn lazy_never_logged_wpl() {
+    common::lazy::never_logged(WPL);
+}
+
+#[test]
+fn lazy_never_logged_cards_64() {
+    common::lazy::never_logged(CARDS_64);
+}
+
+#[test]
 fn write_path_property_remsets() {
     common::prop::run(REMSETS, None);
 }

@@ -54,6 +54,26 @@ fn null_in_non_null_field() {
 }
 
 #[test]
+fn lazy_never_logged() {
+    common::lazy::never_logged(B);
+}
+
+#[test]
+fn lazy_mixed_granularity() {
+    common::lazy::mixed_granularity(B);
+}
+
+#[test]
+fn lazy_discovery() {
+    common::lazy::discovery(B);
+}
+
+#[test]
+fn lazy_concurrent() {
+    common::lazy::concurrent(B);
+}
+
+#[test]
 fn nullability_mismatch() {
     common::nonnull::run_schema(B);
 }

@@ -86,8 +86,9 @@ pub enum Granularity {
 
 impl Granularity {
     /// Every granularity built so far, in report order, and the
-    /// diagnostic all-raw-try-get. `all-lazy` comes with the core's
-    /// `Lazy<T>` (issue 20, item 1).
+    /// diagnostic all-raw-try-get. `all-lazy` is not built: the core has
+    /// `Lazy<T>` (docs/design.md §4.2.3), but [`schema`]'s macro passes
+    /// pointers by value (`Copy`), which a `Lazy` is not.
     pub const ALL: [Granularity; 4] = [
         Granularity::AllRaw,
         Granularity::SmartIndex,
@@ -129,7 +130,7 @@ impl FromStr for Granularity {
             .find(|g| g.name() == s)
             .ok_or_else(|| {
                 let hint = if s == "all-lazy" {
-                    " (all-lazy needs the core's Lazy<T>, not built yet)"
+                    " (the core has Lazy<T>, but this benchmark's schema has no all-lazy column yet)"
                 } else {
                     ""
                 };

@@ -182,7 +182,7 @@ impl TexasReport {
             environment: environment(dir),
             cpu_clock: "CLOCK_PROCESS_CPUTIME_ID around each traversal: user + system time of every thread of the process (the fault handler thread included), exact to the nanosecond; the kernel does not split user from system at this resolution",
             pointers_swizzled: "not counted by the core: computed as the non-null PRef fields of the objects on the pages a traversal touched first, which is what the fault handler converts when it fetches them; given only with one page per fault and when those pages are exactly the blocks Amber fetched (null otherwise)",
-            not_built: "all-lazy: needs the core's Lazy<T> (swizzling upon discovery, issue 20 item 1)",
+            not_built: "all-lazy: the core's Lazy<T> exists (swizzling upon discovery, issue 20 item 1), but this benchmark's schema has no Lazy column yet",
             builds: builds.to_vec(),
             summaries,
             crossings,

@@ -26,7 +26,7 @@
 use super::tx::Tx;
 use crate::error::{Error, Result};
 use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER, encode_header};
-use crate::ptr::PRef;
+use crate::ptr::{LAZY_DIRECT, PRef};
 use crate::schema::desc::{FieldKind, TypeDesc};
 use crate::schema::layout::pages_for;
 use crate::vm::{Field, NotLive, Persistent};
@@ -202,6 +202,14 @@ impl Tx<'_> {
                 if to != 0 {
                     found.targets.push((to, (target.0)()));
                 }
+            }
+            // A `Lazy` read since its page was fetched holds the direct
+            // address (bit 0 set, `ptr.rs`).
+            FieldKind::Smart {
+                target, lazy: true, ..
+            } if *self.access.obj::<u64>(va) & LAZY_DIRECT != 0 => {
+                let to = *self.access.obj::<u64>(va) & !LAZY_DIRECT;
+                found.targets.push((to, (target.0)()));
             }
             FieldKind::Smart { target, .. } => {
                 let pa = *self.access.obj::<u64>(va);

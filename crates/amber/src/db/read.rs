@@ -20,7 +20,8 @@ use crate::error::{Error, FileKind, Location, Result};
 use crate::format::meta::RootEntry;
 use crate::format::objects::{OBJECT_ALIGN, OBJECT_HEADER};
 use crate::db::index::{IndexKey, IndexRange, IndexValues, Nodes, multi_suffix, reads};
-use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+use crate::ptr::{Lazy, PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+use crate::translate::lazy::{Discovery, discover};
 use std::ops::RangeBounds;
 use crate::schema::check::Program;
 use crate::schema::layout::pages_for;
@@ -175,6 +176,36 @@ pub trait View {
         checked(r.fs, r.access, r.source.name(), va)
     }
 
+    /// Follows a lazy pointer, swizzling it upon discovery; `None` if it is
+    /// null. A swizzled field is a load, as [`get`](Self::get) is; an
+    /// unswizzled one is translated as a [`Smart`] is, and the field
+    /// rewritten in memory to the direct address when the target is
+    /// already resident (a rewrite that is never logged). Panics on a stale
+    /// pointer, as `get` does; [`try_lazy`](Self::try_lazy) returns the
+    /// error.
+    #[inline(always)]
+    fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T> {
+        self.reading().lazy(l, Discovery::Lazy)
+    }
+
+    /// [`lazy`](Self::lazy), every failure an error: [`Error::Dangling`]
+    /// for a stale pointer, [`Error::Corrupt`] for a damaged page.
+    fn try_lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Result<Option<&'a T>> {
+        let r = self.reading();
+        match r.lazy_va(l, Discovery::Lazy)? {
+            0 => Ok(None),
+            va => checked(r.fs, r.access, r.source.name(), va).map(Some),
+        }
+    }
+
+    /// [`lazy`](Self::lazy) in its eager variant: an unswizzled field is
+    /// rewritten at its first read whether its target is resident or not
+    /// (its frame is reserved, and the dereference faults it in). For
+    /// comparing the two, as White & DeWitt did.
+    fn lazy_eager<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T> {
+        self.reading().lazy(l, Discovery::Eager)
+    }
+
     /// A named root, if it exists (in a transaction, as it set it). Its
     /// stored type must be `T`, and the stored layouts of `T` and of every
     /// type it reaches must be the program's.
@@ -327,6 +358,31 @@ pub trait View {
 }
 
 impl<'a> Reading<'a> {
+    /// What `l` leads to (`None`: null), the field swizzled as `how` says;
+    /// panics on a stale pointer, as `get` does.
+    #[inline(always)]
+    fn lazy<T: Persistent>(self, l: &Lazy<T>, how: Discovery) -> Option<&'a T> {
+        match self.lazy_va(l, how) {
+            Ok(0) => None,
+            Ok(va) => Some(self.access.object(va)),
+            Err(e) => panic!("amber: following a lazy pointer: {e}"),
+        }
+    }
+
+    /// The virtual address lazy pointer `l` leads to (to a `T`; 0 if it is
+    /// null), the field swizzled as `how` says.
+    #[inline(always)]
+    fn lazy_va<T: Persistent>(&self, l: &Lazy<T>, how: Discovery) -> Result<u64> {
+        match l.load() {
+            Ok(va) => Ok(va),
+            Err(0) => Ok(0),
+            Err(paddr) => {
+                let pages = pages_for(u64::from(T::DESC.size), self.source.page_size());
+                discover(self.fs, self.source.name(), l, paddr, pages, how)
+            }
+        }
+    }
+
     /// The `count` elements of the buffer at `buf`, fetched first, every
     /// failure an error.
     fn elements<T: Field>(&self, buf: u64, count: usize) -> Result<&'a [T]> {

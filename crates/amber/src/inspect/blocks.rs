@@ -214,6 +214,8 @@ pub enum Value {
     Ref(u64),
     /// A `Smart` or `Option<Smart>`: the address (0 is null).
     Smart(u64),
+    /// A `Lazy`: the address, stored as a `Smart`'s (0 is null).
+    Lazy(u64),
     /// A `PVec`, `PBytes` or `PString`.
     Vector {
         /// Address of the buffer (0: none).
@@ -274,6 +276,7 @@ fn value(b: &[u8], at: usize, k: &StoredKind, home: Home, left: &mut usize) -> V
             Value::Struct(struct_fields(b, at, fields, home, left))
         }
         StoredKind::Ref { .. } => get_u64(b, at).map_or(t, |v| Value::Ref(decoded(home, v))),
+        StoredKind::Smart { lazy: true, .. } => get_u64(b, at).map_or(t, Value::Lazy),
         StoredKind::Smart { .. } => get_u64(b, at).map_or(t, Value::Smart),
         StoredKind::Vec { .. } | StoredKind::Bytes | StoredKind::Str => {
             match (get_u64(b, at), get_u32(b, at + 8), get_u32(b, at + 12)) {

@@ -218,12 +218,14 @@ fn resolved_kind(b: &StoredKind, a: &StoredKind) -> StoredKind {
                 target,
                 target_size,
                 nullability: Nullability::Unknown,
+                lazy,
             },
             Smart { nullability, .. },
         ) => Smart {
             target: target.clone(),
             target_size: *target_size,
             nullability: *nullability,
+            lazy: *lazy,
         },
         (
             Array {
@@ -278,6 +280,7 @@ mod tests {
                 target,
                 target_size,
                 nullability,
+                lazy: false,
             }
         } else {
             StoredKind::Ref {

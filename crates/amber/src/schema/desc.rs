@@ -176,12 +176,16 @@ pub enum FieldKind {
     },
     /// `Smart<T>` (`nullable: false`) or `Option<Smart<T>>`: kept as a
     /// persistent address and translated at each use (Texas's fine-grained
-    /// smart pointers).
+    /// smart pointers); or `Lazy<T>` (`lazy: true`, always nullable): stored
+    /// the same, and rewritten in memory to the direct address when it is
+    /// followed while its target is resident.
     Smart {
         /// The target's descriptor.
         target: Target,
         /// Whether 0 is a value (`None`), as for `Ref`.
         nullable: bool,
+        /// A `Lazy<T>`: in memory, the word may hold the direct address.
+        lazy: bool,
     },
     /// `PVec<T>`: a growable array; its buffer pointer is swizzled.
     Vec {
@@ -303,7 +307,8 @@ pub enum StoredKind {
         /// Whether it may hold null.
         nullability: Nullability,
     },
-    /// A smart pointer (persistent address in memory).
+    /// A smart pointer (persistent address in memory), or a lazy one
+    /// (`lazy`: stored the same, swizzled upon discovery in memory).
     Smart {
         /// Target type name.
         target: String,
@@ -311,6 +316,9 @@ pub enum StoredKind {
         target_size: u32,
         /// Whether it may hold null.
         nullability: Nullability,
+        /// `Lazy<T>` rather than `Smart<T>`: the same bytes on disk, another
+        /// form in memory, so a different kind for the schema check.
+        lazy: bool,
     },
     /// A growable array.
     Vec {
@@ -361,10 +369,15 @@ impl FieldKind {
                 target_size: (target.0)().size,
                 nullability: Nullability::of(*nullable),
             },
-            FieldKind::Smart { target, nullable } => StoredKind::Smart {
+            FieldKind::Smart {
+                target,
+                nullable,
+                lazy,
+            } => StoredKind::Smart {
                 target: (target.0)().name.to_string(),
                 target_size: (target.0)().size,
                 nullability: Nullability::of(*nullable),
+                lazy: *lazy,
             },
             FieldKind::Vec { elem, elem_size } => StoredKind::Vec {
                 elem: Box::new(elem.to_stored()),
@@ -436,6 +449,12 @@ pub fn kind_name(k: &StoredKind) -> String {
             nullability,
             ..
         } => pointer("PRef", target, *nullability),
+        StoredKind::Smart {
+            target,
+            nullability,
+            lazy,
+            ..
+        } if *lazy => format!("Lazy<{target}>"),
         StoredKind::Smart {
             target,
             nullability,

@@ -7,10 +7,16 @@ use super::desc::{
     LEGACY_INDEX_KEY, Nullability, Prim, Shape, StoredField, StoredKind, StoredType,
 };
 
-/// The format version written. Version 2 records whether each pointer field
-/// may hold null (tags 9 and 10 for the non-null forms); version 1, which
-/// gave both forms of a pointer one tag, is still read.
+/// The format version written for a type without a `Lazy<T>`. Version 2
+/// records whether each pointer field may hold null (tags 9 and 10 for the
+/// non-null forms); version 1, which gave both forms of a pointer one tag,
+/// is still read.
 const VERSION: u8 = 2;
+/// The format version written for a type with a `Lazy<T>` (tag 12), so
+/// that an Amber that does not know the kind refuses the entry by its
+/// version, and every other entry stays as an older Amber wrote and reads
+/// it.
+const VERSION_LAZY: u8 = 3;
 
 const T_PRIM: u8 = 1;
 const T_ARRAY: u8 = 2;
@@ -30,6 +36,9 @@ const T_REF: u8 = 9;
 const T_SMART: u8 = 10;
 /// `PString` (version 2; Amber before it reads the tag as unknown).
 const T_STR: u8 = 11;
+/// `Lazy<T>` (version 3; 0 is null): target name, target size u32, as
+/// `Smart<T>`.
+const T_LAZY: u8 = 12;
 /// `PIndex<V, K>` / `PMultiIndex<V, K>`: the target as for a pointer, then
 /// the key type's name and a multi flag byte (0 or 1).
 const T_KEYED_INDEX: u8 = 16;
@@ -82,9 +91,13 @@ fn put_kind(out: &mut Vec<u8>, k: &StoredKind) {
             target,
             target_size,
             nullability,
+            ..
         } => {
             let smart = matches!(k, StoredKind::Smart { .. });
+            let lazy = matches!(k, StoredKind::Smart { lazy: true, .. });
             let tag = match (smart, *nullability == Nullability::NonNull) {
+                // A `Lazy<T>` may always be null (`ptr.rs`).
+                _ if lazy => T_LAZY,
                 (false, true) => T_REF,
                 (false, false) => T_OPT_REF,
                 (true, true) => T_SMART,
@@ -118,7 +131,8 @@ impl StoredType {
     /// Amber never writes those back) is written as the `Option` form: that
     /// it may hold null is all that is known of it.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![VERSION];
+        let version = if self.has_lazy() { VERSION_LAZY } else { VERSION };
+        let mut out = vec![version];
         put_str(&mut out, &self.name);
         out.extend_from_slice(&self.size.to_le_bytes());
         out.extend_from_slice(&self.align.to_le_bytes());
@@ -135,10 +149,28 @@ impl StoredType {
         out
     }
 
-    /// Decodes a catalog entry of format version 1 or 2.
+    /// Whether the entry's encoding holds tag 12: a field of this type, of a
+    /// struct or array it holds by value, or a vector's element kind, is a
+    /// `Lazy<T>`.
+    fn has_lazy(&self) -> bool {
+        fn kind(k: &StoredKind) -> bool {
+            match k {
+                StoredKind::Smart { lazy, .. } => *lazy,
+                StoredKind::Array { elem, .. } | StoredKind::Vec { elem, .. } => kind(elem),
+                StoredKind::Struct { fields, .. } => fields.iter().any(|f| kind(&f.kind)),
+                _ => false,
+            }
+        }
+        match &self.shape {
+            Shape::Struct(fields) => fields.iter().any(|f| kind(&f.kind)),
+            Shape::Array(k) => kind(k),
+        }
+    }
+
+    /// Decodes a catalog entry of format version 1, 2 or 3.
     pub fn decode(b: &[u8]) -> Result<StoredType, String> {
         let version = match b.first() {
-            Some(&v @ (1 | VERSION)) => v,
+            Some(&v @ (1 | VERSION | VERSION_LAZY)) => v,
             Some(v) => return Err(format!("unknown descriptor format version {v}")),
             None => return Err("empty descriptor".into()),
         };
@@ -337,9 +369,16 @@ impl Reader<'_> {
                         target,
                         target_size,
                         nullability,
+                        lazy: false,
                     }
                 }
             }
+            T_LAZY if self.version >= VERSION_LAZY => StoredKind::Smart {
+                target: self.str()?,
+                target_size: self.u32()?,
+                nullability: Nullability::Nullable,
+                lazy: true,
+            },
             T_VEC => {
                 let elem_size = self.u32()?;
                 StoredKind::Vec {
@@ -447,6 +486,7 @@ mod tests {
                 kind: &FieldKind::Smart {
                     target: Target(|| &LEAF),
                     nullable: false,
+                    lazy: false,
                 },
                 evolution: crate::schema::desc::Evolution::NONE,
             },
@@ -456,6 +496,7 @@ mod tests {
                 kind: &FieldKind::Smart {
                     target: Target(|| &LEAF),
                     nullable: true,
+                    lazy: false,
                 },
                 evolution: crate::schema::desc::Evolution::NONE,
             },
@@ -504,9 +545,11 @@ mod tests {
             T_INDEX,
             T_REF,
             T_SMART,
+            T_STR,
+            T_LAZY,
             T_KEYED_INDEX,
         ];
-        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16]);
+        assert_eq!(tags, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16]);
         use Prim::*;
         let prims = [U8, I8, U16, I16, U32, I32, U64, I64, F32, F64].map(|p| p as u8);
         assert_eq!(prims, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -554,10 +597,109 @@ mod tests {
         assert_eq!(first_difference(&LINK.to_stored(), &v1), None);
         let e = StoredType::decode(&link_bytes(1, 9, 4)).expect_err("tag 9 in version 1");
         assert!(e.contains("kind 9"), "{e}");
-        let e = StoredType::decode(&link_bytes(3, 9, 4)).expect_err("version 3");
-        assert!(e.contains("version 3"), "{e}");
+        let e = StoredType::decode(&link_bytes(4, 9, 4)).expect_err("version 4");
+        assert!(e.contains("version 4"), "{e}");
         // Unknown nullability is written as the nullable form.
         assert_eq!(v1.encode(), link_bytes(2, 4, 4));
+    }
+
+    /// `struct Mixed { r: PRef<Leaf>, s: Smart<Leaf>, l: Lazy<Leaf> }`:
+    /// the three pointer kinds in one struct.
+    static MIXED: TypeDesc = TypeDesc {
+        name: "Mixed",
+        size: 24,
+        align: 8,
+        fields: &[
+            FieldDesc {
+                name: "r",
+                offset: 0,
+                kind: &FieldKind::Ref {
+                    target: Target(|| &LEAF),
+                    nullable: false,
+                },
+                evolution: crate::schema::desc::Evolution::NONE,
+            },
+            FieldDesc {
+                name: "s",
+                offset: 8,
+                kind: &FieldKind::Smart {
+                    target: Target(|| &LEAF),
+                    nullable: false,
+                    lazy: false,
+                },
+                evolution: crate::schema::desc::Evolution::NONE,
+            },
+            FieldDesc {
+                name: "l",
+                offset: 16,
+                kind: &FieldKind::Smart {
+                    target: Target(|| &LEAF),
+                    nullable: true,
+                    lazy: true,
+                },
+                evolution: crate::schema::desc::Evolution::NONE,
+            },
+        ],
+    };
+
+    /// A type with a `Lazy<T>` is written in version 3, tag 12 after the
+    /// field's offset, and round-trips; tag 12 is unknown in a version-2
+    /// entry; a `Lazy` and a `Smart` field differ in the schema check
+    /// (same bytes on disk, another form in memory), named by their kinds.
+    #[test]
+    fn lazy_fields_are_version_3() {
+        let s = MIXED.to_stored();
+        let b = s.encode();
+        assert_eq!(b[0], 3);
+        let mut lazy_field = vec![1, 0, b'l', 16, 0, 0, 0, 12, 4, 0];
+        lazy_field.extend_from_slice(b"Leaf");
+        lazy_field.extend_from_slice(&[8, 0, 0, 0]);
+        assert!(b.ends_with(&lazy_field), "{b:?}");
+        assert_eq!(StoredType::decode(&b).expect("decodes"), s);
+        let Shape::Struct(f) = &s.shape else {
+            panic!("a struct")
+        };
+        let names: Vec<String> = f.iter().map(|f| kind_name(&f.kind)).collect();
+        assert_eq!(names, ["PRef<Leaf>", "Smart<Leaf>", "Lazy<Leaf>"]);
+        // A lazy pointer may be null: its kind says so.
+        assert!(matches!(
+            f[2].kind,
+            StoredKind::Smart {
+                nullability: Nullability::Nullable,
+                lazy: true,
+                ..
+            }
+        ));
+        let mut v2 = b.clone();
+        v2[0] = 2;
+        let e = StoredType::decode(&v2).expect_err("tag 12 in version 2");
+        assert!(e.contains("kind 12"), "{e}");
+        // A vector of lazy pointers carries tag 12 in its holder's entry.
+        let vec_holder = StoredType {
+            name: "Holder".into(),
+            size: 16,
+            align: 8,
+            shape: Shape::Struct(vec![StoredField {
+                name: "v".into(),
+                offset: 0,
+                kind: StoredKind::Vec {
+                    elem: Box::new(f[2].kind.clone()),
+                    elem_size: 8,
+                },
+            }]),
+        };
+        assert_eq!(vec_holder.encode()[0], 3);
+        // Types without one stay in version 2.
+        assert_eq!(NODE.to_stored().encode()[0], 2);
+        let mut smart = s.clone();
+        if let Shape::Struct(f) = &mut smart.shape {
+            f[2].kind = f[1].kind.clone();
+        }
+        let d = first_difference(&s, &smart).expect("Lazy is not Smart");
+        assert!(
+            d.contains("field `l` is `Lazy<Leaf>` in the program, `Smart<Leaf>` in the database"),
+            "{d}"
+        );
     }
 
     #[test]

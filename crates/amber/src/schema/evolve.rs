@@ -673,10 +673,12 @@ fn map_kind(k: &StoredKind, size: &dyn Fn(&str, u32) -> u32) -> StoredKind {
             target,
             target_size,
             nullability,
+            lazy,
         } => Smart {
             target: target.clone(),
             target_size: size(target, *target_size),
             nullability: *nullability,
+            lazy: *lazy,
         },
         Index {
             target,

@@ -38,6 +38,10 @@ pub enum SlotKind {
     /// A `Smart<T>`: never translated, only checked not to hold 0 (an
     /// `Option<Smart<T>>` needs no slot).
     Smart,
+    /// A `Lazy<T>`: left as a persistent address when fetched (checked
+    /// aligned; 0 is null); unswizzled at commit if the program's reads
+    /// rewrote it to a direct address.
+    Lazy,
     /// `PVec` / `PBytes` buffer pointer; the capacity (u32) is at offset + 12
     /// and each element has `elem_size` bytes.
     Buffer {
@@ -49,12 +53,14 @@ pub enum SlotKind {
 impl SlotKind {
     /// Whether the slot may hold 0. Only a `Ref` or `Smart` slot may not: a
     /// `PRef` or `Smart` holding 0 would be undefined behaviour in safe code,
-    /// while a null buffer pointer is an empty vector.
+    /// while a null `Lazy` is a value and a null buffer pointer an empty
+    /// vector.
     #[inline(always)]
     pub fn nullable(self) -> bool {
         match self {
             SlotKind::Ref { nullable, .. } => nullable,
             SlotKind::Smart => false,
+            SlotKind::Lazy => true,
             SlotKind::Buffer { .. } => true,
         }
     }
@@ -97,6 +103,10 @@ fn flatten(kind: &StoredKind, at: u32, page_size: usize, in_buffer: bool, out: &
     let non_null = |n: &Nullability| *n == Nullability::NonNull && !in_buffer;
     match kind {
         StoredKind::Prim(_) | StoredKind::Index { .. } => {}
+        StoredKind::Smart { lazy: true, .. } => out.push(PtrSlot {
+            offset: at,
+            kind: SlotKind::Lazy,
+        }),
         StoredKind::Smart { nullability, .. } => {
             if non_null(nullability) {
                 out.push(PtrSlot {

@@ -1,4 +1,5 @@
 //! Address translation: swizzling pages at fault time and unswizzling them
-//! at commit.
+//! at commit, and swizzling `Lazy` pointers upon discovery.
 
+pub(crate) mod lazy;
 pub mod swizzle;

@@ -13,6 +13,10 @@
 //! ([`AddrMap::home`]); with the reservation at home, swizzling a pointer
 //! to the identity region gives the word back unchanged.
 //!
+//! A `Lazy<T>` is fetched as it is stored, a persistent address, and
+//! unswizzled only if a read rewrote it to a direct address (bit 0 set,
+//! `ptr.rs`); so a commit always writes the persistent form.
+//!
 //! Both also refuse a 0 in a slot that may not hold null (`PRef<T>`,
 //! `Smart<T>`: a `NonZeroU64` holding 0 is undefined behaviour): a fetched
 //! page holding one is damaged or crafted, and is not installed; a block
@@ -23,6 +27,7 @@ use crate::format::bytes::{get_u32, get_u64, put_u64};
 use crate::format::home::Home;
 use crate::format::objects::{self, OBJECT_ALIGN, ObjectEntry};
 use crate::format::page::{HEADER_SIZE, PageHeader};
+use crate::ptr::LAZY_DIRECT;
 use crate::schema::desc::kind_name;
 use crate::schema::layout::{PtrSlot, SlotKind, pages_for, pointer_at};
 use crate::schema::registry::{Snapshot, TypeEntry};
@@ -230,6 +235,20 @@ fn convert_slots(
                 continue;
             }
             (Direction::Swizzle, SlotKind::Smart) => continue,
+            // A lazy pointer is fetched as stored, a persistent address
+            // (bit 0 clear: a direct address never reaches the disk).
+            (Direction::Swizzle, SlotKind::Lazy) => {
+                aligned(v)?;
+                continue;
+            }
+            // Rewritten upon discovery: back to the persistent address.
+            (Direction::Unswizzle, SlotKind::Lazy) if v & LAZY_DIRECT != 0 => {
+                map.to_paddr(v & !LAZY_DIRECT)?
+            }
+            (Direction::Unswizzle, SlotKind::Lazy) => {
+                map.check_paddr(v)?;
+                continue;
+            }
             (Direction::Unswizzle, _) => home.stored(map.to_paddr(v)?)?,
             (Direction::Swizzle, SlotKind::Ref { pages, .. }) => {
                 map.to_va(home.paddr(aligned(v)?), pages)?

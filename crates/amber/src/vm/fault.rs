@@ -267,38 +267,51 @@ impl FrameSpace {
     /// Copies into a resident frame without changing its written status.
     pub(crate) fn write_frame(
         &self,
-        _g: &Guard<'_>,
+        g: &Guard<'_>,
         addr: usize,
         data: &[u8],
     ) -> Result<(), VmError> {
+        self.store_frame(g, addr, data.len(), |dst| {
+            // SAFETY: `store_frame` hands a pointer to `data.len()` writable
+            // bytes of a resident frame; `data` does not overlap the
+            // reservation.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
+        })
+    }
+
+    /// Lets `store` write the `len` bytes at `addr` of a resident frame
+    /// (lock held) without changing its written status: `store` gets a
+    /// pointer to them in a writable view (the staging view with SIGSEGV,
+    /// the program's view otherwise, write-protected again afterwards if it
+    /// was) and must write only those bytes.
+    pub(crate) fn store_frame(
+        &self,
+        _g: &Guard<'_>,
+        addr: usize,
+        len: usize,
+        store: impl FnOnce(*mut u8),
+    ) -> Result<(), VmError> {
         match &self.imp {
             Imp::Sigsegv(s) => {
-                // SAFETY: inside the staging view, which is always writable;
-                // resident (checked under the lock), so no hole is being punched.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        data.as_ptr(),
-                        s.staging.ptr().add(addr - self.base()),
-                        data.len(),
-                    )
-                };
+                // Inside the staging view, which is always writable;
+                // resident (checked under the lock), so no hole is being
+                // punched.
+                store(s.staging.ptr().wrapping_add(addr - self.base()));
                 Ok(())
             }
-            Imp::Mapped(m) => self.mapped_copy_in(m, addr, data),
+            Imp::Mapped(m) => self.mapped_copy_in(m, addr, store),
             Imp::Uffd(u) => {
                 let hp = self.host_page;
-                let (lo, hi) = (addr & !(hp - 1), (addr + data.len() + hp - 1) & !(hp - 1));
+                let (lo, hi) = (addr & !(hp - 1), (addr + len + hp - 1) & !(hp - 1));
                 let mut written: Vec<(u64, u64)> = Vec::new();
                 let protecting = self.protecting();
                 if protecting {
                     u.pagemap_written(lo, hi, &mut written)?;
                 }
-                // SAFETY: resident and writable (a write-protected page is
-                // resolved by the kernel without a message: WP_ASYNC), so the
-                // copy cannot block on our handler thread.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len())
-                };
+                // Resident and writable (a write-protected page is resolved
+                // by the kernel without a message: WP_ASYNC), so the store
+                // cannot block on our handler thread.
+                store(addr as *mut u8);
                 if protecting {
                     // Re-protect the pages that were clean before our write.
                     let mut p = lo;

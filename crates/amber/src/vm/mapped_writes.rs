@@ -249,11 +249,16 @@ impl FrameSpace {
         Ok(())
     }
 
-    /// `copy_in` with the mapped backend: copies `data` to `addr` (inside
-    /// one frame) without changing whether the frame counts as written: its
+    /// `copy_in` with the mapped backend: lets `store` write at `addr`
+    /// (inside one frame) without changing whether the frame counts as written: its
     /// window watched first (an unwatched one holds no write), the page
     /// protected after unless the program had written it.
-    pub(crate) fn mapped_copy_in(&self, m: &MappedState, addr: usize, data: &[u8]) -> Result<(), VmError> {
+    pub(crate) fn mapped_copy_in(
+        &self,
+        m: &MappedState,
+        addr: usize,
+        store: impl FnOnce(*mut u8),
+    ) -> Result<(), VmError> {
         let f = ((addr - self.base) >> self.shift) as FrameNo;
         self.watch(m, f / WINDOW)?;
         let lo = self.frame_addr(f);
@@ -261,10 +266,10 @@ impl FrameSpace {
         m.pagemap
             .written(lo as u64, (lo + self.frame_size) as u64, false, &mut |_, _| written = true)
             .map_err(os("PAGEMAP_SCAN"))?;
-        // SAFETY: the window is watched, so writable; `addr..addr +
-        // data.len()` lies in frame `f` (the caller's contract), and the
-        // lock keeps other copies out.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), addr as *mut u8, data.len()) };
+        // The window is watched, so writable; what `store` writes lies in
+        // frame `f` (the caller's contract), and the lock keeps other
+        // copies out.
+        store(addr as *mut u8);
         if written {
             return Ok(());
         }

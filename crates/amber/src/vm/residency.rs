@@ -3,7 +3,7 @@
 //! `copy_in`.
 
 use std::os::fd::AsRawFd;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::frame_table::{CLEAN, DIRTY, EVICTING, NOT_RESIDENT};
 use super::lock::Guard;
@@ -394,6 +394,40 @@ impl FrameSpace {
         self.copy(f, offset, data.len(), |g, addr, at, n| {
             self.write_frame(g, addr, &data[at..at + n])
         })
+    }
+
+    /// Rewrites the 8-aligned word at `addr`, in an assigned frame, from
+    /// `old` to `new` if it still holds `old` (a compare-and-swap: threads
+    /// loading the word see one value or the other), without counting as a
+    /// program write, as [`copy_in`](Self::copy_in): swizzling a `Lazy`
+    /// pointer upon discovery, which must never be logged. Returns whether
+    /// the word was rewritten: not if it changed meanwhile, nor if its
+    /// frame was evicted (never fetched for this).
+    pub fn rewrite_word(&self, addr: usize, old: u64, new: u64) -> Result<bool, VmError> {
+        let f = (self.frame_at(addr))
+            .ok_or(VmError::InvalidArgument("a rewritten word outside the frames"))?;
+        if !addr.is_multiple_of(8) {
+            return Err(VmError::InvalidArgument("a rewritten word not 8-aligned"));
+        }
+        let g = self.lock.lock();
+        // Evicted since it was read: its next fetch brings the stored word
+        // back, and there is nothing to rewrite (nor a reason to fetch).
+        if !self.is_resident(f) {
+            return Ok(false);
+        }
+        let mut swapped = false;
+        self.store_frame(&g, addr, 8, |word| {
+            // SAFETY: `store_frame` hands a pointer to the 8 writable bytes
+            // of the word in a resident frame (the lock keeps it resident),
+            // 8-aligned as `addr` is (frames are page-aligned in every
+            // view); other threads touch it only through atomic loads and
+            // this swap.
+            let word = unsafe { AtomicU64::from_ptr(word.cast::<u64>()) };
+            swapped = word
+                .compare_exchange(old, new, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+        })?;
+        Ok(swapped)
     }
 
     /// Splits a copy into per-frame pieces, each done under the lock on a

@@ -30,7 +30,7 @@ use super::space::FrameSpace;
 use super::types::FrameNo;
 use crate::format::objects::{FLAG_FREE, MAX_TYPE_ID, OBJECT_HEADER};
 use crate::db::index::IndexKey;
-use crate::ptr::{PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+use crate::ptr::{Lazy, PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
 use crate::schema::desc::{FieldKind, Prim, Target, TypeDesc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex};
     message = "`{Self}` cannot be a field of a persistent object",
     label = "not a persistent field type",
     note = "persistent fields are u8..u64, i8..i64, f32, f64, fixed arrays of them, #[derive(Persistent)] structs, \
-            PRef<T> / Option<PRef<T>> (instead of Box, &, Rc), Smart<T>, PVec<T> (instead of Vec), PString (instead of String), PBytes, PIndex<V>"
+            PRef<T> / Option<PRef<T>> (instead of Box, &, Rc), Smart<T>, Lazy<T>, PVec<T> (instead of Vec), PString (instead of String), PBytes, PIndex<V>"
 )]
 pub unsafe trait Field: Sized + 'static {
     /// The field's layout.
@@ -146,6 +146,7 @@ unsafe impl<T: Persistent> Field for Smart<T> {
     const KIND: FieldKind = FieldKind::Smart {
         target: Target(|| &T::DESC),
         nullable: false,
+        lazy: false,
     };
 }
 
@@ -154,6 +155,18 @@ unsafe impl<T: Persistent> Field for Option<Smart<T>> {
     const KIND: FieldKind = FieldKind::Smart {
         target: Target(|| &T::DESC),
         nullable: true,
+        lazy: false,
+    };
+}
+
+// SAFETY: a transparent `AtomicU64` (8 bytes, 8-aligned, every bit pattern
+// valid, no drop glue) and a zero-sized marker; 0 is null. Its word is only
+// ever followed through `View::lazy`, which checks what it leads to.
+unsafe impl<T: Persistent> Field for Lazy<T> {
+    const KIND: FieldKind = FieldKind::Smart {
+        target: Target(|| &T::DESC),
+        nullable: true,
+        lazy: true,
     };
 }
 

@@ -13,10 +13,10 @@
 //! objects need.
 
 use super::Cfg;
-use super::graph::{GBlob, GNode, Model, Op, apply_db, create_root, diff, refs, root_of};
+use super::graph::{GBlob, GNode, GRoot, Model, Op, apply_db, create_root, diff, refs, root_of};
 use super::{check_backend, open, opts};
 use amber::internals::io::crash::SplitMix;
-use amber::{Db, PBytes, PVec};
+use amber::{Db, Lazy, PBytes, PRef, PVec};
 use std::collections::BTreeSet;
 
 /// The data blocks (a checkpoint moves the metadata blobs: shadow paging).
@@ -28,7 +28,7 @@ fn pages_of(db: &Db) -> Vec<(u64, u32)> {
     v
 }
 
-fn node(id: u64) -> GNode {
+fn node(id: u64, root: PRef<GRoot>) -> GNode {
     GNode {
         id,
         val: 0,
@@ -39,6 +39,8 @@ fn node(id: u64) -> GNode {
         nums: PVec::new(),
         name: PBytes::new(),
         pad: [id; super::graph::PAD],
+        lazy_root: Lazy::from(root),
+        lazy_kids: PVec::new(),
     }
 }
 
@@ -53,12 +55,15 @@ fn blob(id: u64) -> GBlob {
 /// New objects, in an order: `true` for a large one (a run of two pages).
 fn allocate(tx: &mut amber::Tx<'_>, shapes: &[bool]) -> BTreeSet<u64> {
     let mut pages = BTreeSet::new();
+    let root = amber::View::root::<GRoot>(&*tx, "graph")
+        .expect("root")
+        .expect("a root");
     for (i, &large) in shapes.iter().enumerate() {
         let pa = if large {
             let p = tx.alloc(blob(5000 + i as u64)).expect("alloc blob");
             tx.to_smart(p).expect("paddr").paddr()
         } else {
-            let p = tx.alloc(node(5000 + i as u64)).expect("alloc node");
+            let p = tx.alloc(node(5000 + i as u64, root)).expect("alloc node");
             tx.to_smart(p).expect("paddr").paddr()
         };
         pages.insert(pa >> 12);

@@ -48,6 +48,16 @@ macro_rules! obj_cases {
             ("forgotten_transaction", || {
                 $crate::obj_common::failing::forgotten($b)
             }),
+            ("lazy_never_logged", || {
+                $crate::obj_common::lazy::never_logged($b)
+            }),
+            ("lazy_mixed_granularity", || {
+                $crate::obj_common::lazy::mixed_granularity($b)
+            }),
+            ("lazy_discovery", || $crate::obj_common::lazy::discovery($b)),
+            ("lazy_concurrent", || {
+                $crate::obj_common::lazy::concurrent($b)
+            }),
             ("index_property", || $crate::obj_common::index_prop::run($b)),
             ("write_path_property", || {
                 $crate::obj_common::prop::run($b, None);

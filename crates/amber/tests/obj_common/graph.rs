@@ -8,9 +8,16 @@
 //! indexed by the root's `PIndex`. Operations name nodes by id, so one plan
 //! applies to the model and to the database alike; planning depends only on
 //! the model and the generator, so a plan can be replayed.
+//!
+//! Beside the swizzled pointers (`PRef`) each node holds lazy ones
+//! (`Lazy`, swizzled upon discovery): one to the root and a vector of them
+//! to other nodes, followed through `View::lazy` by every comparison, so
+//! the fields are rewritten in memory, inside transactions and between
+//! them, all along the write path's tests; what they lead to is compared
+//! with the model like every other field.
 
 use amber::internals::io::crash::SplitMix;
-use amber::{Db, Field, PBytes, PIndex, PRef, PVec, Persistent, Tx};
+use amber::{Db, Field, Lazy, PBytes, PIndex, PRef, PVec, Persistent, Tx};
 use std::collections::{BTreeMap, HashMap};
 
 pub const PAD: usize = 24;
@@ -37,6 +44,8 @@ pub struct GNode {
     pub nums: PVec<u64>,
     pub name: PBytes,
     pub pad: [u64; PAD],
+    pub lazy_root: Lazy<GRoot>,
+    pub lazy_kids: PVec<Lazy<GNode>>,
 }
 
 /// Larger than a page: a block of two.
@@ -65,6 +74,7 @@ pub struct MNode {
     pub nums: Vec<u64>,
     pub name: Vec<u8>,
     pub pad: [u64; PAD],
+    pub lazy_kids: Vec<u64>,
 }
 
 /// What the database must hold.
@@ -93,6 +103,8 @@ pub enum Op {
     PushKid(u64, u64),
     SetKid(u64, usize, u64),
     SetName(u64, Vec<u8>),
+    PushLazyKid(u64, u64),
+    SetLazyKid(u64, usize, u64),
     IdxInsert(u64, u64),
     IdxRemove(u64),
     BlobNew(u64, u8),
@@ -118,6 +130,7 @@ fn new_node(id: u64) -> MNode {
         nums: Vec::new(),
         name: Vec::new(),
         pad: [id; PAD],
+        lazy_kids: Vec::new(),
     }
 }
 
@@ -155,6 +168,7 @@ impl Model {
                         n.other = None;
                     }
                     n.kids.retain(|k| k != id);
+                    n.lazy_kids.retain(|k| k != id);
                 }
                 self.idx.retain(|_, v| v != id);
             }
@@ -165,6 +179,8 @@ impl Model {
             Op::PushKid(id, k) => self.node(*id).kids.push(*k),
             Op::SetKid(id, i, k) => self.node(*id).kids[*i] = *k,
             Op::SetName(id, b) => self.node(*id).name = b.clone(),
+            Op::PushLazyKid(id, k) => self.node(*id).lazy_kids.push(*k),
+            Op::SetLazyKid(id, i, k) => self.node(*id).lazy_kids[*i] = *k,
             Op::IdxInsert(k, id) => {
                 self.idx.insert(*k, *id);
             }
@@ -201,7 +217,7 @@ impl Model {
         loop {
             let id = self.pick(rng);
             let n = &self.nodes[&id];
-            let op = match rng.below(100) {
+            let op = match rng.below(108) {
                 0..=9 => Op::SetVal(id, rng.next_u64()),
                 10..=14 => Op::SetPad(id, rng.below(PAD as u64) as usize, rng.next_u64()),
                 15..=24 => Op::SetNext(id, self.pick_opt(rng)),
@@ -247,6 +263,12 @@ impl Model {
                     Op::BlobWrite(id, off, (0..len).map(|_| rng.next_u64() as u8).collect())
                 }
                 96..=99 if n.blob.is_some() => Op::BlobOwned(id, rng.below(2) == 0),
+                100..=104 => Op::PushLazyKid(id, self.pick(rng)),
+                105..=107 if !n.lazy_kids.is_empty() => Op::SetLazyKid(
+                    id,
+                    rng.below(n.lazy_kids.len() as u64) as usize,
+                    self.pick(rng),
+                ),
                 _ => continue,
             };
             return op;
@@ -328,6 +350,8 @@ pub fn apply_db(
                 nums: PVec::new(),
                 name: PBytes::new(),
                 pad: m.pad,
+                lazy_root: Lazy::from(root),
+                lazy_kids: PVec::new(),
             };
             let p = match near {
                 Some(n) => tx.alloc_near(value, r(refs, n))?,
@@ -367,6 +391,17 @@ pub fn apply_db(
                 for _ in 0..extra {
                     tx.pop(o, |g| &mut g.kids);
                 }
+                // Lazy pointers are compared by what they lead to.
+                let n = tx.get(o);
+                let keep: Vec<PRef<GNode>> = (tx.slice(&n.lazy_kids).iter())
+                    .map(|l| refs[&tx.lazy(l).expect("a kid").id])
+                    .filter(|&k| k != p)
+                    .collect();
+                let lazy = tx.slice_mut(o, |g| &mut g.lazy_kids);
+                for (slot, &k) in lazy.iter_mut().zip(&keep) {
+                    *slot = Lazy::from(k);
+                }
+                tx.truncate(o, |g| &mut g.lazy_kids, keep.len())?;
             }
             for &k in keys {
                 tx.index_remove(root, |g| &mut g.idx, &k)?;
@@ -390,6 +425,14 @@ pub fn apply_db(
             tx.slice_mut(r(refs, id), |g| &mut g.kids)[*i] = k;
         }
         Op::SetName(id, b) => tx.set_bytes(r(refs, id), |g| &mut g.name, b)?,
+        Op::PushLazyKid(id, k) => {
+            let k = Lazy::from(r(refs, k));
+            tx.push(r(refs, id), |g| &mut g.lazy_kids, k)?;
+        }
+        Op::SetLazyKid(id, i, k) => {
+            let k = Lazy::from(r(refs, k));
+            tx.slice_mut(r(refs, id), |g| &mut g.lazy_kids)[*i] = k;
+        }
         Op::IdxInsert(k, id) => {
             tx.index_insert(root, |g| &mut g.idx, k, r(refs, id))?;
         }
@@ -432,6 +475,7 @@ pub trait View {
     fn slice<'a, T: Field>(&'a self, v: &'a PVec<T>) -> &'a [T];
     fn bytes<'a>(&'a self, b: &'a PBytes) -> &'a [u8];
     fn index_get<V: Persistent>(&self, i: &PIndex<V>, k: u64) -> amber::Result<Option<PRef<V>>>;
+    fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T>;
 }
 
 macro_rules! view {
@@ -453,11 +497,44 @@ macro_rules! view {
             ) -> amber::Result<Option<PRef<V>>> {
                 <$t>::index_get(self, i, &k)
             }
+            fn lazy<'a, T: Persistent>(&'a self, l: &Lazy<T>) -> Option<&'a T> {
+                amber::View::lazy(self, l)
+            }
         }
     };
 }
 view!(Db);
 view!(Tx<'_>);
+
+/// Follows every lazy pointer of the graph, as a program reading it does
+/// (swizzling those whose targets are resident).
+pub fn follow_lazy(view: &impl View, root: PRef<GRoot>) {
+    let r = view.get(root);
+    for &p in view.slice(&r.nodes) {
+        let n = view.get(p);
+        view.lazy(&n.lazy_root);
+        for l in view.slice(&n.lazy_kids) {
+            view.lazy(l);
+        }
+    }
+}
+
+/// The lazy pointers of the graph (every node's root pointer and lazy
+/// kids): how many hold a direct address (swizzled upon discovery), and
+/// how many there are.
+pub fn lazy_swizzled(view: &impl View, root: PRef<GRoot>) -> (u64, u64) {
+    let r = view.get(root);
+    let (mut swizzled, mut all) = (0, 0);
+    for &p in view.slice(&r.nodes) {
+        let n = view.get(p);
+        let kids = view.slice(&n.lazy_kids).iter().map(|l| l.is_swizzled());
+        for s in std::iter::once(n.lazy_root.is_swizzled()).chain(kids) {
+            swizzled += u64::from(s);
+            all += 1;
+        }
+    }
+    (swizzled, all)
+}
 
 /// Compares the graph reached from `root` with `m`; returns the first
 /// difference.
@@ -481,6 +558,10 @@ pub fn diff(view: &impl View, root: PRef<GRoot>, m: &Model) -> Result<(), String
         let p = refs[&id];
         let n = view.get(p);
         let kids: Vec<PRef<GNode>> = w.kids.iter().map(|k| refs[k]).collect();
+        let lazy_kids: Vec<u64> = (view.slice(&n.lazy_kids).iter())
+            .map(|l| view.lazy(l).expect("a lazy kid").id)
+            .collect();
+        let lazy_root = view.lazy(&n.lazy_root).is_some_and(|l| std::ptr::eq(l, r));
         let checks = [
             ("val", n.val == w.val),
             ("pad", n.pad == w.pad),
@@ -490,6 +571,8 @@ pub fn diff(view: &impl View, root: PRef<GRoot>, m: &Model) -> Result<(), String
             ("nums", view.slice(&n.nums) == &w.nums[..]),
             ("name", view.bytes(&n.name) == &w.name[..]),
             ("blob", n.blob.is_some() == w.blob.is_some()),
+            ("lazy_kids", lazy_kids == w.lazy_kids),
+            ("lazy_root", lazy_root),
         ];
         if let Some((what, _)) = checks.iter().find(|(_, ok)| !ok) {
             return Err(format!("node {id}: {what} differs"));

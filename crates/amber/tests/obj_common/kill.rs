@@ -11,13 +11,15 @@
 //! verification (`Db::verify_deep`) then checks every pointer of every
 //! object, after every round. The child runs with a small cache budget,
 //! frequent checkpoints and (SIGSEGV) a small recovery buffer, so that
-//! kills land in every path; it also aborts a transaction now and then.
+//! kills land in every path; it also aborts a transaction now and then,
+//! and follows every lazy pointer before and after each commit (so that
+//! the pages committed hold fields swizzled upon discovery).
 //!
 //! `AMBER_OBJ_KILLS=N` sets the number of kills (default 50; 200 with
 //! `AMBER_OBJ_LONG`).
 
 use super::Cfg;
-use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
+use super::graph::{Model, Op, apply_db, create_root, diff, follow_lazy, refs, root_of};
 use super::killer::kill_after_commits;
 use super::{check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
@@ -118,7 +120,11 @@ pub fn commit_forever(b: Cfg, options: Options, mut after: impl FnMut(Db) -> Db)
         for op in &ops {
             apply_db(&mut tx, root, &mut r, op).expect("apply");
         }
+        // Lazy fields swizzled in the pages being committed (and, below,
+        // between transactions): a kill must find them stored unswizzled.
+        follow_lazy(&tx, root);
         tx.commit().expect("commit");
+        follow_lazy(&db, root);
         model = next;
         {
             let mut o = out.lock();

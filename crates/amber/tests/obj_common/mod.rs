@@ -37,7 +37,10 @@
 //! - `kill`: SIGKILL during commits, through the public API;
 //! - `gc`: collection — identity kept, garbage reclaimed and counted, the
 //!   file shrinking, under the crash model and SIGKILL;
-//! - `eviction`, `rbuf`: regressions of bugs the suites found.
+//! - `eviction`, `rbuf`: regressions of bugs the suites found;
+//! - `lazy`: `Lazy<T>` (swizzled upon discovery) beside `PRef` and `Smart`:
+//!   its rewrites never logged nor on disk, mixed structs through the
+//!   catalog, the lazy and eager variants, concurrent readers.
 //!
 //! Environment:
 //! - `AMBER_OBJ_LONG=1`: longer variants (more property-test seeds and
@@ -62,6 +65,7 @@ pub mod index_prop;
 pub mod kill;
 #[path = "../killer/mod.rs"]
 pub mod killer;
+pub mod lazy;
 pub mod nonnull;
 pub mod prop;
 pub mod rbuf;

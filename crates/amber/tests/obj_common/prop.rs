@@ -16,7 +16,7 @@
 //! `AMBER_OBJ_SEED=N` runs one seed; `AMBER_OBJ_LONG=1` runs more and longer.
 
 use super::Cfg;
-use super::graph::{Model, Op, apply_db, create_root, diff, refs, root_of};
+use super::graph::{Model, Op, apply_db, create_root, diff, lazy_swizzled, refs, root_of};
 use super::{check_backend, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
 use amber::{Db, Options};
@@ -34,6 +34,10 @@ pub struct Seen {
     pub early_logged: u64,
     pub copies_dropped: u64,
     pub frees: u64,
+    /// Lazy pointers found swizzled upon discovery after a comparison,
+    /// and left as persistent addresses (their target was not resident).
+    pub lazy_swizzled: u64,
+    pub lazy_unswizzled: u64,
 }
 
 impl Seen {
@@ -125,6 +129,9 @@ pub fn run_seed(b: Cfg, seed: u64, steps: usize, rbuf: Option<usize>) -> Seen {
         if let Err(d) = diff(&db, root, &model) {
             panic!("{ctx}, step {step}, after the transaction ({end}) {done:?}: {d}");
         }
+        let (swizzled, all) = lazy_swizzled(&db, root);
+        seen.lazy_swizzled += swizzled;
+        seen.lazy_unswizzled += all - swizzled;
         if rng.below(10) == 0 {
             seen.add(&db);
             if rng.below(2) == 0 {
@@ -174,6 +181,8 @@ pub fn run(b: Cfg, rbuf: Option<usize>) -> Seen {
         total.early_logged += s.early_logged;
         total.copies_dropped += s.copies_dropped;
         total.frees += s.frees;
+        total.lazy_swizzled += s.lazy_swizzled;
+        total.lazy_unswizzled += s.lazy_unswizzled;
     }
     eprintln!("property test ({b:?}, rbuf {rbuf:?}): {total:?}");
     if one {
@@ -182,6 +191,17 @@ pub fn run(b: Cfg, rbuf: Option<usize>) -> Seen {
     assert!(total.commits > 0 && total.aborts > 0 && total.frees > 0);
     assert!(total.crashes > 0 && total.closes > 0, "{total:?}");
     assert!(total.evicted > 0, "no seed evicted: {total:?}");
+    // Both forms of a lazy pointer met the write path (whose comparison,
+    // followed by commits, aborts, evictions and reopenings, must not see
+    // the difference).
+    assert!(
+        total.lazy_swizzled > 0,
+        "no lazy pointer was swizzled: {total:?}"
+    );
+    assert!(
+        total.lazy_unswizzled > 0,
+        "every lazy pointer was swizzled: {total:?}"
+    );
     if rbuf.is_some() {
         assert!(
             total.early_logged > 0,

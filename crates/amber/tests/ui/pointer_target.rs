@@ -1,5 +1,5 @@
 use amber::Persistent;
-use amber::{PIndex, PRef, Smart};
+use amber::{Lazy, PIndex, PRef, Smart};
 
 #[derive(Persistent)]
 #[repr(C)]
@@ -8,6 +8,8 @@ struct Holder {
     to_array: Option<Smart<[u8; 4]>>,
     index: PIndex<u32>,
     boxed: Option<Box<u64>>,
+    lazy_prim: Lazy<u32>,
+    maybe_lazy: Option<Lazy<Holder>>,
 }
 
 fn main() {}

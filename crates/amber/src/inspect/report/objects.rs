@@ -159,6 +159,7 @@ fn value(v: &Value, show: &Show<'_>, indent: usize, out: &mut String) {
         }
         Value::Ref(a) => writeln!(out, "{}", addr(*a, ps)),
         Value::Smart(a) => writeln!(out, "{} (smart)", addr(*a, ps)),
+        Value::Lazy(a) => writeln!(out, "{} (lazy)", addr(*a, ps)),
         Value::Vector { buffer, len, cap } => {
             writeln!(out, "len {len}, cap {cap}, buffer {}", addr(*buffer, ps))
         }
