@@ -242,6 +242,7 @@ fn cell(
     };
     let lsn0 = log_end();
     let cpu0 = crate::procfs::cpu_time_s().unwrap_or(0.0);
+    let machine0 = crate::procfs::machine_cpu_ticks().unwrap_or_default();
     let t0 = Instant::now();
     for (_, stdin) in &mut clients {
         let _ = stdin.write_all(b"go\n").and_then(|()| stdin.flush());
@@ -267,6 +268,9 @@ fn cell(
     }
     let wall = t0.elapsed().as_secs_f64();
     let server_cpu = crate::procfs::cpu_time_s().unwrap_or(0.0) - cpu0;
+    let machine1 = crate::procfs::machine_cpu_ticks().unwrap_or_default();
+    let ticks = |i: usize| machine1[i].saturating_sub(machine0[i]) as f64;
+    let (machine_busy, iowait) = (ticks(0) / ticks(1).max(1.0), ticks(2) / ticks(1).max(1.0));
     // Every commit since `go` is a measured one: the server's log grew by
     // their records and commit records.
     let logged = log_end().saturating_sub(lsn0);
@@ -316,10 +320,12 @@ fn cell(
         server_cpu: server_cpu / wall,
         clients_cpu: clients_cpu / wall,
         cpu_busy,
-        saturates: if cpu_busy >= 0.85 {
-            "cpu"
-        } else {
-            "the log device"
+        machine_busy,
+        iowait,
+        saturates: match (machine_busy >= 0.85, cpu_busy * 2.0 >= machine_busy) {
+            (true, true) => "cpu",
+            (true, false) => "cpu, shared",
+            (false, _) => "the log device",
         },
         conflicts: results.iter().map(|r| r.conflicts).sum(),
     };

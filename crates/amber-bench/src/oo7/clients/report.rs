@@ -45,7 +45,14 @@ pub struct Resources {
     pub clients_cpu: f64,
     /// Both over the machine's cores.
     pub cpu_busy: f64,
-    /// `cpu` when the cores are busy (≥ 0.85); else the log device.
+    /// The machine's cores busy over the measured time, every process's
+    /// work (other programs' included: the machine may be shared).
+    pub machine_busy: f64,
+    /// The machine's cores waiting for I/O over the measured time.
+    pub iowait: f64,
+    /// `cpu` when the machine's cores are busy (≥ 0.85; `cpu, shared`
+    /// when the run's own processes used less than half of that); else
+    /// `the log device` (the commits' syncs).
     pub saturates: &'static str,
     /// Commits that lost to a concurrent one (a page two modules share)
     /// and ran again.
@@ -81,7 +88,7 @@ pub fn print_table(r: &ClientsReport, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "{:<13} {:<8} {:<4} {:>3} {:>11} {:>9} {:>8} {:>8} {:>10} {:>10} {:>6} {:>6} {:>5}  saturates",
+        "{:<13} {:<8} {:<4} {:>3} {:>11} {:>9} {:>8} {:>8} {:>10} {:>10} {:>6} {:>6} {:>5} {:>5} {:>5}  saturates",
         "cache",
         "scheme",
         "op",
@@ -94,12 +101,14 @@ pub fn print_table(r: &ClientsReport, out: &mut String) {
         "minimal",
         "srv",
         "cli",
+        "mach",
+        "iow",
         "confl"
     );
     for (row, res) in r.rows.iter().zip(&r.resources) {
         let _ = writeln!(
             out,
-            "{:<13} {:<8} {:<4} {:>3} {:>11.2} {:>9.1} {:>8.1} {:>8.1} {:>10.0} {:>10.0} {:>6.2} {:>6.2} {:>5}  {}",
+            "{:<13} {:<8} {:<4} {:>3} {:>11.2} {:>9.1} {:>8.1} {:>8.1} {:>10.0} {:>10.0} {:>6.2} {:>6.2} {:>5.2} {:>5.2} {:>5}  {}",
             row.cache.name(),
             row.scheme,
             row.op,
@@ -112,6 +121,8 @@ pub fn print_table(r: &ClientsReport, out: &mut String) {
             row.minimal_log_bytes,
             res.server_cpu,
             res.clients_cpu,
+            res.machine_busy,
+            res.iowait,
             res.conflicts,
             res.saturates
         );
