@@ -235,6 +235,22 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
+/// The machine's CPU time so far, every process's, in clock ticks
+/// (`/proc/stat`'s first line): `[busy, all, iowait]`, busy being user,
+/// nice, system, irq, softirq and steal, all adding idle and iowait.
+pub fn machine_cpu_ticks() -> Option<[u64; 3]> {
+    let text = fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map_while(|f| f.parse().ok())
+        .collect();
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+    Some([busy, busy + at(3) + at(4), at(4)])
+}
+
 /// The CPU model name from `/proc/cpuinfo`.
 pub fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")

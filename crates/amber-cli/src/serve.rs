@@ -106,6 +106,13 @@ pub struct Args {
     /// eighth of it). 0: every fetch reads the file.
     #[arg(long, value_name = "N", default_value_t = amber_server::config::DEFAULT_IMAGE_CACHE >> 20)]
     pub image_cache_mib: usize,
+    /// The recovery scheme of the databases served, told to every client
+    /// (a client's own scheme wins): pd-esm, sd-esm or sl-esm (records and
+    /// dirty pages shipped, the pages cached here), pd-redo (records
+    /// only, redone here), wpl (whole pages, logged here) or auto. Without
+    /// it each client's own strategy ships records.
+    #[arg(long, value_name = "NAME")]
+    pub scheme: Option<amber::Scheme>,
     /// Instead of serving, write a self-signed CA (ca.pem, ca.key), a
     /// server certificate for localhost, 127.0.0.1, ::1 and each
     /// --cert-host (server.pem, server.key) and a client certificate
@@ -162,6 +169,7 @@ pub fn serve(a: Args, out: &mut String) -> Result<ExitCode, CliError> {
         read_only: a.read_only,
         memory_budget: a.memory_mib.map(|m| m.saturating_mul(1 << 20)),
         image_cache: a.image_cache_mib.saturating_mul(1 << 20),
+        scheme: a.scheme,
         ..ServeOptions::default()
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -220,3 +220,114 @@ fn schemes_run_on_one_build_and_log_as_promised() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("sd-128"));
 }
+
+/// `--server --clients`: QuickStore's client-server experiment, smoke
+/// size (tiny, 1 and 2 clients, under a second a cell): one row per
+/// cell with exactly the fields, every client's answers checked
+/// against the model (the run fails otherwise), and the pages shipped as
+/// each scheme promises: ESM ships the dirty pages and log pages, REDO
+/// log pages only, WPL mostly whole pages, with PD-REDO's log far smaller
+/// than WPL's.
+#[test]
+fn clients_through_the_server_ship_what_each_scheme_promises() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json_path = dir.path().join("clients.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args([
+            "bench",
+            "oo7",
+            "--server",
+            "--size",
+            "tiny",
+            "--clients",
+            "1,2",
+        ])
+        .args(["--seconds", "0.3", "--warmup", "1", "--ops", "t2a,t2b"])
+        .args([
+            "--schemes",
+            "pd-esm,sd-esm,pd-redo,wpl",
+            "--cache",
+            "constrained",
+        ])
+        .arg("--dir")
+        .arg(dir.path().join("db"))
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("run amber bench oo7 --server");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("the JSON"))
+            .expect("JSON");
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4 * 2 * 2, "schemes × ops × clients");
+    let fields = [
+        "scheme",
+        "size",
+        "cache",
+        "clients",
+        "op",
+        "response_ms",
+        "tx_per_s",
+        "pages_shipped",
+        "log_pages_shipped",
+        "log_bytes",
+        "minimal_log_bytes",
+    ];
+    for r in rows {
+        let keys: Vec<&str> = r
+            .as_object()
+            .expect("a row")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.len(), fields.len(), "{r}");
+        assert!(fields.iter().all(|f| keys.contains(f)), "{r}");
+        assert_eq!(
+            (r["size"].as_str(), r["cache"].as_str()),
+            (Some("tiny"), Some("constrained"))
+        );
+        assert!(r["tx_per_s"].as_f64().expect("tx_per_s") > 0.0, "{r}");
+    }
+    let get = |scheme: &str, op: &str, field: &str| -> f64 {
+        rows.iter()
+            .find(|r| r["scheme"] == scheme && r["op"] == op && r["clients"] == 1)
+            .unwrap_or_else(|| panic!("no {scheme} {op} row"))[field]
+            .as_f64()
+            .expect("a number")
+    };
+    for op in ["t2a", "t2b"] {
+        for esm in ["pd-esm", "sd-esm"] {
+            assert!(
+                get(esm, op, "pages_shipped") > get(esm, op, "log_pages_shipped"),
+                "{esm} {op}"
+            );
+            assert!(get(esm, op, "log_pages_shipped") >= 1.0, "{esm} {op}");
+        }
+        assert_eq!(
+            get("pd-redo", op, "pages_shipped"),
+            get("pd-redo", op, "log_pages_shipped")
+        );
+        // Whole pages; under the constrained recovery buffer the SIGSEGV
+        // backend still copies WPL's pages and logs a page's ranges early
+        // when the buffer overflows (design.md §11.8).
+        assert!(
+            get("wpl", op, "log_pages_shipped") * 2.0 <= get("wpl", op, "pages_shipped"),
+            "{op}"
+        );
+        assert!(
+            get("wpl", op, "log_bytes") > 4.0 * get("pd-redo", op, "log_bytes"),
+            "{op}"
+        );
+    }
+    assert_eq!(
+        json["resources"].as_array().expect("resources").len(),
+        rows.len()
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("saturates"));
+}

@@ -161,6 +161,7 @@ fn stage<'s>(store: &'s Store, job: &mut Job) -> Result<StoreTx<'s>, Error> {
         match r {
             WireRecord::Range { addr, data } => stx.write(*addr, data)?,
             WireRecord::Page { page, image } => stx.write_page(*page, image)?,
+            WireRecord::Cached { page, image } => stx.cache_page(*page, image)?,
         }
     }
     for &head in &job.frees {

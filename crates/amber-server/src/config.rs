@@ -7,6 +7,7 @@
 
 use crate::ServeError;
 use crate::tls::TlsFiles;
+use amber::Scheme;
 use amber::internals::io::Vfs;
 use amber::internals::io::real::RealVfs;
 use amber::internals::wire::{DEFAULT_MAX_FRAME, MAX_TOKEN};
@@ -82,6 +83,11 @@ pub struct ServeOptions {
     /// memory budget, no more than an eighth of it. 0: none, every
     /// fetch reads the file.
     pub image_cache: usize,
+    /// The recovery scheme of every database served (`amber serve
+    /// --scheme`), told to each client in its `Welcome`; a client's own
+    /// `RemoteOptions::scheme` wins. `None`: each client's own strategy,
+    /// its records redone here (docs/design.md §11.7).
+    pub scheme: Option<Scheme>,
     /// The file system the databases are on: the real one, or in tests the
     /// crash model (`amber::internals::io::crash`) or the fault model
     /// (`countdown`), so that every file the server reads and writes while
@@ -126,6 +132,7 @@ impl Default for ServeOptions {
             read_only: false,
             memory_budget: None,
             image_cache: DEFAULT_IMAGE_CACHE,
+            scheme: None,
             vfs: Arc::new(RealVfs),
         }
     }

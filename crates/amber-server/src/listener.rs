@@ -85,7 +85,7 @@ pub async fn bind(opts: ServeOptions) -> Result<Server, ServeError> {
         .await
         .map_err(|e| ServeError::Config(format!("opening {}: {e}", path.display())))??;
         if let Some(store) = writer {
-            let writer = Writer::new(store).map_err(|source| ServeError::Io {
+            let writer = Writer::new(store, opts.scheme).map_err(|source| ServeError::Io {
                 what: format!("starting the committer thread of {name}"),
                 source,
             })?;

@@ -176,6 +176,9 @@ impl Served {
             page_count: self.store.page_count(),
             snapshot_lsn: self.store.snapshot_lsn(),
             home: self.store.home().addr(),
+            scheme: (self.writer.as_ref())
+                .and_then(|w| w.scheme)
+                .map_or(0, |s| s.code()),
         }
     }
 

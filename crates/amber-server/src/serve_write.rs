@@ -19,6 +19,7 @@
 use crate::committer::{Committer, Done, Job};
 use crate::serve_read::{Served, error, refuse};
 use crate::validator::{Conflict, Pages, ROOT_PAGE, Validator};
+use amber::Scheme;
 use amber::internals::format::page::BlockKind;
 use amber::internals::schema::desc::StoredType;
 use amber::internals::store::Store;
@@ -43,17 +44,20 @@ pub struct Writer {
     pub checkpointing: AtomicBool,
     /// The thread that commits what the connections validated.
     committer: Committer,
+    /// The database's recovery scheme, told to its clients (§11.7).
+    pub scheme: Option<Scheme>,
 }
 
 impl Writer {
     /// Wraps an opened writer store and starts its committer thread.
-    pub fn new(store: Store) -> std::io::Result<Writer> {
+    pub fn new(store: Store, scheme: Option<Scheme>) -> std::io::Result<Writer> {
         Ok(Writer {
             store,
             validator: Validator::default(),
             types: Mutex::new(()),
             checkpointing: AtomicBool::new(false),
             committer: Committer::start()?,
+            scheme,
         })
     }
 }
@@ -361,6 +365,8 @@ impl Served {
             .collect();
         let invalid = |m: String| Err(refuse(ErrorCode::Invalid, m));
         let mut touched = HashSet::new();
+        let mut ranged = HashSet::new();
+        let mut cached = HashSet::new();
         for r in records {
             let (first, last) = match r {
                 WireRecord::Range { addr, data } => {
@@ -373,8 +379,28 @@ impl Served {
                     }
                 }
                 WireRecord::Page { page, .. } => (*page, *page),
+                WireRecord::Cached { page, image } => {
+                    if image.len() != ps as usize || !cached.insert(*page) {
+                        return invalid(format!(
+                            "the cached image of page {page} is not one page of {ps} bytes, or \
+                             is shipped twice"
+                        ));
+                    }
+                    continue;
+                }
             };
+            if let WireRecord::Range { .. } = r {
+                ranged.extend(first..=last);
+            }
             touched.extend(first..=last);
+        }
+        // An ESM commit's dirty pages stand in for the range records on
+        // them, which recovery replays: each must be a page those records
+        // change (so it is one the connection was sent or reserved).
+        if let Some(p) = cached.iter().find(|p| !ranged.contains(p)) {
+            return invalid(format!(
+                "the commit ships page {p} to cache, but no range record of it changes that page"
+            ));
         }
         let store = &tx.writer.store;
         let metadata = |p: u64| store.block_of(p).is_some_and(|(h, _)| store.is_metadata(h));
@@ -407,7 +433,14 @@ impl Served {
                         "free of page {head}, whose block no commit has allocated"
                     ));
                 }
-                Some((h, n)) if h == head => written.extend(h..h + u64::from(n)),
+                Some((h, n)) if h == head => {
+                    if let Some(p) = (h..h + u64::from(n)).find(|p| cached.contains(p)) {
+                        return invalid(format!(
+                            "the commit ships page {p} to cache and frees its block"
+                        ));
+                    }
+                    written.extend(h..h + u64::from(n))
+                }
                 _ => return invalid(format!("free of page {head}, which starts no block")),
             }
         }

@@ -12,10 +12,16 @@
 //! when no committed update was lost, and every transaction conflicts with
 //! every concurrent one (the total's page), which `transact` retries.
 //!
+//! The clients run under QuickStore's recovery schemes (docs/design.md
+//! §11.7), all six at once: client `i` starts under scheme `i` of
+//! `Scheme::ALL` and takes the next one each time it is started again, so
+//! that ESM's cached pages, REDO's records and WPL's page records are all
+//! in the log that each server kill makes recovery replay.
+//!
 //! `AMBER_SERVER_CLIENT_KILLS` (default 40) client kills and
 //! `AMBER_SERVER_KILLS` (default 10) server kills per run; CI runs more.
 
-use amber::{Db, Error, Options, PRef, Persistent, RemoteOptions};
+use amber::{Db, Error, Options, PRef, Persistent, RemoteOptions, Scheme};
 use amber_server::ServeOptions;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -115,11 +121,12 @@ fn server_role(path: &Path, port: u16) {
     });
 }
 
-fn client_opts() -> Options {
+fn client_opts(scheme: Scheme) -> Options {
     Options {
         remote: RemoteOptions {
             token: Some(TOKEN.to_vec()),
             timeout: Duration::from_secs(5),
+            scheme: Some(scheme),
             ..RemoteOptions::default()
         },
         ..Options::default()
@@ -129,11 +136,11 @@ fn client_opts() -> Options {
 /// A client child: transactions on its counter and the total, each
 /// acknowledged on stdout once `commit` returned, until killed; a lost
 /// connection is reopened (the server may be restarting).
-fn client_role(url: &str, me: u64) {
+fn client_role(url: &str, me: u64, scheme: Scheme) {
     let stdout = std::io::stdout();
     loop {
         orphaned();
-        let mut db = match Db::connect(url, client_opts()) {
+        let mut db = match Db::connect(url, client_opts(scheme)) {
             Ok(db) => db,
             Err(_) => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -180,6 +187,7 @@ fn main_role() -> Option<()> {
         "client" => client_role(
             &std::env::var("URL").unwrap(),
             std::env::var("ME").unwrap().parse().unwrap(),
+            std::env::var("SCHEME").unwrap().parse().unwrap(),
         ),
         other => panic!("unknown role {other}"),
     }
@@ -228,14 +236,23 @@ fn start_server(db: &Path, port: u16) -> (Child, u16) {
     (child, port)
 }
 
-/// A client child whose acknowledgements go to `acks`.
-fn start_client(db: &Path, url: &str, me: u64, acks: &mpsc::Sender<(u64, u64)>) -> Child {
+/// A client child whose acknowledgements go to `acks`, started for the
+/// `start`-th time: under that scheme of `Scheme::ALL` past its own.
+fn start_client(
+    db: &Path,
+    url: &str,
+    me: u64,
+    start: u64,
+    acks: &mpsc::Sender<(u64, u64)>,
+) -> Child {
+    let scheme = Scheme::ALL[((me + start) % Scheme::ALL.len() as u64) as usize];
     let mut child = spawn(
         "client",
         &[
             ("DB", db.display().to_string()),
             ("URL", url.to_string()),
             ("ME", me.to_string()),
+            ("SCHEME", scheme.to_string()),
         ],
     );
     let out = child.stdout.take().unwrap();
@@ -271,8 +288,9 @@ fn killed_clients_and_a_killed_server_lose_no_acknowledged_commit() {
     let url = format!("amber://127.0.0.1:{port}/ledger");
     let (ack_tx, ack_rx) = mpsc::channel();
     let mut clients: Vec<Child> = (0..CLIENTS)
-        .map(|me| start_client(&path, &url, me, &ack_tx))
+        .map(|me| start_client(&path, &url, me, 0, &ack_tx))
         .collect();
+    let mut starts = [0u64; CLIENTS as usize];
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let (mut killed_clients, mut killed_servers) = (0, 0);
     // About 60 ms per kill here; a generous bound that grows with them.
@@ -295,7 +313,8 @@ fn killed_clients_and_a_killed_server_lose_no_acknowledged_commit() {
             }
             kill(&mut clients[me as usize]);
             killed_clients += 1;
-            clients[me as usize] = start_client(&path, &url, me, &ack_tx);
+            starts[me as usize] += 1;
+            clients[me as usize] = start_client(&path, &url, me, starts[me as usize], &ack_tx);
         }
     }
     for (me, c) in clients.iter_mut().enumerate() {

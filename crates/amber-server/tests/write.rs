@@ -535,3 +535,77 @@ fn a_change_says_whether_the_catalog_moved() {
         other => panic!("Catalog: {other:?}"),
     }
 }
+
+/// An ESM commit's cached pages (docs/design.md §11.7) stand in for the
+/// range records on them: one that no range record of the commit changes,
+/// one that is not a page long or is shipped twice, and one in a block the
+/// commit frees are refused before anything is logged; a right one
+/// commits, and the page reads as its records made it.
+#[test]
+fn a_cached_page_must_be_a_whole_page_its_records_change() {
+    let (_dir, path, heads, ps) = raw_db(2);
+    let server = server(&path);
+    let (mut a, _) = Client::welcomed(server.addr, "raw");
+    let image = |page: u64, with: &[u8]| {
+        let mut img = read_page(&path, page, ps);
+        img[AT as usize..AT as usize + with.len()].copy_from_slice(with);
+        WireRecord::Cached { page, image: img }
+    };
+    let short = WireRecord::Cached {
+        page: heads[0],
+        image: vec![0; 7],
+    };
+    let cases = [
+        (vec![image(heads[0], b"esm")], vec![], "no range record"),
+        (
+            vec![range(heads[0] * ps + AT, b"esm"), short],
+            vec![],
+            "not one page",
+        ),
+        (
+            vec![
+                range(heads[0] * ps + AT, b"esm"),
+                image(heads[0], b"esm"),
+                image(heads[0], b"esm"),
+            ],
+            vec![],
+            "shipped twice",
+        ),
+        (
+            vec![range(heads[1] * ps + AT, b"esm"), image(heads[1], b"esm")],
+            vec![heads[1]],
+            "frees its block",
+        ),
+    ];
+    for (records, frees, says) in cases {
+        begin(&mut a);
+        read(&mut a, heads[0]);
+        read(&mut a, heads[1]);
+        let (code, message) = error_of(a.ask(&Request::Commit {
+            records,
+            frees,
+            roots: vec![],
+            reads: vec![],
+        }));
+        assert_eq!(code, ErrorCode::Invalid, "{message}");
+        assert!(message.contains(says), "{says}: {message}");
+    }
+    begin(&mut a);
+    read(&mut a, heads[0]);
+    committed(commit(
+        &mut a,
+        vec![range(heads[0] * ps + AT, b"esm"), image(heads[0], b"esm")],
+    ));
+    let (mut c, _) = Client::welcomed(server.addr, "raw");
+    assert_eq!(at(&read(&mut c, heads[0]), b"esmck 0"), b"esmck 0");
+    drop((a, c));
+    server.shutdown();
+    let img = read_page(&path, heads[0], ps);
+    assert_eq!(at(&img, b"esmck 0"), b"esmck 0", "installed");
+}
+
+/// Page `page` as the database at `path` has it committed.
+fn read_page(path: &Path, page: u64, ps: u64) -> Vec<u8> {
+    let img = common::local(path).read_block(page).expect("read");
+    img[..ps as usize].to_vec()
+}

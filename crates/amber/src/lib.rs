@@ -192,6 +192,7 @@ pub use db::{CommitStats, Db, DbStats, Detect, Log, Options, Strategy, Tx, View}
 pub use error::{Error, FileKind, Location, Result};
 pub use gc::{CollectStats, MigrateStats, Migration, Plain};
 pub use ptr::{Lazy, PBytes, PIndex, PMultiIndex, PRef, PString, PVec, Smart};
+pub use source::Scheme;
 pub use source::remote::RemoteOptions;
 pub use source::tls::TlsOptions;
 pub use store::{StoreOptions, StoreStats};

@@ -11,6 +11,8 @@
 //! - [`engine`]: the contract an engine implements;
 //! - [`amber_engine`]: Amber's engines (`amber`, `amber-sigsegv`);
 //! - [`child`]: one measured process; [`harness`]: the whole run;
+//! - [`clients`] and [`client`]: QuickStore's client-server experiment
+//!   (`--server --clients 1..5`), its client processes;
 //! - [`report`] and [`plot`]: the JSON, the table, the targets, the SVG.
 //!
 //! A front end calls [`Oo7Args::parse`] and [`run_oo7`] for `amber bench
@@ -21,6 +23,8 @@
 pub mod amber_engine;
 pub mod args;
 pub mod child;
+pub mod client;
+pub mod clients;
 pub mod engine;
 pub mod generate;
 pub mod harness;

@@ -20,6 +20,15 @@ fn oo7_engines() -> Vec<Box<dyn Oo7Factory>> {
 /// `amber bench oo7 [ARGS]...`, and the hidden child subcommand the harness
 /// re-executes this binary with (`amber bench oo7 __oo7-child`).
 pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
+    if args.first().map(String::as_str) == Some(oo7::client::CLIENT_SUBCOMMAND) {
+        let job = args.get(1).map(String::as_str).unwrap_or_default();
+        return oo7::client::run_client(job)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(|e| CliError::msg(format!("bench oo7 client: {e}")));
+    }
+    if args.iter().any(|a| a == "--server") {
+        return run_clients(args, out);
+    }
     if args.first().map(String::as_str) == Some(CHILD_SUBCOMMAND) {
         return oo7::run_oo7_child(oo7_engines())
             .map(|()| ExitCode::SUCCESS)
@@ -61,6 +70,28 @@ pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliErro
     let json = a.json.clone();
     oo7::run_oo7(a, engines).map_err(|e| CliError::msg(format!("bench oo7: {e}")))?;
     if let Some(p) = json {
+        let _ = writeln!(out, "wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `amber bench oo7 --server …`: QuickStore's client-server experiment.
+fn run_clients(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
+    let mut a = match oo7::clients::ClientsArgs::parse(args) {
+        Ok(a) => a,
+        Err(BenchError::Help(usage)) => return Err(CliError::Help(usage)),
+        Err(e) => return Err(CliError::msg(format!("bench oo7: {e}"))),
+    };
+    a.child_args = vec![
+        "bench".into(),
+        "oo7".into(),
+        oo7::client::CLIENT_SUBCOMMAND.into(),
+    ];
+    check_json_target(a.json.as_deref())?;
+    let report =
+        oo7::clients::run_clients(&a).map_err(|e| CliError::msg(format!("bench oo7: {e}")))?;
+    oo7::clients::print_table(&report, out);
+    if let Some(p) = &a.json {
         let _ = writeln!(out, "wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -368,6 +368,7 @@ impl Tx<'_> {
         // The addresses of the diffed ranges of the batch being gathered
         // (the minimal log counts the records they need: `record_bytes`).
         let mut diffed = Vec::new();
+        let ships_pages = self.stx()?.ships_pages();
         for (&head, &(frame, run)) in &blocks {
             let block = Written {
                 head,
@@ -380,8 +381,15 @@ impl Tx<'_> {
                 copies,
             };
             generator.block(self, &block, &mut records, &mut stats)?;
+            let dirty = match ships_pages {
+                true => self.dirty_pages(head, frame, run, &records)?,
+                false => Vec::new(),
+            };
             let tw = Instant::now();
             let stx = self.stx()?;
+            for (page, image) in dirty {
+                stx.ship_page(page, &image)?;
+            }
             for r in records.drain(..) {
                 match r {
                     Record::Diffed(addr, data) => {
@@ -426,9 +434,32 @@ impl Tx<'_> {
         let info = stx.commit()?;
         stats.write = write + t2.elapsed();
         stats.log_bytes = info.log_bytes;
+        stats.data_pages_shipped = info.data_pages_shipped;
+        stats.log_pages_shipped = info.log_pages_shipped;
         self.finish_committed();
         self.drop_changed();
         Ok(stats)
+    }
+
+    /// The after-images of the pages of block `head` that `records` change
+    /// (its dirty pages, in persistent form), which an ESM scheme ships to
+    /// the server beside the records (docs/design.md §11.7).
+    fn dirty_pages(&self, head: PageNo, frame: FrameNo, run: u32, records: &[Record]) -> Result<Vec<(PageNo, Vec<u8>)>> {
+        let ps = self.page_size as u64;
+        let mut pages = BTreeSet::new();
+        for r in records {
+            if let Record::Diffed(addr, data) | Record::Range(addr, data) = r
+                && !data.is_empty()
+            {
+                pages.extend(addr / ps..=(addr + data.len() as u64 - 1) / ps);
+            }
+        }
+        if pages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dirty = self.dirty_image(head, frame, run)?;
+        let page = |p: PageNo| dirty[((p - head) * ps) as usize..][..ps as usize].to_vec();
+        Ok(pages.into_iter().map(|p| (p, page(p))).collect())
     }
 
     /// Under a software detection scheme, the ranges its barrier recorded

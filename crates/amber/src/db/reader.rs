@@ -50,11 +50,23 @@ impl Db {
     /// is [`Error::Conflict`](crate::Error::Conflict), which
     /// [`transact`](Self::transact) retries.
     ///
+    /// The session's recovery scheme (`opts.remote.scheme`, else the one
+    /// the server gives the database) sets the strategy its transactions
+    /// run under, in place of `opts.strategy` (docs/design.md §11.7).
+    ///
     /// A lost connection makes every later fetch fail: a page first touched
     /// through a plain pointer load then aborts the process with the reason
     /// (as a damaged page does), and [`try_get`](Self::try_get) returns it.
     pub fn connect(url: &str, opts: crate::Options) -> Result<Db> {
         let remote = Remote::connect(url, &opts.remote)?;
+        // The session's recovery scheme decides how its transactions log.
+        let opts = match remote.scheme() {
+            Some(s) => crate::Options {
+                strategy: s.strategy(),
+                ..opts
+            },
+            None => opts,
+        };
         Self::start(Arc::new(remote), None, &opts)
     }
 

@@ -40,6 +40,13 @@ pub struct CommitStats {
     pub minimal_log_bytes: u64,
     /// Bytes that differ from the committed state.
     pub changed_bytes: u64,
+    /// Through a server: the whole pages shipped at commit (the dirty
+    /// pages of an ESM scheme, the page records of whole-page logging;
+    /// QuickStore's data pages, `papers/002_*` Figure 9).
+    pub data_pages_shipped: u64,
+    /// Through a server: the range records shipped at commit, in pages
+    /// (QuickStore's log-record pages).
+    pub log_pages_shipped: u64,
     /// Bytes the detection scheme said may have been written, which the
     /// commit diffed: whole blocks under page protection, the marked
     /// objects, remembered objects or dirty cards under a software scheme

@@ -67,6 +67,10 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
                     page: 5,
                     image: vec![0; 16],
                 },
+                WireRecord::Cached {
+                    page: 6,
+                    image: vec![3; 16],
+                },
             ],
             frees: vec![9],
             roots: vec![("top".into(), 4096 + 64, 1)],
@@ -93,6 +97,7 @@ pub fn wire_seeds() -> Vec<Vec<u8>> {
             page_count: 40,
             snapshot_lsn: 512,
             home: 0x1234 << 30,
+            scheme: 4,
         },
         Response::Error {
             code: ErrorCode::Invalid,

@@ -118,6 +118,8 @@ impl CleanImages {
             let (page, at, bytes) = match r {
                 WireRecord::Range { addr, data } => (addr / ps, *addr, data.as_slice()),
                 WireRecord::Page { page, image } => (*page, page * ps, image.as_slice()),
+                // What the records on the page made it: laid already.
+                WireRecord::Cached { .. } => continue,
             };
             let Some(h) = c.holding(page, ps) else {
                 continue;

@@ -24,7 +24,10 @@ mod clean;
 pub(crate) mod local;
 pub mod remote;
 mod remote_tx;
+mod scheme;
 pub mod tls;
+
+pub use scheme::Scheme;
 
 use crate::format::home::Home;
 use crate::error::Result;
@@ -117,6 +120,21 @@ pub trait SourceTx: Send + fmt::Debug {
 
     /// Records a whole page's after-image (whole-page logging).
     fn write_page(&mut self, page: PageNo, image: &[u8]) -> Result<()>;
+
+    /// Whether the commit ships the dirty pages beside the records (an
+    /// ESM scheme on a server's database): the commit then hands each
+    /// page its records change to [`ship_page`](Self::ship_page).
+    fn ships_pages(&self) -> bool {
+        false
+    }
+
+    /// Ships a dirty page's after-image, in persistent form, beside the
+    /// records that change it (see [`ships_pages`](Self::ships_pages)).
+    fn ship_page(&mut self, page: PageNo, _image: &[u8]) -> Result<()> {
+        Err(crate::error::Error::invalid(format!(
+            "page {page}: this transaction ships no dirty pages (no ESM scheme)"
+        )))
+    }
 
     /// Allocates a block of `pages` pages.
     fn alloc(&mut self, pages: u32, kind: BlockKind) -> Result<PageNo>;

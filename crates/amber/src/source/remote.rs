@@ -23,6 +23,7 @@ mod cluster;
 
 use crate::format::home::Home;
 use super::clean::CleanImages;
+use super::Scheme;
 use super::remote_tx::RemoteTx;
 use super::tls::{TlsFailure, TlsOptions};
 use super::{Source, SourceTx};
@@ -71,6 +72,12 @@ pub struct RemoteOptions {
     /// version without asking the server for it (`source/clean.rs`); 0
     /// keeps none (each commit then reads its blocks' images back).
     pub clean_images: usize,
+    /// This session's recovery scheme (docs/design.md §11.7): the
+    /// strategy its transactions run under and whether its commits ship
+    /// their dirty pages. `None`: the database's (`amber serve --scheme`),
+    /// else the program's own [`Options::strategy`](crate::Options::strategy),
+    /// its records redone at the server.
+    pub scheme: Option<Scheme>,
 }
 
 impl Default for RemoteOptions {
@@ -82,6 +89,7 @@ impl Default for RemoteOptions {
             max_frame: wire::DEFAULT_MAX_FRAME,
             keepalive: Some(Duration::from_secs(60)),
             clean_images: 64 << 20,
+            scheme: None,
         }
     }
 }
@@ -134,6 +142,8 @@ pub struct Remote {
     /// `TooLarge` (`remote/cluster.rs`), so that a server with small
     /// answers is asked for what it can send.
     window_cap: AtomicU64,
+    /// The session's recovery scheme: its own, else the database's.
+    scheme: Option<Scheme>,
 }
 
 #[derive(Debug)]
@@ -242,6 +252,7 @@ impl Remote {
             page_count,
             snapshot_lsn,
             home,
+            scheme,
             ..
         } = welcome
         else {
@@ -262,6 +273,11 @@ impl Remote {
             .ok_or_else(|| remote(&url_path, format!("page size {page_size} is not one Amber uses")))?;
         let home = Home::new(home)
             .map_err(|e| remote(&url_path, format!("the server's database has {e}")))?;
+        let scheme = match opts.scheme {
+            Some(s) => Some(s),
+            None => Scheme::from_code(scheme)
+                .map_err(|e| remote(&url_path, format!("the server's database has {e}")))?,
+        };
         let conn = Arc::new(Mutex::new(conn));
         let keepalive = match opts.keepalive {
             Some(every) => Some(keep_alive(&conn, url_path.clone(), opts.max_frame, every)?),
@@ -283,9 +299,16 @@ impl Remote {
             next_txid: AtomicU32::new(1),
             clean: CleanImages::new(page_size, opts.clean_images),
             window_cap: AtomicU64::new(u64::MAX),
+            scheme,
         };
         r.load_catalog()?;
         Ok(r)
+    }
+
+    /// The session's recovery scheme ([`RemoteOptions::scheme`], else the
+    /// database's); `None`: the program's own strategy, records only.
+    pub fn scheme(&self) -> Option<Scheme> {
+        self.scheme
     }
 
     /// One request and its answer; an `Error` answer becomes the error it

@@ -16,7 +16,7 @@
 //! this buffer (`log_early` keeps them): nothing reaches the server before
 //! the commit, so an aborted transaction leaves nothing there to undo.
 
-use super::SourceTx;
+use super::{Source, SourceTx};
 use super::remote::Remote;
 use crate::error::{Error, Result};
 use crate::format::meta::RootEntry;
@@ -39,7 +39,14 @@ pub(crate) struct RemoteTx<'r> {
     remote: &'r Remote,
     txid: TxId,
     records: Vec<WireRecord>,
+    /// Bytes the server will log: the records with their headers.
     bytes: u64,
+    /// Whether the commit ships its dirty pages (an ESM scheme).
+    ships: bool,
+    /// Whole pages shipped: dirty pages, page records.
+    data_pages: u64,
+    /// Bytes of range records shipped.
+    range_bytes: u64,
     frees: Vec<PageNo>,
     /// Roots this transaction named or removed (address 0).
     roots: BTreeMap<String, RootEntry>,
@@ -58,6 +65,9 @@ impl<'r> RemoteTx<'r> {
             txid,
             records: Vec::new(),
             bytes: 0,
+            ships: remote.scheme().is_some_and(|s| s.ships_pages()),
+            data_pages: 0,
+            range_bytes: 0,
             frees: Vec::new(),
             roots: BTreeMap::new(),
             reads: Vec::new(),
@@ -78,6 +88,7 @@ impl SourceTx for RemoteTx<'_> {
     }
 
     fn write(&mut self, addr: PAddr, data: &[u8]) -> Result<()> {
+        self.range_bytes += RECORD_OVERHEAD + data.len() as u64;
         self.push(
             WireRecord::Range {
                 addr,
@@ -94,6 +105,7 @@ impl SourceTx for RemoteTx<'_> {
     }
 
     fn write_page(&mut self, page: PageNo, image: &[u8]) -> Result<()> {
+        self.data_pages += 1;
         self.push(
             WireRecord::Page {
                 page,
@@ -101,6 +113,20 @@ impl SourceTx for RemoteTx<'_> {
             },
             image.len(),
         );
+        Ok(())
+    }
+
+    fn ships_pages(&self) -> bool {
+        self.ships
+    }
+
+    fn ship_page(&mut self, page: PageNo, image: &[u8]) -> Result<()> {
+        // Cached by the server, not logged: not in `bytes`.
+        self.data_pages += 1;
+        self.records.push(WireRecord::Cached {
+            page,
+            image: image.to_vec(),
+        });
         Ok(())
     }
 
@@ -213,6 +239,8 @@ impl SourceTx for RemoteTx<'_> {
                 Ok(CommitInfo {
                     commit_lsn: lsn,
                     log_bytes: self.bytes,
+                    data_pages_shipped: self.data_pages,
+                    log_pages_shipped: self.range_bytes.div_ceil(self.remote.page_size() as u64),
                 })
             }
             Response::Conflict {

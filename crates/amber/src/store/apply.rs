@@ -40,11 +40,7 @@ impl State {
                 let in_memory = !self.images_in_log
                     || matches!(self.pending.get(&head).map(|p| &p.base), Some(Base::Image(_)));
                 if in_memory {
-                    let at = index as usize * ps;
-                    for (s, e) in supersedes(index, ps).into_iter().filter(|(s, e)| s < e) {
-                        let bytes = &image[s - at..e - at];
-                        self.patch_write(head, len, s as u32, bytes, commit_lsn);
-                    }
+                    self.lay_page(head, len, index, image, commit_lsn);
                 } else {
                     self.log_page(head, len, LoggedPage { index, lsn, commit_lsn });
                 }
@@ -169,6 +165,31 @@ impl State {
 }
 
 impl State {
+    /// Lays `image` as page `index` of the block at `head` (of `run_len`
+    /// pages), but for the header fields the store keeps: what an
+    /// in-memory page record does.
+    fn lay_page(&mut self, head: PageNo, run_len: u32, index: u32, image: &[u8], lsn: u64) {
+        let ps = self.page_size;
+        let at = index as usize * ps;
+        for (s, e) in supersedes(index, ps).into_iter().filter(|(s, e)| s < e) {
+            self.patch_write(head, run_len, s as u32, &image[s - at..e - at], lsn);
+        }
+    }
+
+    /// Lays the cached image of `page` (`StoreTx::cache_page`) of a
+    /// transaction that committed at `commit_lsn`, in place of the range
+    /// records on it, which recovery replays instead.
+    pub(crate) fn lay_cached(&mut self, page: PageNo, image: &[u8], commit_lsn: u64) -> Result<(), String> {
+        let (head, len) = (self.fsm.block_of(page))
+            .filter(|&(h, _)| !self.is_meta(h))
+            .ok_or_else(|| format!("cached image of page {page}, which is not allocated"))?;
+        if image.len() != self.page_size {
+            return Err(format!("cached image of page {page} is not a page long"));
+        }
+        self.lay_page(head, len, (page - head) as u32, image, commit_lsn);
+        Ok(())
+    }
+
     /// Makes `page` an entry of the WPL table: the latest committed image
     /// of page `page.index` of the block at `head` (of `run_len` pages) is
     /// in the log.

@@ -9,6 +9,8 @@ use super::early::Early;
 use super::order::Turn;
 use super::tx::{CommitInfo, Op};
 use crate::error::{Error, Result};
+use crate::format::PageNo;
+use std::collections::HashSet;
 use crate::wal::TxId;
 use crate::wal::writer::{Appended, LogWriter};
 
@@ -36,6 +38,9 @@ pub(crate) struct LoggedTx<'s> {
     pub(crate) early_at: usize,
     pub(crate) appended: Appended,
     pub(crate) log_bytes: u64,
+    /// Page images laid over the committed state in place of the range
+    /// records wholly on them (`StoreTx::cache_page`).
+    pub(crate) cached: Vec<(PageNo, Vec<u8>)>,
 }
 
 impl<'s> Logged<'s> {
@@ -86,13 +91,28 @@ impl<'s> Logged<'s> {
         let mut st = store.lock();
         st.early.remove(&t.txid);
         let commit_lsn = t.appended.commit_lsn;
+        let shift = st.shift();
+        let cached: HashSet<PageNo> = t.cached.iter().map(|(p, _)| *p).collect();
+        // A range wholly on cached pages is not redone: the image is laid.
+        let redo = |op: &Op| match op {
+            Op::Range { addr, after, .. } if !after.is_empty() => {
+                let last = (addr + after.len() as u64 - 1) >> shift;
+                !((addr >> shift)..=last).all(|p| cached.contains(&p))
+            }
+            _ => true,
+        };
         for (i, op) in t.ops.iter().map(Some).chain([None]).enumerate() {
             let mut result = Ok(());
             if i == t.early_at.min(t.ops.len()) {
                 result = t.early.apply(&mut st, t.txid, commit_lsn);
             }
-            if let (Ok(()), Some(op)) = (&result, op) {
+            if let (Ok(()), Some(op)) = (&result, op)
+                && redo(op)
+            {
                 result = st.apply(&op.record(t.txid), t.lsns[i], commit_lsn, false);
+            }
+            if let (Ok(()), None) = (&result, op) {
+                result = (t.cached.iter()).try_for_each(|(p, img)| st.lay_cached(*p, img, commit_lsn));
             }
             if let Err(what) = result {
                 // The log holds the commit; the in-memory state could not
@@ -108,6 +128,7 @@ impl<'s> Logged<'s> {
         let info = CommitInfo {
             commit_lsn: t.appended.commit_lsn,
             log_bytes: t.log_bytes,
+            ..CommitInfo::default()
         };
         Ok((info, due))
     }

@@ -112,6 +112,13 @@ pub struct CommitInfo {
     pub commit_lsn: u64,
     /// Log bytes this transaction wrote, commit record included.
     pub log_bytes: u64,
+    /// Through a server: the whole pages the commit shipped (the dirty
+    /// pages of an ESM scheme, the page records of whole-page logging);
+    /// 0 for a local store.
+    pub data_pages_shipped: u64,
+    /// Through a server: the bytes of range records the commit shipped,
+    /// in pages (rounded up); 0 for a local store.
+    pub log_pages_shipped: u64,
 }
 
 /// A storage-level transaction.
@@ -131,6 +138,9 @@ pub struct StoreTx<'s> {
     /// was logged early, at the number of ops kept before it.
     early_at: Option<usize>,
     log_bytes: u64,
+    /// Page images laid over the committed state in place of redoing the
+    /// records on them (`cache_page`): not logged.
+    cached: Vec<(PageNo, Vec<u8>)>,
     done: bool,
 }
 
@@ -145,6 +155,7 @@ impl<'s> StoreTx<'s> {
             early: Early::default(),
             early_at: None,
             log_bytes: 0,
+            cached: Vec::new(),
             done: false,
         }
     }
@@ -239,6 +250,27 @@ impl<'s> StoreTx<'s> {
             page,
             image: image.to_vec(),
         });
+        Ok(())
+    }
+
+    /// Caches `image` as page `page`'s committed image, without logging it
+    /// (QuickStore's ESM schemes at the server, docs/design.md §11.7): at
+    /// the commit, the range records wholly on cached pages are logged but
+    /// not applied, and the images are laid over the committed state
+    /// instead, as an in-memory page record is (the store keeps its own
+    /// header fields but `used`). The caller vouches that each image is
+    /// what the records on its page make of it, which recovery, replaying
+    /// the records, rebuilds; a page of a block the transaction frees must
+    /// not be cached.
+    pub fn cache_page(&mut self, page: PageNo, image: &[u8]) -> Result<()> {
+        let ps = self.store.page_size();
+        if image.len() != ps {
+            return Err(Error::invalid(format!(
+                "cached image of {} bytes; pages are {ps}",
+                image.len()
+            )));
+        }
+        self.cached.push((page, image.to_vec()));
         Ok(())
     }
 
@@ -547,6 +579,7 @@ impl<'s> StoreTx<'s> {
                     early_at: self.early_at.unwrap_or(self.logged),
                     appended,
                     log_bytes: self.log_bytes + bytes,
+                    cached: std::mem::take(&mut self.cached),
                 },
             )),
             Err(e) => {

@@ -69,6 +69,7 @@ const RECORD_ENTRY: usize = 1 + 8 + 4;
 /// `WireRecord`'s tags.
 const RANGE: u8 = 1;
 const PAGE: u8 = 2;
+const CACHED: u8 = 3;
 
 impl Request {
     /// The whole frame of this request: length prefix, then body.
@@ -131,6 +132,11 @@ impl Request {
                         }
                         WireRecord::Page { page, image } => {
                             w.u8(PAGE);
+                            w.u64(*page);
+                            w.bytes(image);
+                        }
+                        WireRecord::Cached { page, image } => {
+                            w.u8(CACHED);
                             w.u64(*page);
                             w.bytes(image);
                         }
@@ -253,9 +259,13 @@ impl Request {
                             page: f.u64("page")?,
                             image: f.bytes("image", usize::MAX)?,
                         },
+                        CACHED => WireRecord::Cached {
+                            page: f.u64("page")?,
+                            image: f.bytes("image", usize::MAX)?,
+                        },
                         t => {
                             return Err(WireError::Malformed(format!(
-                                "Commit's record tag {t} is unknown (1 or 2)"
+                                "Commit's record tag {t} is unknown (1, 2 or 3)"
                             )));
                         }
                     });
@@ -340,6 +350,7 @@ impl Response {
                 page_count,
                 snapshot_lsn,
                 home,
+                scheme,
             } => {
                 w.u8(WELCOME);
                 w.u16(*version);
@@ -348,6 +359,7 @@ impl Response {
                 w.u64(*page_count);
                 w.u64(*snapshot_lsn);
                 w.u64(*home);
+                w.u8(*scheme);
             }
             Response::Error { code, message } => {
                 w.u8(ERROR);
@@ -490,7 +502,7 @@ impl Response {
             .ok_or_else(|| WireError::Malformed("empty message: no kind byte".into()))?;
         let resp = match *kind {
             WELCOME => {
-                let mut f = Fields::fixed("Welcome", rest, 2 + 4 + 8 + 8 + 8 + 8)?;
+                let mut f = Fields::fixed("Welcome", rest, 2 + 4 + 8 + 8 + 8 + 8 + 1)?;
                 let v = Response::Welcome {
                     version: f.u16("version")?,
                     page_size: f.u32("page_size")?,
@@ -498,6 +510,7 @@ impl Response {
                     page_count: f.u64("page_count")?,
                     snapshot_lsn: f.u64("snapshot_lsn")?,
                     home: f.u64("home")?,
+                    scheme: f.u8("scheme")?,
                 };
                 f.end(v)?
             }

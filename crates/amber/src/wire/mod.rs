@@ -26,7 +26,7 @@ use std::io::Read;
 /// The protocol version this build speaks. A peer of another version is
 /// refused with [`ErrorCode::Version`], whose frame (and the start of
 /// `Hello` that carries the version) every version lays out the same.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 
 /// The root directory as a page of its own, in a commit's read set and
 /// in the server's validation: every `Catalog` reads it, every commit that
@@ -174,6 +174,15 @@ pub enum WireRecord {
         /// Its image.
         image: Vec<u8>,
     },
+    /// A dirty page's after-image shipped beside the records that changed
+    /// it (QuickStore's ESM schemes): the server caches it in place of
+    /// redoing those records, and logs the records, not the page.
+    Cached {
+        /// The page.
+        page: u64,
+        /// Its image.
+        image: Vec<u8>,
+    },
 }
 
 /// What the server answers.
@@ -195,6 +204,9 @@ pub enum Response {
         /// The database's home (`format/home.rs`): how its swizzled
         /// pointers are stored; 0 for a database without one.
         home: u64,
+        /// The database's recovery scheme (`source::Scheme::code`); 0: none
+        /// (each client's own strategy, its records redone at the server).
+        scheme: u8,
     },
     /// A request failed (the connection stays open) or the connection is
     /// refused or closed (the server closes it after this frame).

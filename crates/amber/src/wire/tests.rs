@@ -63,6 +63,7 @@ fn record() -> impl Strategy<Value = WireRecord> {
     prop_oneof![
         (any::<u64>(), bytes(24)).prop_map(|(addr, data)| WireRecord::Range { addr, data }),
         (any::<u64>(), bytes(24)).prop_map(|(page, image)| WireRecord::Page { page, image }),
+        (any::<u64>(), bytes(24)).prop_map(|(page, image)| WireRecord::Cached { page, image }),
     ]
 }
 
@@ -101,16 +102,17 @@ fn change() -> impl Strategy<Value = Change> {
 fn response() -> impl Strategy<Value = Response> {
     let u = any::<u64>;
     prop_oneof![
-        (any::<u16>(), any::<u32>(), u(), u(), u(), u()).prop_map(|(v, ps, f, pc, l, h)| {
-            Response::Welcome {
+        (any::<u16>(), any::<u32>(), u(), u(), u(), u(), any::<u8>()).prop_map(
+            |(v, ps, f, pc, l, h, s)| Response::Welcome {
                 version: v,
                 page_size: ps,
                 first_data_page: f,
                 page_count: pc,
                 snapshot_lsn: l,
                 home: h,
+                scheme: s,
             }
-        }),
+        ),
         (code(), text()).prop_map(|(code, message)| Response::Error { code, message }),
         proptest::collection::vec((u(), any::<u32>()), 0..5).prop_map(Response::Blocks),
         bytes(64).prop_map(Response::Block),

@@ -33,7 +33,7 @@ mod ops;
 
 use std::path::{Path, PathBuf};
 
-use amber::{BackendChoice, Db, Options, PRef, Strategy};
+use amber::{BackendChoice, CommitStats, Db, Options, PRef, Strategy};
 
 use self::schema::{AtomicPart, ROOT, Root};
 use crate::oo7::engine::{
@@ -187,7 +187,7 @@ impl Oo7Factory for AmberOo7Factory {
             db,
             root,
             scratch: ops::Scratch::default(),
-            last_log_bytes: None,
+            last_commit: None,
         }))
     }
 }
@@ -198,5 +198,26 @@ pub struct AmberOo7 {
     root: PRef<Root>,
     /// A graph walk's visited set and stack, reused.
     scratch: ops::Scratch,
-    last_log_bytes: Option<u64>,
+    last_commit: Option<CommitStats>,
+}
+
+impl AmberOo7 {
+    /// A client of the OO7 database served at `url` (`amber bench oo7
+    /// --server`: QuickStore's client-server experiment).
+    pub fn connect(url: &str, options: Options) -> Result<AmberOo7, EngineError> {
+        let db = Db::connect(url, options).ctx(&format!("connecting to {url}"))?;
+        let root = (db.root::<Root>(ROOT).ctx("reading the root")?)
+            .ok_or_else(|| EngineError::corrupt(format!("{url} has no root {ROOT:?}")))?;
+        Ok(AmberOo7 {
+            db,
+            root,
+            scratch: ops::Scratch::default(),
+            last_commit: None,
+        })
+    }
+
+    /// What the last changing operation's commit did.
+    pub fn last_commit(&self) -> Option<CommitStats> {
+        self.last_commit
+    }
 }

@@ -1,6 +1,6 @@
 //! The OO7 operations on an open Amber database.
 
-use amber::{Db, PRef, Tx, View};
+use amber::{CommitStats, Db, PRef, Tx, View};
 
 use super::AmberOo7;
 use super::load;
@@ -91,9 +91,9 @@ fn walk<V: View>(
     }
 }
 
-/// Commits `tx`; its log bytes.
-fn commit(tx: Tx<'_>, what: &str) -> Result<u64, EngineError> {
-    Ok(tx.commit().ctx(what)?.log_bytes)
+/// Commits `tx`; what the commit did.
+fn commit(tx: Tx<'_>, what: &str) -> Result<CommitStats, EngineError> {
+    tx.commit().ctx(what)
 }
 
 fn tally_atomic(tally: &mut Tally, a: &AtomicPart) {
@@ -170,7 +170,7 @@ impl AmberOo7 {
                 }
             }
         }
-        self.last_log_bytes = Some(commit(tx, "committing a traversal")?);
+        self.last_commit = Some(commit(tx, "committing a traversal")?);
         self.scratch = scratch;
         Ok(tally.finish_with(updates))
     }
@@ -227,7 +227,7 @@ impl Oo7Engine for AmberOo7 {
                 .ctx("changing a document")?;
             tally.object(Tag::Document, id, text.len() as i64);
         }
-        self.last_log_bytes = Some(commit(tx, "committing T5")?);
+        self.last_commit = Some(commit(tx, "committing T5")?);
         Ok(tally.finish())
     }
 
@@ -383,7 +383,7 @@ impl Oo7Engine for AmberOo7 {
             load::link(&mut tx, base, c, true)?;
             tally.object(Tag::Composite, nc.part.id, i64::from(b));
         }
-        self.last_log_bytes = Some(commit(tx, "committing the insert")?);
+        self.last_commit = Some(commit(tx, "committing the insert")?);
         Ok(tally.finish())
     }
 
@@ -435,7 +435,7 @@ impl Oo7Engine for AmberOo7 {
             tx.free(c).ctx("freeing a composite part")?;
             tally.object(Tag::Composite, id, parts.len() as i64);
         }
-        self.last_log_bytes = Some(commit(tx, "committing the delete")?);
+        self.last_commit = Some(commit(tx, "committing the delete")?);
         Ok(tally.finish())
     }
 
@@ -444,7 +444,7 @@ impl Oo7Engine for AmberOo7 {
     }
 
     fn last_commit_log_bytes(&self) -> Option<u64> {
-        self.last_log_bytes
+        self.last_commit.map(|s| s.log_bytes)
     }
 
     fn close(self: Box<Self>) -> Result<(), EngineError> {
