@@ -129,6 +129,7 @@ mod frame_table;
 mod held;
 mod lock;
 mod mapped;
+mod mapped_checks;
 mod mapped_writes;
 mod pagemap;
 mod reads;
@@ -149,6 +150,7 @@ pub use buffer::BigBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};
 pub use mapped::MappedFile;
+pub use mapped_checks::CHECK_WINDOW;
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{
