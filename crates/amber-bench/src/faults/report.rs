@@ -177,7 +177,11 @@ impl FaultsReport {
                     f.cold_fault_us, f.cold_fault_random_us, f.faults, self.pages
                 );
             } else if name == "mapped" {
-                let checks = self.cases.iter().find(|c| c.backend == *name).map_or(0, |c| c.checks);
+                let checks = self
+                    .cases
+                    .iter()
+                    .find(|c| c.backend == *name)
+                    .map_or(0, |c| c.checks);
                 let _ = writeln!(
                     s,
                     "  {name}: cold read {:.2} µs/page in page order, {:.2} at random: {} windows checked ({:.1} µs each), {} minor faults for {} pages; \

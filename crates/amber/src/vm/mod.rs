@@ -39,6 +39,11 @@
 //! `PAGEMAP_SCAN` of the watched windows lists what was written; `evict`
 //! drops private copies (the frames read the file again) and a block met
 //! by `ensure_resident` is checked by the service without being installed.
+//! The fourth, `Mapped` (`mapped_checks.rs`), is the same mapping with
+//! every frame inaccessible until checked: the first touch of a frame not
+//! checked yet is a SIGSEGV whose handler hands it to a service thread (as
+//! the SIGSEGV backend does), which checks every block of the frame's check
+//! window and opens the clean ones.
 //!
 //! Neither `copy_in` nor `install` counts as a program write: a frame's
 //! clean/written status is unchanged by `copy_in` (so the layer above can restore
