@@ -59,24 +59,32 @@ fn write(fs: &FrameSpace, f: FrameNo, at: usize, v: u8) {
     unsafe { std::ptr::write_volatile((fs.frame_addr(f) + at) as *mut u8, v) }
 }
 
-#[test]
-fn the_file_through_memory_and_writes_found() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("pages");
+/// A page file of `PAGES` pages (version 0 of each) in `dir`.
+fn page_file(dir: &std::path::Path) -> std::fs::File {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .open(&path)
+        .open(dir.join("pages"))
         .expect("create");
     for p in 0..PAGES {
         file.write_all_at(&page_image(p, 0), p * PS as u64)
             .expect("write");
     }
-    let home = 52usize << 40;
-    let checks = Arc::new(Checks::default());
+    file
+}
+
+/// A frame space of `backend` mapping `file` at `home`, or None (said why)
+/// on a kernel without what the mapped backends need.
+fn mapped_space(
+    backend: Backend,
+    choice: BackendChoice,
+    home: usize,
+    file: &std::fs::File,
+    service: Arc<dyn FaultService>,
+) -> Option<Arc<FrameSpace>> {
     let cfg = VmConfig {
-        backend: BackendChoice::MappedUnverified,
+        backend: choice,
         reserve_bytes: 1 << 30,
         home,
         file: Ok(MappedFile {
@@ -85,8 +93,8 @@ fn the_file_through_memory_and_writes_found() {
         }),
         ..VmConfig::default()
     };
-    let fs = FrameSpace::new(cfg, checks.clone()).expect("frame space");
-    if fs.backend() != Backend::MappedUnverified {
+    let fs = FrameSpace::new(cfg, service).expect("frame space");
+    if fs.backend() != backend {
         // A kernel without PAGEMAP_SCAN: the suite has nothing to test.
         assert!(
             std::env::var("AMBER_REQUIRE_UFFD").map_or(true, |v| v != "1"),
@@ -94,8 +102,21 @@ fn the_file_through_memory_and_writes_found() {
             fs.backend_reason()
         );
         eprintln!("skipped: {}", fs.backend_reason());
-        return;
+        return None;
     }
+    Some(fs)
+}
+
+#[test]
+fn the_file_through_memory_and_writes_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = page_file(dir.path());
+    let home = 52usize << 40;
+    let checks = Arc::new(Checks::default());
+    let unverified = (Backend::MappedUnverified, BackendChoice::MappedUnverified);
+    let Some(fs) = mapped_space(unverified.0, unverified.1, home, &file, checks.clone()) else {
+        return;
+    };
     assert!(fs.at_home());
     assert_eq!(fs.base(), home);
     // The file, read by plain loads: the kernel serves them, not Amber.
@@ -294,42 +315,16 @@ impl FaultService for WindowChecks {
 fn windows_are_checked_once_at_first_touch() {
     use amber::internals::vm::CHECK_WINDOW;
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("pages");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .expect("create");
-    for p in 0..PAGES {
-        file.write_all_at(&page_image(p, 0), p * PS as u64)
-            .expect("write");
-    }
+    let file = page_file(dir.path());
     let bad = 2 * CHECK_WINDOW + 5;
     let checks = Arc::new(WindowChecks {
         calls: AtomicUsize::new(0),
         bad,
     });
-    let cfg = VmConfig {
-        backend: BackendChoice::Mapped,
-        reserve_bytes: 1 << 30,
-        home: 54usize << 40,
-        file: Ok(MappedFile {
-            fd: file.as_raw_fd(),
-            len: PAGES * PS as u64,
-        }),
-        ..VmConfig::default()
-    };
-    let fs = FrameSpace::new(cfg, checks.clone()).expect("frame space");
-    if fs.backend() != Backend::Mapped {
-        assert!(
-            std::env::var("AMBER_REQUIRE_UFFD").map_or(true, |v| v != "1"),
-            "{}",
-            fs.backend_reason()
-        );
-        eprintln!("skipped: {}", fs.backend_reason());
+    let verified = (Backend::Mapped, BackendChoice::Mapped);
+    let Some(fs) = mapped_space(verified.0, verified.1, 54 << 40, &file, checks.clone()) else {
         return;
-    }
+    };
     let calls = || checks.calls.load(Ordering::Relaxed);
     assert_eq!(calls(), 0, "nothing is checked before it is touched");
     // Every page of the first two windows, twice, in an order that comes
