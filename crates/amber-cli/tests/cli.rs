@@ -410,10 +410,13 @@ fn bad_arguments_are_one_line_errors() {
     assert_error(&amber(&["frobnicate"]), "frobnicate");
     assert_error(&amber(&["inspect"]), "PATH");
     assert_error(&amber(&["inspect", "a", "b"]), "unexpected argument");
-    assert_error(&amber(&["bench"]), "commit, recovery, oo1, hot, faults");
+    assert_error(
+        &amber(&["bench"]),
+        "commit, recovery, oo1, epvm, texas, hot, faults",
+    );
     assert_error(
         &amber(&["bench", "nosuch"]),
-        "unknown benchmark 'nosuch'; known: commit, recovery, oo1, hot, faults",
+        "unknown benchmark 'nosuch'; known: commit, recovery, oo1, epvm, texas, hot, faults",
     );
     assert_error(
         &amber(&["bench", "hot", "--backend", "mprotect"]),

@@ -9,7 +9,7 @@ mod measured;
 
 use std::process::Command;
 
-const AMBER: [&str; 2] = ["amber", "amber-sigsegv"];
+const AMBER: [&str; 3] = ["amber", "amber-sigsegv", "amber-mapped-unverified"];
 const COMPARE: [&str; 8] = [
     "memory",
     "snapshot",

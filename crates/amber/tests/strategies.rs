@@ -3,7 +3,8 @@
 //! them from one transaction to the next keeps every update.
 
 use amber::{
-    CommitStats, Db, Detect, Log, Options, PRef, PString, PVec, Persistent, Strategy, View,
+    CommitStats, Db, Detect, Log, Options, PRef, PString, PVec, Persistent, StoreOptions, Strategy,
+    View,
 };
 
 #[derive(Persistent)]
@@ -30,6 +31,14 @@ fn opts(detect: Detect) -> Options {
     Options {
         reserve_bytes: 1 << 30,
         strategy: Strategy::detect(detect),
+        // One home for every database: a pointer's stored bytes are its
+        // persistent address plus the home, so how many bytes a changed
+        // pointer changes depends on it (`changed_bytes`, compared across
+        // the schemes' databases below).
+        store: StoreOptions {
+            home: Some(17 << 40),
+            ..StoreOptions::default()
+        },
         ..Options::default()
     }
 }
