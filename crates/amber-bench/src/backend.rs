@@ -1,4 +1,4 @@
-//! `--backend uffd|sigsegv|mapped-unverified|both|all`: which fault
+//! `--backend uffd|sigsegv|mapped|mapped-unverified|both|all`: which fault
 //! backends a benchmark runs.
 
 use std::fmt;
@@ -15,10 +15,12 @@ pub enum Backends {
     Sigsegv,
     /// The mapped-unverified backend only.
     MappedUnverified,
+    /// The mapped backend (pages verified at first touch) only.
+    Mapped,
     /// Both page-fetching backends, userfaultfd first.
     #[default]
     Both,
-    /// All three.
+    /// All four.
     All,
 }
 
@@ -29,11 +31,13 @@ impl Backends {
             Backends::Uffd => vec![BackendChoice::Uffd],
             Backends::Sigsegv => vec![BackendChoice::Sigsegv],
             Backends::MappedUnverified => vec![BackendChoice::MappedUnverified],
+            Backends::Mapped => vec![BackendChoice::Mapped],
             Backends::Both => vec![BackendChoice::Uffd, BackendChoice::Sigsegv],
             Backends::All => vec![
                 BackendChoice::Uffd,
                 BackendChoice::Sigsegv,
                 BackendChoice::MappedUnverified,
+                BackendChoice::Mapped,
             ],
         }
     }
@@ -47,10 +51,11 @@ impl FromStr for Backends {
             "uffd" => Ok(Backends::Uffd),
             "sigsegv" => Ok(Backends::Sigsegv),
             "mapped-unverified" => Ok(Backends::MappedUnverified),
+            "mapped" => Ok(Backends::Mapped),
             "both" => Ok(Backends::Both),
             "all" => Ok(Backends::All),
             _ => Err(format!(
-                "expected uffd, sigsegv, mapped-unverified, both or all, got {s:?}"
+                "expected uffd, sigsegv, mapped, mapped-unverified, both or all, got {s:?}"
             )),
         }
     }
@@ -62,6 +67,7 @@ impl fmt::Display for Backends {
             Backends::Uffd => "uffd",
             Backends::Sigsegv => "sigsegv",
             Backends::MappedUnverified => "mapped-unverified",
+            Backends::Mapped => "mapped",
             Backends::Both => "both",
             Backends::All => "all",
         })
@@ -78,6 +84,7 @@ mod tests {
             Backends::Uffd,
             Backends::Sigsegv,
             Backends::MappedUnverified,
+            Backends::Mapped,
             Backends::Both,
             Backends::All,
         ] {

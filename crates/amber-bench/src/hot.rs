@@ -330,7 +330,8 @@ pub(crate) fn check_backend(choice: BackendChoice, db: &Db) -> Result<(), BenchE
         (BackendChoice::Auto, _)
         | (BackendChoice::Uffd, Backend::Uffd)
         | (BackendChoice::Sigsegv, Backend::Sigsegv)
-        | (BackendChoice::MappedUnverified, Backend::MappedUnverified) => Ok(()),
+        | (BackendChoice::MappedUnverified, Backend::MappedUnverified)
+        | (BackendChoice::Mapped, Backend::Mapped) => Ok(()),
         (_, got) => Err(BenchError::new(format!(
             "asked for the {choice:?} backend, got {got} ({})",
             db.backend_reason()

@@ -9,7 +9,12 @@ mod measured;
 
 use std::process::Command;
 
-const AMBER: [&str; 3] = ["amber", "amber-sigsegv", "amber-mapped-unverified"];
+const AMBER: [&str; 4] = [
+    "amber",
+    "amber-sigsegv",
+    "amber-mapped-unverified",
+    "amber-mapped",
+];
 const COMPARE: [&str; 8] = [
     "memory",
     "snapshot",

@@ -3,7 +3,8 @@
 //! through memory without the service, writes found (and found once, then
 //! again after another write), `copy_in` not counted as a write, pages given
 //! back to the file after a "checkpoint" wrote it, space discarded to
-//! zeros, and frames past the file's end mapped from it once it has grown.
+//! zeros, and frames past the file's end mapped from it once it has grown;
+//! with checks (`mapped`), each window checked once at its first touch.
 //!
 //! Loads and stores go through raw pointers into the reservation, as a
 //! program's do, hence the unsafe code. Its own binary: a frame space
@@ -46,7 +47,8 @@ fn page_image(page: u64, version: u8) -> Vec<u8> {
 fn read(fs: &FrameSpace, f: FrameNo, at: usize) -> u8 {
     assert!(at < PS);
     // SAFETY: frame `f` lies in the reservation, which is readable
-    // everywhere with this backend.
+    // everywhere with `mapped-unverified`; with `mapped` a frame not yet
+    // checked faults and is checked (or the process aborts) first.
     unsafe { std::ptr::read_volatile((fs.frame_addr(f) + at) as *const u8) }
 }
 
@@ -57,24 +59,32 @@ fn write(fs: &FrameSpace, f: FrameNo, at: usize, v: u8) {
     unsafe { std::ptr::write_volatile((fs.frame_addr(f) + at) as *mut u8, v) }
 }
 
-#[test]
-fn the_file_through_memory_and_writes_found() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("pages");
+/// A page file of `PAGES` pages (version 0 of each) in `dir`.
+fn page_file(dir: &std::path::Path) -> std::fs::File {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .open(&path)
+        .open(dir.join("pages"))
         .expect("create");
     for p in 0..PAGES {
         file.write_all_at(&page_image(p, 0), p * PS as u64)
             .expect("write");
     }
-    let home = 52usize << 40;
-    let checks = Arc::new(Checks::default());
+    file
+}
+
+/// A frame space of `backend` mapping `file` at `home`, or None (said why)
+/// on a kernel without what the mapped backends need.
+fn mapped_space(
+    backend: Backend,
+    choice: BackendChoice,
+    home: usize,
+    file: &std::fs::File,
+    service: Arc<dyn FaultService>,
+) -> Option<Arc<FrameSpace>> {
     let cfg = VmConfig {
-        backend: BackendChoice::MappedUnverified,
+        backend: choice,
         reserve_bytes: 1 << 30,
         home,
         file: Ok(MappedFile {
@@ -83,8 +93,8 @@ fn the_file_through_memory_and_writes_found() {
         }),
         ..VmConfig::default()
     };
-    let fs = FrameSpace::new(cfg, checks.clone()).expect("frame space");
-    if fs.backend() != Backend::MappedUnverified {
+    let fs = FrameSpace::new(cfg, service).expect("frame space");
+    if fs.backend() != backend {
         // A kernel without PAGEMAP_SCAN: the suite has nothing to test.
         assert!(
             std::env::var("AMBER_REQUIRE_UFFD").map_or(true, |v| v != "1"),
@@ -92,8 +102,21 @@ fn the_file_through_memory_and_writes_found() {
             fs.backend_reason()
         );
         eprintln!("skipped: {}", fs.backend_reason());
-        return;
+        return None;
     }
+    Some(fs)
+}
+
+#[test]
+fn the_file_through_memory_and_writes_found() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = page_file(dir.path());
+    let home = 52usize << 40;
+    let checks = Arc::new(Checks::default());
+    let unverified = (Backend::MappedUnverified, BackendChoice::MappedUnverified);
+    let Some(fs) = mapped_space(unverified.0, unverified.1, home, &file, checks.clone()) else {
+        return;
+    };
     assert!(fs.at_home());
     assert_eq!(fs.base(), home);
     // The file, read by plain loads: the kernel serves them, not Amber.
@@ -253,4 +276,102 @@ fn copies_go_back_to_the_file_after_a_checkpoint() {
     db.close().expect("close");
     let db = Db::open(&path, opts).expect("reopen");
     assert_eq!(sum(&db), (0..2000).sum::<u64>() + 1_000_000);
+}
+
+/// The `mapped` backend's service as the object layer's is, but without
+/// reading anything: a first touch checks every frame of the faulting
+/// frame's check window (counted), and frame `bad` is damaged.
+struct WindowChecks {
+    calls: AtomicUsize,
+    bad: FrameNo,
+}
+
+impl FaultService for WindowChecks {
+    fn missing(&self, frame: FrameNo, inst: &mut Installer<'_>) -> Result<(), FaultError> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        let fs = inst.space();
+        let (lo, end) = fs.check_window(frame).expect("a mapped space with checks");
+        for f in (lo..end).filter(|&f| f != self.bad) {
+            fs.note_checked(f);
+        }
+        if frame == self.bad {
+            return Err(FaultError {
+                page: u64::from(frame),
+                kind: amber::internals::vm::FaultKind::Corrupt,
+                message: "damaged on purpose".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn first_write(&self, _frame: FrameNo, _clean: &[u8]) {}
+}
+
+/// `mapped`: a window is checked once, at its first touch, however many of
+/// its pages are read and however often; a damaged frame stays closed (a
+/// checked read is an error every time) while its window's other frames
+/// read; writes are found as without checks.
+#[test]
+fn windows_are_checked_once_at_first_touch() {
+    use amber::internals::vm::CHECK_WINDOW;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = page_file(dir.path());
+    let bad = 2 * CHECK_WINDOW + 5;
+    let checks = Arc::new(WindowChecks {
+        calls: AtomicUsize::new(0),
+        bad,
+    });
+    let verified = (Backend::Mapped, BackendChoice::Mapped);
+    let Some(fs) = mapped_space(verified.0, verified.1, 54 << 40, &file, checks.clone()) else {
+        return;
+    };
+    let calls = || checks.calls.load(Ordering::Relaxed);
+    assert_eq!(calls(), 0, "nothing is checked before it is touched");
+    // Every page of the first two windows, twice, in an order that comes
+    // back to each window: one check per window.
+    for _ in 0..2 {
+        for p in (0..2 * CHECK_WINDOW).rev() {
+            assert_eq!(read(&fs, p, 100), byte_of(u64::from(p), 0), "page {p}");
+        }
+    }
+    assert_eq!(calls(), 2, "one check per window, not per page or per read");
+    // The damaged frame's window: its other frames read after one check.
+    let w = 2 * CHECK_WINDOW;
+    for p in (w..w + CHECK_WINDOW).filter(|&p| p != bad) {
+        assert_eq!(read(&fs, p, 7), byte_of(u64::from(p), 0), "page {p}");
+    }
+    assert_eq!(calls(), 3);
+    // The damaged frame itself: an error each time, never its bytes.
+    let mut buf = vec![0u8; PS];
+    for _ in 0..2 {
+        let e = fs.copy_out(bad, 0, &mut buf).expect_err("a damaged frame");
+        assert!(e.to_string().contains("damaged on purpose"), "{e}");
+    }
+    assert_eq!(calls(), 5, "a damaged frame is checked again at each try");
+    // A write into an unchecked window: checked first, then found.
+    let f = 10 * CHECK_WINDOW + 3;
+    write(&fs, f, 0, 0xEE);
+    assert_eq!(calls(), 6);
+    write(&fs, 7, 0, 0xEF);
+    assert_eq!(fs.take_written().expect("written"), vec![7, f]);
+    assert_eq!(
+        (read(&fs, f, 0), read(&fs, f, 1)),
+        (0xEE, byte_of(u64::from(f), 0))
+    );
+    // Given back to the file, discarded: readable without a new check.
+    let mut img = page_image(7, 0);
+    img[0] = 0xEF;
+    file.write_all_at(&img, 7 * PS as u64).expect("write");
+    fs.to_file(&[(7, 1)]).expect("to file");
+    assert_eq!(read(&fs, 7, 0), 0xEF);
+    fs.discard(20, 2).expect("discard");
+    assert_eq!(read(&fs, 20, 0), 0);
+    // A new block past the file's end is installed, not checked.
+    let n = PAGES as FrameNo + 2;
+    fs.install(n, &vec![3u8; PS], InstallAs::Dirty)
+        .expect("install");
+    assert_eq!(read(&fs, n, 9), 3);
+    write(&fs, n, 0, 4);
+    assert_eq!(fs.take_written().expect("written"), vec![n]);
+    assert_eq!(calls(), 6, "nothing else was checked");
 }

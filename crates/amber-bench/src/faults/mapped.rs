@@ -1,5 +1,6 @@
-//! The mapped-unverified backend in `amber bench faults`: cold reads served
-//! by the kernel, each run in a process of its own.
+//! The mapped backends in `amber bench faults`: cold reads served by the
+//! kernel (with `mapped`, each window of pages checked at its first touch),
+//! each run in a process of its own.
 //!
 //! A database is at its home only in the first session of a process that
 //! opens it (docs/design.md §4.3: a closed session's range stays taken), and
@@ -7,8 +8,10 @@
 //! child (this binary again, with [`CHILD_SUBCOMMAND`]). The child opens the
 //! database (at home, mapped), reads the directory, gives every frame back
 //! to the file (the pages stay in the OS page cache: the cold state the
-//! other backends' runs start from), then touches one object per page and
-//! reports the loop's time and the minor faults the kernel took.
+//! other backends' runs start from; with `mapped` they are unchecked
+//! again), then touches one object per page and reports the loop's time,
+//! the minor faults the kernel took and the faults Amber served (`mapped`:
+//! the windows checked).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -35,13 +38,23 @@ pub(super) fn order(pages: u64, random: bool, seed: u64) -> Vec<u32> {
     o
 }
 
-/// One run, in a child: `args` = path, `page`|`random`, seed, pages.
-/// Returns its line for the parent: µs, minor faults, pages touched.
+/// One run, in a child: `args` = path, `page`|`random`, seed, pages,
+/// backend (`mapped` or `mapped-unverified`). Returns its line for the
+/// parent: µs, minor faults, pages touched, Amber's faults.
 pub fn child(args: &[String]) -> Result<String, BenchError> {
-    let [path, kind, seed, pages] = args else {
+    let [path, kind, seed, pages, backend] = args else {
         return Err(BenchError::new(format!(
-            "{CHILD_SUBCOMMAND}: expected 4 arguments, got {args:?}"
+            "{CHILD_SUBCOMMAND}: expected 5 arguments, got {args:?}"
         )));
+    };
+    let (choice, want) = match backend.as_str() {
+        "mapped" => (BackendChoice::Mapped, Backend::Mapped),
+        "mapped-unverified" => (BackendChoice::MappedUnverified, Backend::MappedUnverified),
+        _ => {
+            return Err(BenchError::new(format!(
+                "{CHILD_SUBCOMMAND}: {backend:?} is no mapped backend"
+            )));
+        }
     };
     let num = |s: &str| {
         s.parse::<u64>()
@@ -49,11 +62,11 @@ pub fn child(args: &[String]) -> Result<String, BenchError> {
     };
     let touch = order(num(pages)?, kind == "random", num(seed)?);
     let opts = Options {
-        backend: BackendChoice::MappedUnverified,
+        backend: choice,
         ..Options::default()
     };
     let db = Db::open(Path::new(path), opts)?;
-    if db.backend() != Backend::MappedUnverified {
+    if db.backend() != want {
         return Err(BenchError::new(format!(
             "the mapped backend was asked for, got {} ({})",
             db.backend(),
@@ -73,6 +86,7 @@ pub fn child(args: &[String]) -> Result<String, BenchError> {
     fs.evict(0, frames)
         .map_err(|e| BenchError::new(format!("giving the frames back to the file: {e}")))?;
     let f0 = minor_faults().unwrap_or(0);
+    let a0 = db.stats().faults;
     let t = Instant::now();
     let mut sum = 0u64;
     for &i in &touch {
@@ -80,18 +94,18 @@ pub fn child(args: &[String]) -> Result<String, BenchError> {
     }
     let us = t.elapsed().as_secs_f64() * 1e6;
     let faults = minor_faults().unwrap_or(0).saturating_sub(f0);
+    let served = db.stats().faults - a0;
     black_box(sum);
     db.close()?;
-    Ok(format!("{us} {faults} {}", touch.len()))
+    Ok(format!("{us} {faults} {} {served}", touch.len()))
 }
 
-/// The mapped backend's cases, `runs` children each, through `child_args`
+/// A mapped backend's cases, `runs` children each, through `child_args`
 /// (how this binary is re-executed into [`child`]).
 pub(super) fn cases(
     path: &Path,
-    pages: u64,
-    runs: usize,
-    seed: u64,
+    (pages, runs, seed): (u64, usize, u64),
+    backend: Backend,
     child_args: &[String],
 ) -> Result<(Vec<FaultCase>, BackendFaults), BenchError> {
     if child_args.is_empty() {
@@ -102,8 +116,8 @@ pub(super) fn cases(
     let exe = std::env::current_exe().map_err(|e| BenchError::new(format!("this binary: {e}")))?;
     let mut out = Vec::new();
     for kind in ["page", "random"] {
-        let (mut per_page, mut per_fault, mut faults, mut ms) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut per_page, mut per_fault, mut faults, mut served, mut ms) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
             let o = Command::new(&exe)
                 .args(child_args)
@@ -112,6 +126,7 @@ pub(super) fn cases(
                     kind,
                     &seed.to_string(),
                     &pages.to_string(),
+                    &backend.to_string(),
                 ])
                 .output()
                 .map_err(|e| BenchError::new(format!("running a mapped child: {e}")))?;
@@ -120,7 +135,7 @@ pub(super) fn cases(
                 .split_whitespace()
                 .filter_map(|w| w.parse().ok())
                 .collect();
-            let [us, f, n] = nums[..] else {
+            let [us, f, n, a] = nums[..] else {
                 return Err(BenchError::new(format!(
                     "a mapped child failed: {said}{}",
                     String::from_utf8_lossy(&o.stderr)
@@ -129,10 +144,11 @@ pub(super) fn cases(
             per_page.push(us / n.max(1.0));
             per_fault.push(us / f.max(1.0));
             faults.push(f);
+            served.push(a);
             ms.push(us / 1e3);
         }
         out.push(FaultCase {
-            backend: Backend::MappedUnverified.to_string(),
+            backend: backend.to_string(),
             cluster: 1,
             order: kind,
             // The kernel's minor faults, not Amber's.
@@ -141,6 +157,7 @@ pub(super) fn cases(
             faults: summarize(&faults).median as u64,
             fetched: pages,
             ms: summarize(&ms).median,
+            checks: summarize(&served).median as u64,
         });
     }
     let b = BackendFaults {

@@ -152,10 +152,16 @@ pub fn faults(cfg: &FaultsConfig) -> Result<FaultsReport, BenchError> {
     let mut cases = Vec::new();
     let mut backends = BTreeMap::new();
     for choice in cfg.backends.choices() {
-        if choice == BackendChoice::MappedUnverified {
-            let (c, b) = mapped::cases(&path, cfg.pages, cfg.runs, cfg.seed, &cfg.child_args)?;
+        let mapped_as = match choice {
+            BackendChoice::MappedUnverified => Some(amber::Backend::MappedUnverified),
+            BackendChoice::Mapped => Some(amber::Backend::Mapped),
+            _ => None,
+        };
+        if let Some(backend) = mapped_as {
+            let run = (cfg.pages, cfg.runs, cfg.seed);
+            let (c, b) = mapped::cases(&path, run, backend, &cfg.child_args)?;
             cases.extend(c);
-            backends.insert(amber::Backend::MappedUnverified.to_string(), b);
+            backends.insert(backend.to_string(), b);
             continue;
         }
         let mut name = String::new();
@@ -181,6 +187,7 @@ pub fn faults(cfg: &FaultsConfig) -> Result<FaultsReport, BenchError> {
                     faults: median_u64(&mut faults),
                     fetched: median_u64(&mut fetched),
                     ms: summarize(&ms).median,
+                    checks: median_u64(&mut faults),
                 });
             }
         }

@@ -5,7 +5,7 @@
 //! - [`ops`]: the operations and each iteration's inputs;
 //! - [`engine`]: the contract every engine implements;
 //! - [`amber_engine`]: Amber's own engines (`amber`, `amber-sigsegv`,
-//!   `amber-mapped-unverified`);
+//!   `amber-mapped-unverified`, `amber-mapped`);
 //! - [`reference`](mod@reference): the plain evaluator every answer is checked against;
 //! - [`child`]: one measured process; [`harness`]: the whole run;
 //! - [`report`], [`table`] and [`plot`]: the JSON, the printed table and the SVG.
@@ -77,12 +77,13 @@ pub use ops::{Job, Op, Phase, Protocol};
 pub use report::Oo1Report;
 
 /// Amber's own OO1 engines ([`amber_engine`]): `amber` (the default fault
-/// backend), `amber-sigsegv` and `amber-mapped-unverified`. Front ends pass
+/// backend), `amber-sigsegv`, `amber-mapped-unverified` and `amber-mapped`. Front ends pass
 /// `builtin_engines()` followed by the comparison engines.
 pub fn builtin_engines() -> Vec<Box<dyn EngineFactory>> {
     vec![
         Box::new(amber_engine::AmberFactory::DEFAULT),
         Box::new(amber_engine::AmberFactory::SIGSEGV),
         Box::new(amber_engine::AmberFactory::MAPPED),
+        Box::new(amber_engine::AmberFactory::MAPPED_VERIFIED),
     ]
 }

@@ -271,8 +271,8 @@ struct FaultsArgs {
     /// Pages of small objects with pointers.
     #[arg(long, default_value_t = 8_192)]
     pages: u64,
-    /// Fault backends to measure: uffd, sigsegv, mapped-unverified, both
-    /// (uffd and sigsegv) or all.
+    /// Fault backends to measure: uffd, sigsegv, mapped, mapped-unverified,
+    /// both (uffd and sigsegv) or all.
     #[arg(long, default_value_t = Backends::Both)]
     backend: Backends,
     /// Runs of each case (medians are reported).

@@ -32,7 +32,7 @@ use crate::schema::registry::Snapshot;
 use crate::store::ClusterBlock;
 use crate::translate::swizzle::{AddrMap, Direction, convert_block};
 use crate::vm::{
-    AmberLock, Backend, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs,
+    AmberLock, FaultError, FaultKind, FaultService, FrameNo, FrameSpace, InstallAs,
     Installer, held,
 };
 use std::cell::Cell;
@@ -438,7 +438,7 @@ impl FaultService for Pager {
             )
         })?;
         let frame = frame - idx;
-        if fs.backend() == Backend::MappedUnverified {
+        if fs.backend().is_mapped() {
             return self.check_mapped(fs, head, frame, run);
         }
         if self.spills().contains_key(&head) {
@@ -449,17 +449,50 @@ impl FaultService for Pager {
         }
         let window = self.fetch_window(head);
         let lo = head - head % window;
+        self.with_scratch(|scratch| self.fetch_cluster(inst, (head, frame), lo, window, scratch))
+    }
+
+    fn first_write(&self, frame: FrameNo, clean: &[u8]) {
+        if let Some(b) = self.rbuf.get() {
+            b.save(frame, clean);
+        }
+    }
+}
+
+impl Pager {
+    /// Runs `f` with the scratch buffer kept between faults, or a fresh one
+    /// while another thread's fault is using it (SIGSEGV backend).
+    pub(super) fn with_scratch<T>(&self, f: impl FnOnce(&mut Scratch) -> T) -> T {
         let mut spare = Scratch::default();
         let mut kept = match self.scratch.try_lock() {
             Ok(g) => Some(held(AmberLock::PagerScratch, g)),
             Err(TryLockError::Poisoned(p)) => Some(held(AmberLock::PagerScratch, p.into_inner())),
-            // Another thread's fault is using it (SIGSEGV backend).
             Err(TryLockError::WouldBlock) => None,
         };
         let scratch: &mut Scratch = match kept.as_mut() {
             Some(g) => g,
             None => &mut spare,
         };
+        let out = f(scratch);
+        // A block far larger than a cluster (a long vector) is not worth
+        // keeping the memory for.
+        if scratch.buf.len() > 4 * self.readahead.max() as usize * self.page_size {
+            scratch.buf = Vec::new();
+        }
+        out
+    }
+
+    /// Fetches the blocks of the cluster `lo..lo + window` holding block
+    /// `head` (at `frame`) and installs the ones not resident.
+    fn fetch_cluster(
+        &self,
+        inst: &mut Installer<'_>,
+        (head, frame): (PageNo, FrameNo),
+        lo: PageNo,
+        window: u64,
+        scratch: &mut Scratch,
+    ) -> Result<(), FaultError> {
+        let fs = inst.space();
         let blocks = self
             .source
             .read_cluster(lo, window, &mut scratch.buf)
@@ -485,18 +518,6 @@ impl FaultService for Pager {
         let map = FrameMap::with_spans(fs, self, std::mem::take(&mut scratch.cache));
         let ready = self.prepare_cluster(fs, &blocks, (head, frame), &mut scratch.buf, &map);
         scratch.cache = map.into_cache();
-        let done = self.install_ready(inst, &scratch.buf, &ready?, head);
-        // A block far larger than a cluster (a long vector) is not worth
-        // keeping the memory for.
-        if scratch.buf.len() > 4 * self.readahead.max() as usize * self.page_size {
-            scratch.buf = Vec::new();
-        }
-        done
-    }
-
-    fn first_write(&self, frame: FrameNo, clean: &[u8]) {
-        if let Some(b) = self.rbuf.get() {
-            b.save(frame, clean);
-        }
+        self.install_ready(inst, &scratch.buf, &ready?, head)
     }
 }

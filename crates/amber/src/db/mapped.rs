@@ -1,4 +1,4 @@
-//! What the `mapped-unverified` backend (`vm/mapped.rs`) needs of the
+//! What the mapped backends (`vm/mapped.rs`, `vm/mapped_checks.rs`) need of the
 //! object layer: whether a database can be served so, the runs of its
 //! blocks of several pages (which no fetch records there), and, between
 //! transactions, giving the pages whose changes a checkpoint has installed
@@ -6,11 +6,11 @@
 
 use super::fetch::{FrameMap, fault_kind};
 use super::options::Options;
-use super::pager::Pager;
+use super::pager::{Pager, Scratch};
 use crate::format::PageNo;
 use crate::source::Source;
 use crate::store::Store;
-use crate::vm::{Backend, FaultError, FaultKind, FrameNo, FrameSpace, MappedFile};
+use crate::vm::{FaultError, FaultKind, FrameNo, FrameSpace, MappedFile};
 
 /// The page file for the mapped backend, or why this database cannot be
 /// served by it. Only a writer's database in this process, without a cache
@@ -58,7 +58,7 @@ pub(super) fn record_runs(fs: &FrameSpace, store: &Store) -> crate::error::Resul
 /// copy, and one that is no longer an allocated block (dead space, which
 /// must read as zeros) too.
 pub(super) fn settle(fs: &FrameSpace, store: &Store, installs: &mut u64) -> crate::error::Result<()> {
-    if fs.backend() != Backend::MappedUnverified || store.installs() == *installs {
+    if !fs.backend().is_mapped() || store.installs() == *installs {
         return Ok(());
     }
     let (unsettled, now) = store.unsettled();
@@ -84,12 +84,15 @@ pub(super) fn settle(fs: &FrameSpace, store: &Store, installs: &mut u64) -> crat
 }
 
 impl Pager {
-    /// The mapped backend's fault service, for a block first reached
-    /// through a call that can return an error (`try_get`, a locked copy):
-    /// its committed image checked as a fetch checks one (`prepare`), then
-    /// its frames known clean. Nothing is installed: the kernel serves the
-    /// file's bytes, or the copy written here. Dead space (`dead.rs`) was
-    /// given zeros, which the dereference refuses: nothing to check.
+    /// The mapped backends' fault service: `mapped-unverified`'s for a
+    /// block first reached through a call that can return an error
+    /// (`try_get`, a locked copy), `mapped`'s for every first touch. The
+    /// block's committed image is checked as a fetch checks one
+    /// (`prepare`), then its frames are known clean; with `mapped` the
+    /// other blocks starting in its check window too (`check_window`).
+    /// Nothing is installed: the kernel serves the file's bytes, or the
+    /// copy written here. Dead space (`dead.rs`) was given zeros, which the
+    /// dereference refuses: nothing to check.
     pub(super) fn check_mapped(
         &self,
         fs: &FrameSpace,
@@ -97,6 +100,16 @@ impl Pager {
         frame: FrameNo,
         run: u32,
     ) -> Result<(), FaultError> {
+        if let Some((lo, end)) = fs.check_window(frame)
+            && let Some(own) = self.with_scratch(|s| self.check_window(fs, head, (lo, end), s))
+        {
+            return own;
+        }
+        self.check_block(fs, head, frame, run)
+    }
+
+    /// Checks block `head` alone.
+    fn check_block(&self, fs: &FrameSpace, head: PageNo, frame: FrameNo, run: u32) -> Result<(), FaultError> {
         if self.dead.block(head).is_none() {
             let mut img = self
                 .source
@@ -110,5 +123,50 @@ impl Pager {
             fs.note_checked(frame + k);
         }
         Ok(())
+    }
+
+    /// `mapped`: checks the blocks that start in the frames `[lo, end)`
+    /// (identity frames: page = frame) with one read, noting the clean
+    /// ones checked; a damaged neighbour is left for its own touch. The
+    /// outcome for block `head`, if it starts there and is allocated (else
+    /// None: the caller checks it alone).
+    fn check_window(
+        &self,
+        fs: &FrameSpace,
+        head: PageNo,
+        (lo, end): (FrameNo, FrameNo),
+        scratch: &mut Scratch,
+    ) -> Option<Result<(), FaultError>> {
+        let blocks = match self.source.read_cluster(PageNo::from(lo), u64::from(end - lo), &mut scratch.buf) {
+            Ok(b) => b,
+            Err(e) => return Some(Err(FaultError::new(head, fault_kind(&e), e.to_string()))),
+        };
+        let map = FrameMap::new(fs, self.source.home());
+        let types = self.registry.snapshot();
+        let mut own = None;
+        for b in &blocks {
+            let Some(f) = fs.lookup(b.head) else { continue };
+            let checked = (0..b.pages).all(|k| fs.checked(f + k));
+            if b.head != head && checked {
+                continue;
+            }
+            let outcome = match &b.image {
+                Ok(()) => {
+                    let img = &mut scratch.buf[b.at..b.at + b.pages as usize * self.page_size];
+                    self.prepare(b.pages, img, &map, &types)
+                        .map_err(|m| FaultError::new(b.head, FaultKind::Corrupt, m))
+                }
+                Err(e) => Err(FaultError::new(b.head, fault_kind(e), e.to_string())),
+            };
+            if outcome.is_ok() {
+                for k in 0..b.pages {
+                    fs.note_checked(f + k);
+                }
+            }
+            if b.head == head {
+                own = Some(outcome);
+            }
+        }
+        own
     }
 }

@@ -197,7 +197,7 @@ impl Db {
         };
         let fs = FrameSpace::new(cfg, pager.clone())
             .map_err(|e| e.into_error(source.name(), "setting up the frame space"))?;
-        if let (Backend::MappedUnverified, Some(store)) = (fs.backend(), &store) {
+        if let (true, Some(store)) = (fs.backend().is_mapped(), &store) {
             mapped::record_runs(&fs, store)?;
         }
         let access =

@@ -11,7 +11,8 @@ pub struct Options {
     /// Page size of a new database (ignored when opening).
     pub page_size: usize,
     /// Fault backend: automatic (userfaultfd when available), or forced. The
-    /// environment variable `AMBER_FAULT_BACKEND=uffd|sigsegv` overrides
+    /// environment variable
+    /// `AMBER_FAULT_BACKEND=uffd|sigsegv|mapped|mapped-unverified` overrides
     /// `Auto`.
     pub backend: BackendChoice,
     /// Cache budget in bytes: resident pages beyond it are evicted (clean

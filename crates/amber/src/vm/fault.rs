@@ -46,13 +46,20 @@ impl FrameSpace {
             frame: f,
             hit: false,
         };
-        if self.mapped_state().is_some() {
+        if let Some(m) = self.mapped_state() {
             // The kernel serves every frame; a block met here for the
             // first time is checked as a fetch checks it (the service
-            // returns its damage), then known clean (`mapped.rs`).
+            // returns its damage), then known clean (`mapped.rs`). With
+            // checks the service checks the frame's whole check window,
+            // and the checked frames of its window are opened
+            // (`mapped_checks.rs`).
             if !self.checked(f) {
                 self.service.missing(f, &mut inst)?;
                 self.note_checked(f);
+                if m.checks.is_some() {
+                    self.open_window(m, f / super::mapped_writes::WINDOW)
+                        .map_err(|e| FaultError::new(page, FaultKind::Vm, e.to_string()))?;
+                }
             }
             return Ok(());
         }
@@ -151,24 +158,23 @@ impl FrameSpace {
     pub(crate) fn on_sigsegv(&self, addr: usize, write: Option<bool>) {
         let Some(f) = self.frame_at(addr) else { return };
         if let Imp::Mapped(m) = &self.imp {
-            // The first write to an unwatched window (`mapped_writes.rs`):
-            // no Amber lock is taken to watch it, whatever the thread holds.
+            if let Some(c) = &m.checks
+                && !self.checked(f)
+                && !self.is_unassigned(f)
+            {
+                // The first touch of a frame not checked yet: its window is
+                // checked by the service thread (`mapped_checks.rs`).
+                self.refuse_service_touch(f, addr);
+                c.requests.request(f);
+                return;
+            }
+            // The first write to an unwatched window (`mapped_writes.rs`),
+            // or a checked frame not opened yet: no Amber lock is taken,
+            // whatever the thread holds.
             self.mapped_fault(m, addr, f, write);
             return;
         }
-        let held = held::local();
-        if !held.is_empty() {
-            fatal(format_args!(
-                "frame {f} at {addr:#x} was touched while this thread holds {held}; \
-                 Amber never touches persistent memory holding its own locks (a bug in Amber)"
-            ));
-        }
-        if SERVING.with(|c| c.get()) == self as *const FrameSpace as usize {
-            fatal(format_args!(
-                "the fault service touched frame {f} at {addr:#x} (a bug in Amber: it must \
-                 read frames with copy_out)"
-            ));
-        }
+        self.refuse_service_touch(f, addr);
         let Imp::Sigsegv(s) = &self.imp else {
             // userfaultfd: a write to a victim that eviction write-protected
             // while it checks it (`evict_clean`); wait until that is over,
@@ -218,6 +224,25 @@ impl FrameSpace {
                     "access to frame {f} at {addr:#x}, which is not assigned to any page (a wild or stale pointer)"
                 )),
             }
+        }
+    }
+
+    /// In the signal handler, before a touch of frame `f` is handed to the
+    /// service: aborts if this thread holds Amber locks or is the service
+    /// thread itself (the service would wait for it).
+    fn refuse_service_touch(&self, f: FrameNo, addr: usize) {
+        let held = held::local();
+        if !held.is_empty() {
+            fatal(format_args!(
+                "frame {f} at {addr:#x} was touched while this thread holds {held}; \
+                 Amber never touches persistent memory holding its own locks (a bug in Amber)"
+            ));
+        }
+        if SERVING.with(|c| c.get()) == self as *const FrameSpace as usize {
+            fatal(format_args!(
+                "the fault service touched frame {f} at {addr:#x} (a bug in Amber: it must \
+                 read frames with copy_out)"
+            ));
         }
     }
 

@@ -40,9 +40,11 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use super::frame_table::{CLEAN, DIRTY, NOT_RESIDENT, UNASSIGNED};
 use super::lock::Guard;
+use super::mapped_checks::Checks;
 use super::mapped_writes::Windows;
 use super::pagemap::PageMap;
 use super::space::{FrameSpace, Imp};
@@ -72,6 +74,9 @@ pub(crate) struct MappedState {
     /// handler, so atomics, not under the layout's lock.
     pub(crate) windows: Windows,
     pub(crate) pagemap: PageMap,
+    /// The `mapped` backend's checks at first touch (`mapped_checks.rs`);
+    /// none for `mapped-unverified`.
+    pub(crate) checks: Option<Checks>,
 }
 
 /// Which frames read the file.
@@ -85,10 +90,10 @@ pub(crate) fn os(op: &'static str) -> impl FnOnce(std::io::Error) -> VmError {
     move |err| VmError::Os { op, err }
 }
 
-/// Maps `len` bytes of `fd` from offset `off` over `addr` (private,
-/// read-only: `rewatch` makes watched windows writable), or fresh zeros
-/// with `fd` -1, replacing what was there.
-fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64) -> std::io::Result<()> {
+/// Maps `len` bytes of `fd` from offset `off` over `addr` (private, with
+/// protection `prot`: read-only, or none with checks; `rewatch` opens what
+/// it should), or fresh zeros with `fd` -1, replacing what was there.
+fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64, prot: libc::c_int) -> std::io::Result<()> {
     let flags = libc::MAP_PRIVATE
         | libc::MAP_FIXED
         | if fd < 0 { libc::MAP_ANONYMOUS } else { 0 };
@@ -98,7 +103,7 @@ fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64) -> std::io::Resu
     // a reader of a replaced page reads the same bytes before and after
     // (`to_file`'s contract) or, for `discard`, space nobody may read as
     // an object.
-    unsafe { sys::map_raw(addr, len, libc::PROT_READ, flags, fd, off)? };
+    unsafe { sys::map_raw(addr, len, prot, flags, fd, off)? };
     let _ = sys::madvise(addr, len, libc::MADV_DONTFORK);
     Ok(())
 }
@@ -106,10 +111,18 @@ fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64) -> std::io::Resu
 /// Sets `main` (the reservation, placed at the home) up as the mapped
 /// backend's: the first `file.len` bytes of the file over its start (whole
 /// frames), anonymous memory after it, all read-only until written
-/// (`mapped_writes.rs`).
-pub(crate) fn new(main: &Mapping, file: MappedFile, frame_size: usize) -> Result<MappedState, String> {
-    sys::mprotect(main.addr(), main.len(), libc::PROT_READ)
-        .map_err(|e| format!("making the reservation read-only: {e}"))?;
+/// (`mapped_writes.rs`), or, with `checks` (the service's polling time),
+/// inaccessible until checked (`mapped_checks.rs`).
+pub(crate) fn new(
+    main: &Mapping,
+    file: MappedFile,
+    frame_size: usize,
+    checks: Option<Duration>,
+) -> Result<MappedState, String> {
+    let checks = checks.map(Checks::new);
+    let prot = base_prot(checks.is_some());
+    sys::mprotect(main.addr(), main.len(), prot)
+        .map_err(|e| format!("protecting the reservation: {e}"))?;
     let windows = Windows::new((main.len() / frame_size) as u32)
         .map_err(|e| format!("the windows' states: {e}"))?;
     let pagemap = PageMap::open().map_err(|e| format!("PAGEMAP_SCAN unavailable: {e}"))?;
@@ -127,7 +140,7 @@ pub(crate) fn new(main: &Mapping, file: MappedFile, frame_size: usize) -> Result
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let frames = (file.len / frame_size as u64).min((main.len() / frame_size) as u64) as FrameNo;
     if frames > 0 {
-        map_over(owned.as_raw_fd(), main.addr(), frames as usize * frame_size, 0)
+        map_over(owned.as_raw_fd(), main.addr(), frames as usize * frame_size, 0, prot)
             .map_err(|e| format!("mapping the page file: {e}"))?;
     }
     Ok(MappedState {
@@ -138,7 +151,14 @@ pub(crate) fn new(main: &Mapping, file: MappedFile, frame_size: usize) -> Result
         uffd,
         windows,
         pagemap,
+        checks,
     })
+}
+
+/// The protection of a frame nothing has opened: read-only without checks,
+/// none with.
+fn base_prot(checks: bool) -> libc::c_int {
+    if checks { libc::PROT_NONE } else { libc::PROT_READ }
 }
 
 impl Layout {
@@ -265,7 +285,15 @@ impl FrameSpace {
         state: u32,
     ) -> Result<(), VmError> {
         let pin = state == DIRTY && self.barrier_mode();
-        self.watch_frames(m, frame, (data.len() / self.frame_size) as u32)?;
+        let n = (data.len() / self.frame_size) as u32;
+        // Known clean before the window opens (with checks it opens only
+        // checked frames); nobody reads a frame being installed.
+        for k in 0..n {
+            if let Some(m) = self.table.meta(frame + k) {
+                m.state.store(if pin { DIRTY } else { CLEAN }, Ordering::Release);
+            }
+        }
+        self.watch_frames(m, frame, n)?;
         // SAFETY: the frames lie in the reservation (checked by the
         // caller), readable and writable everywhere; the lock keeps other
         // installers out, and nobody holds a reference into a frame being
@@ -273,11 +301,8 @@ impl FrameSpace {
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.frame_addr(frame) as *mut u8, data.len())
         };
-        for k in 0..(data.len() / self.frame_size) as FrameNo {
-            if let Some(m) = self.table.meta(frame + k) {
-                m.state.store(if pin { DIRTY } else { CLEAN }, Ordering::Release);
-            }
-            if pin {
+        if pin {
+            for k in 0..n {
                 self.note_pinned(frame + k);
             }
         }
@@ -323,7 +348,8 @@ impl FrameSpace {
                 sys::madvise(addr, len, libc::MADV_DONTNEED).map_err(os("madvise"))?;
             } else {
                 let off = u64::from(at) * self.frame_size as u64;
-                map_over(m.file.as_raw_fd(), addr, len, off).map_err(os("mmap(page file)"))?;
+                let prot = base_prot(m.checks.is_some());
+                map_over(m.file.as_raw_fd(), addr, len, off, prot).map_err(os("mmap(page file)"))?;
                 m.layout().set_file(at, to, true);
             }
             // Watched still: protected again where the copies were.
@@ -347,7 +373,8 @@ impl FrameSpace {
             sys::madvise(addr, len, libc::MADV_DONTNEED).map_err(os("madvise"))?;
             self.rewatch(m, end, f + n)?;
         }
-        Ok(())
+        // With checks, checked again at their next touch.
+        self.close_frames(m, f, n)
     }
 
     /// Gives frames `f..f+n` fresh zeros: the space of a transaction that
@@ -365,7 +392,7 @@ impl FrameSpace {
         self.check_frames(f, n)?;
         let _g = self.lock.lock();
         let (addr, len) = (self.frame_addr(f), n as usize * self.frame_size);
-        map_over(-1, addr, len, 0).map_err(os("mmap(zeros)"))?;
+        map_over(-1, addr, len, 0, base_prot(m.checks.is_some())).map_err(os("mmap(zeros)"))?;
         m.layout().set_file(f, f + n, false);
         self.rewatch(m, f, f + n)
     }

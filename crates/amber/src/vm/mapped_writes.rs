@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::mapped::{MappedState, os};
 use super::space::FrameSpace;
-use super::sys::{self, Mapping, fatal};
+use super::sys::{Mapping, fatal};
 use super::uffd;
 use super::{FrameNo, VmError};
 
@@ -112,13 +112,14 @@ impl FrameSpace {
     }
 
     /// Watches window `w` (see the module docs) unless it is; waits while
-    /// another thread does. Async-signal-safe.
-    pub(crate) fn watch(&self, m: &MappedState, w: FrameNo) -> Result<(), VmError> {
+    /// another thread changes it. True if this call watched it.
+    /// Async-signal-safe.
+    pub(crate) fn watch(&self, m: &MappedState, w: FrameNo) -> Result<bool, VmError> {
         let s = m.windows.state(w);
         loop {
             match s.compare_exchange(UNWATCHED, WATCHING, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => break,
-                Err(WATCHED) => return Ok(()),
+                Err(WATCHED) => return Ok(false),
                 // SAFETY: sched_yield has no preconditions.
                 Err(_) => unsafe {
                     libc::sched_yield();
@@ -135,19 +136,11 @@ impl FrameSpace {
                     .writeprotect(lo, len, true)
                     .map_err(os("UFFDIO_WRITEPROTECT"))
             })
-            .and_then(|()| {
-                sys::mprotect(lo, len, libc::PROT_READ | libc::PROT_WRITE).map_err(|e| {
-                    if e.raw_os_error() == Some(libc::ENOMEM) {
-                        VmError::MapCount { frame: w * WINDOW }
-                    } else {
-                        os("mprotect")(e)
-                    }
-                })
-            });
+            .and_then(|()| self.grant(m, w * WINDOW, (w + 1) * WINDOW, libc::PROT_READ | libc::PROT_WRITE));
         match done {
             Ok(()) => {
                 s.store(WATCHED, Ordering::Release);
-                Ok(())
+                Ok(true)
             }
             Err(e) => {
                 let _ = m.uffd.unregister(lo, len);
@@ -157,24 +150,76 @@ impl FrameSpace {
         }
     }
 
-    /// Watches the windows of frames `f..f+n`.
+    /// Runs `f(watched)` with window `w`'s state claimed (`WATCHING`), so
+    /// that no other thread changes the window's protection meanwhile
+    /// (`mapped_checks.rs`); waits while another thread has it. `f` may
+    /// change `watched`, which the window's state then says.
+    /// Async-signal-safe if `f` is.
+    pub(crate) fn with_window<T>(&self, m: &MappedState, w: FrameNo, f: impl FnOnce(&mut bool) -> T) -> T {
+        let s = m.windows.state(w);
+        let was = loop {
+            let cur = s.load(Ordering::Acquire);
+            if cur != WATCHING
+                && s.compare_exchange(cur, WATCHING, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            {
+                break cur;
+            }
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::sched_yield() };
+        };
+        let mut watched = was == WATCHED;
+        let out = f(&mut watched);
+        s.store(if watched { WATCHED } else { UNWATCHED }, Ordering::Release);
+        out
+    }
+
+    /// `mapped`: opens the checked frames of window `w` (read-write where
+    /// it is watched, read-only where not). Async-signal-safe.
+    pub(crate) fn open_window(&self, m: &MappedState, w: FrameNo) -> Result<(), VmError> {
+        self.with_window(m, w, |watched| {
+            let prot = if *watched {
+                libc::PROT_READ | libc::PROT_WRITE
+            } else {
+                libc::PROT_READ
+            };
+            self.grant(m, w * WINDOW, (w + 1) * WINDOW, prot)
+        })
+    }
+
+    /// Watches the windows of frames `f..f+n` (and, with checks, opens
+    /// them: the frames were just checked, and a window watched already
+    /// does not open them again).
     pub(crate) fn watch_frames(&self, m: &MappedState, f: FrameNo, n: u32) -> Result<(), VmError> {
         for w in f / WINDOW..=(f + n - 1) / WINDOW {
-            self.watch(m, w)?;
+            if !self.watch(m, w)? && m.checks.is_some() {
+                self.open_window(m, w)?;
+            }
         }
         Ok(())
     }
 
-    /// A SIGSEGV at `addr`, frame `f`, in the signal handler: a write to an
-    /// unwatched window, which is watched; returning retries the write.
+    /// A SIGSEGV at `addr`, frame `f`, in the signal handler, `f` checked
+    /// (with checks) or readable (without): a write to an unwatched
+    /// window, which is watched; with checks also a touch of a checked
+    /// frame not opened yet, whose window is opened. Returning retries the
+    /// access.
     pub(crate) fn mapped_fault(&self, m: &MappedState, addr: usize, f: FrameNo, write: Option<bool>) {
-        if write == Some(false) || self.is_unassigned(f) {
+        if self.is_unassigned(f) || (write == Some(false) && m.checks.is_none()) {
             fatal(format_args!(
                 "a fault at {addr:#x}, frame {f} of a mapped frame space, which is readable everywhere \
                  (a wild or stale pointer)"
             ));
         }
-        if let Err(e) = self.watch(m, f / WINDOW) {
+        let w = f / WINDOW;
+        let done = if write == Some(false) {
+            self.open_window(m, w)
+        } else {
+            match self.watch(m, w) {
+                Ok(false) if m.checks.is_some() => self.open_window(m, w),
+                r => r.map(drop),
+            }
+        };
+        if let Err(e) = done {
             fatal(format_args!("a write to frame {f} at {addr:#x}: {e}"));
         }
     }
@@ -226,7 +271,10 @@ impl FrameSpace {
                     .register(lo, len, uffd::UFFDIO_REGISTER_MODE_WP)
                     .map_err(os("UFFDIO_REGISTER"))?;
                 m.uffd.writeprotect(lo, len, true).map_err(os("UFFDIO_WRITEPROTECT"))?;
-                sys::mprotect(lo, len, libc::PROT_READ | libc::PROT_WRITE).map_err(os("mprotect"))?;
+                self.grant(m, at, to, libc::PROT_READ | libc::PROT_WRITE)?;
+            } else if m.checks.is_some() {
+                // Mapped anew inaccessible: the checked frames open again.
+                self.grant(m, at, to, libc::PROT_READ)?;
             }
             at = to;
         }
@@ -287,9 +335,12 @@ impl FrameSpace {
         for (a, b) in m.windows.runs(windows) {
             for w in (a..b).filter(|w| busy.binary_search(w).is_err()) {
                 let (lo, len) = self.window_range(w, w + 1);
-                sys::mprotect(lo, len, libc::PROT_READ).map_err(os("mprotect"))?;
-                m.uffd.unregister(lo, len).map_err(os("UFFDIO_UNREGISTER"))?;
-                m.windows.state(w).store(UNWATCHED, Ordering::Release);
+                self.with_window(m, w, |watched| {
+                    self.grant(m, w * WINDOW, (w + 1) * WINDOW, libc::PROT_READ)?;
+                    m.uffd.unregister(lo, len).map_err(os("UFFDIO_UNREGISTER"))?;
+                    *watched = false;
+                    Ok::<(), VmError>(())
+                })?;
             }
         }
         Ok(())

@@ -39,6 +39,11 @@
 //! `PAGEMAP_SCAN` of the watched windows lists what was written; `evict`
 //! drops private copies (the frames read the file again) and a block met
 //! by `ensure_resident` is checked by the service without being installed.
+//! The fourth, `Mapped` (`mapped_checks.rs`), is the same mapping with
+//! every frame inaccessible until checked: the first touch of a frame not
+//! checked yet is a SIGSEGV whose handler hands it to a service thread (as
+//! the SIGSEGV backend does), which checks every block of the frame's check
+//! window and opens the clean ones.
 //!
 //! Neither `copy_in` nor `install` counts as a program write: a frame's
 //! clean/written status is unchanged by `copy_in` (so the layer above can restore
@@ -129,6 +134,7 @@ mod frame_table;
 mod held;
 mod lock;
 mod mapped;
+mod mapped_checks;
 mod mapped_writes;
 mod pagemap;
 mod reads;
@@ -149,6 +155,7 @@ pub use buffer::BigBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};
 pub use mapped::MappedFile;
+pub use mapped_checks::CHECK_WINDOW;
 pub use space::{FrameSpace, Installer};
 pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{

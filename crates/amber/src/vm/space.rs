@@ -187,8 +187,11 @@ fn choose(choice: BackendChoice, env: Option<&str>) -> Result<(BackendChoice, St
             BackendChoice::MappedUnverified,
             "AMBER_FAULT_BACKEND=mapped-unverified".into(),
         )),
+        (BackendChoice::Auto, Some("mapped")) => {
+            Ok((BackendChoice::Mapped, "AMBER_FAULT_BACKEND=mapped".into()))
+        }
         (BackendChoice::Auto, Some(v)) if !v.is_empty() => Err(VmError::InvalidConfig(format!(
-            "AMBER_FAULT_BACKEND={v}: expected uffd, sigsegv or mapped-unverified"
+            "AMBER_FAULT_BACKEND={v}: expected uffd, sigsegv, mapped or mapped-unverified"
         ))),
         (BackendChoice::Auto, _) => Ok((BackendChoice::Auto, String::new())),
         (c, _) => Ok((c, "chosen by configuration".into())),
@@ -220,25 +223,34 @@ impl FrameSpace {
             hint: cfg.address_hint,
             home: cfg.home,
         };
-        let mapped = match (choice, &cfg.file) {
-            (BackendChoice::MappedUnverified, Ok(file)) => new_mapped(len, place, *file),
-            (BackendChoice::MappedUnverified, Err(why)) => Err(why.clone()),
+        let mapped_as = match choice {
+            BackendChoice::Mapped => Some(Backend::Mapped),
+            BackendChoice::MappedUnverified => Some(Backend::MappedUnverified),
+            _ => None,
+        };
+        let mapped = match (mapped_as, &cfg.file) {
+            (Some(b), Ok(file)) => {
+                let checks = (b == Backend::Mapped).then_some(cfg.service_spin);
+                new_mapped(len, place, *file, checks)
+            }
+            (Some(_), Err(why)) => Err(why.clone()),
             _ => Err(String::new()),
         };
-        let (imp, main, backend) = match (choice, mapped) {
-            (_, Ok((imp, main))) => (imp, main, Backend::MappedUnverified),
-            (BackendChoice::MappedUnverified, Err(why)) => {
+        let (imp, main, backend) = match (mapped_as, mapped) {
+            (Some(b), Ok((imp, main))) => (imp, main, b),
+            (Some(b), Err(why)) => {
                 // Where the database cannot be served so, it is served as
                 // `Auto` would serve it, saying why.
                 let (imp, main, backend, auto) = auto(len, nframes, &cfg, place)?;
-                reason = format!("{reason}: mapped-unverified cannot serve it ({why}); {auto}");
+                reason = format!("{reason}: {b} cannot serve it ({why}); {auto}");
                 (imp, main, backend)
             }
-            (BackendChoice::Sigsegv, _) => {
+            (None, Ok(_)) => unreachable!("a mapping made for no mapped backend"),
+            (None, Err(_)) if choice == BackendChoice::Sigsegv => {
                 let (imp, main) = new_sigsegv(len, nframes, place, cfg.service_spin)?;
                 (imp, main, Backend::Sigsegv)
             }
-            (BackendChoice::Uffd, _) => match new_uffd(len, cfg.track_writes, place) {
+            (None, Err(_)) if choice == BackendChoice::Uffd => match new_uffd(len, cfg.track_writes, place) {
                 Ok((imp, main)) => (imp, main, Backend::Uffd),
                 Err(why) => {
                     return Err(VmError::BackendUnavailable {
@@ -247,7 +259,7 @@ impl FrameSpace {
                     });
                 }
             },
-            (BackendChoice::Auto, _) => {
+            (None, Err(_)) => {
                 let (imp, main, backend, auto) = auto(len, nframes, &cfg, place)?;
                 reason = auto;
                 (imp, main, backend)
@@ -257,10 +269,7 @@ impl FrameSpace {
         // The mapped backend's identity region is as large as it can be:
         // a page allocated in the session must have the frame its stored
         // address names, as every page of the file has.
-        let direct = match backend {
-            Backend::MappedUnverified => u64::MAX,
-            _ => cfg.direct_pages,
-        };
+        let direct = if backend.is_mapped() { u64::MAX } else { cfg.direct_pages };
         let table = FrameTable::new(nframes, direct)?;
         let space = Arc::new(FrameSpace {
             frame_size: fs,
@@ -320,8 +329,19 @@ impl FrameSpace {
                     })?;
                 *s.service.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
             }
-            // The kernel serves every fault.
-            Imp::Mapped(_) => {}
+            // The kernel serves every fault; with checks, a window's first
+            // touch is checked by a service thread (`mapped_checks.rs`).
+            Imp::Mapped(m) => {
+                if let Some(c) = &m.checks {
+                    let ptr = SendPtr(Arc::as_ptr(&space));
+                    let serve = move |f: FrameNo, msg: &mut sys::StackBuf| {
+                        let p = &ptr;
+                        // SAFETY: see SendPtr: the FrameSpace outlives this thread.
+                        unsafe { &*p.0 }.serve_request(f, msg)
+                    };
+                    c.spawn(cfg.service_spin, serve)?;
+                }
+            }
         }
         Ok(space)
     }
@@ -553,7 +573,12 @@ fn auto(
 
 /// The mapped backend's reservation: at the home or not at all, the file
 /// over its start (`mapped.rs`).
-fn new_mapped(len: usize, place: Placement, file: MappedFile) -> Result<(Imp, Mapping), String> {
+fn new_mapped(
+    len: usize,
+    place: Placement,
+    file: MappedFile,
+    checks: Option<std::time::Duration>,
+) -> Result<(Imp, Mapping), String> {
     if place.home == 0 {
         return Err("the database has no home".into());
     }
@@ -561,7 +586,7 @@ fn new_mapped(len: usize, place: Placement, file: MappedFile) -> Result<(Imp, Ma
         .map_err(|e| format!("reserving {len} bytes at its home: {e}"))?
         .ok_or_else(|| format!("its home {:#x} is taken", place.home))?;
     let _ = sys::madvise(main.addr(), main.len(), libc::MADV_DONTFORK);
-    let st = mapped::new(&main, file, place.align)?;
+    let st = mapped::new(&main, file, place.align, checks)?;
     Ok((Imp::Mapped(st), main))
 }
 
@@ -629,7 +654,11 @@ impl Drop for FrameSpace {
         match &self.imp {
             Imp::Uffd(u) => drop(u.thread.lock().unwrap_or_else(|p| p.into_inner()).take()),
             Imp::Sigsegv(s) => drop(s.service.lock().unwrap_or_else(|p| p.into_inner()).take()),
-            Imp::Mapped(_) => {}
+            Imp::Mapped(m) => {
+                if let Some(c) = &m.checks {
+                    c.stop();
+                }
+            }
         }
         if let Some(m) = self.main.take() {
             m.into_tombstone();

@@ -24,6 +24,18 @@ pub enum Backend {
     /// pages served by the kernel's own faults and *not verified* when
     /// first read (`mapped.rs`; Linux 6.7+ for `PAGEMAP_SCAN`).
     MappedUnverified,
+    /// The same mapping, its pages *verified* before the program can read
+    /// them: a window is inaccessible until its first touch, whose fault
+    /// checks every block of it as a fetch does and only then opens it
+    /// (`mapped_checks.rs`).
+    Mapped,
+}
+
+impl Backend {
+    /// Whether the page file is mapped at the home (either mapped backend).
+    pub fn is_mapped(self) -> bool {
+        matches!(self, Backend::MappedUnverified | Backend::Mapped)
+    }
 }
 
 impl fmt::Display for Backend {
@@ -32,6 +44,7 @@ impl fmt::Display for Backend {
             Backend::Uffd => "uffd",
             Backend::Sigsegv => "sigsegv",
             Backend::MappedUnverified => "mapped-unverified",
+            Backend::Mapped => "mapped",
         })
     }
 }
@@ -39,7 +52,7 @@ impl fmt::Display for Backend {
 /// Which backend to use. `Auto` takes userfaultfd when it can be opened with
 /// everything it needs (missing faults, `WP_ASYNC`, `PAGEMAP_SCAN`) and
 /// SIGSEGV otherwise; the environment variable
-/// `AMBER_FAULT_BACKEND=uffd|sigsegv|mapped-unverified` overrides `Auto`
+/// `AMBER_FAULT_BACKEND=uffd|sigsegv|mapped|mapped-unverified` overrides `Auto`
 /// (and only `Auto`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BackendChoice {
@@ -55,6 +68,10 @@ pub enum BackendChoice {
     /// free, a page file of this process's store, no cache budget: see
     /// `Db::backend_reason`); `Auto`'s choice where it cannot.
     MappedUnverified,
+    /// The page file mapped at the database's home, each window of pages
+    /// verified at its first touch, where the database can be served so (as
+    /// for `MappedUnverified`); `Auto`'s choice where it cannot.
+    Mapped,
 }
 
 #[derive(Clone, Debug)]

@@ -61,7 +61,10 @@ pub fn advance(model: &mut Model, c: u64) {
 
 fn child_options(b: Cfg) -> Options {
     let mut o = super::cached(b, 64 << 10);
-    if b.backend == amber::BackendChoice::MappedUnverified {
+    if matches!(
+        b.backend,
+        amber::BackendChoice::MappedUnverified | amber::BackendChoice::Mapped
+    ) {
         // It serves no cache budget: each child, a fresh process with the
         // home free, is then served by it.
         o.cache_bytes = None;

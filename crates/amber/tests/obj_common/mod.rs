@@ -135,7 +135,10 @@ pub fn opts(b: Cfg) -> Options {
         strategy: b.strategy,
         ..Options::default()
     };
-    if b.backend == BackendChoice::MappedUnverified {
+    if matches!(
+        b.backend,
+        BackendChoice::MappedUnverified | BackendChoice::Mapped
+    ) {
         // Every database this process creates gets a home of its own, so
         // that its first session is at home (and mapped) whatever the
         // others do; a reopen in the same process is not (its closed
@@ -199,16 +202,26 @@ pub fn check_backend(db: &Db, b: Cfg) {
     let want = match b.backend {
         BackendChoice::Uffd => amber::Backend::Uffd,
         BackendChoice::Sigsegv => amber::Backend::Sigsegv,
-        BackendChoice::MappedUnverified => {
+        BackendChoice::MappedUnverified | BackendChoice::Mapped => {
+            let (want, name) = mapped_backend(b.backend);
             let why = db.backend_reason();
-            if db.backend() != amber::Backend::MappedUnverified {
-                assert!(why.contains("mapped-unverified cannot serve it"), "{why}");
+            if db.backend() != want {
+                assert!(why.contains(&format!("{name} cannot serve it")), "{why}");
             }
             return;
         }
         BackendChoice::Auto => return,
     };
     assert_eq!(db.backend(), want, "{}", db.backend_reason());
+}
+
+/// The backend a mapped choice serves a database at home with, and its name.
+pub fn mapped_backend(b: BackendChoice) -> (amber::Backend, &'static str) {
+    if b == BackendChoice::Mapped {
+        (amber::Backend::Mapped, "mapped")
+    } else {
+        (amber::Backend::MappedUnverified, "mapped-unverified")
+    }
 }
 
 /// The scenario this process was started for, if it is a child.

@@ -97,6 +97,7 @@ pub fn config(backend: Backend) -> VmConfig {
             Backend::Sigsegv => BackendChoice::Sigsegv,
             // Needs a page file (`vm_mapped.rs`).
             Backend::MappedUnverified => BackendChoice::MappedUnverified,
+            Backend::Mapped => BackendChoice::Mapped,
         },
         reserve_bytes: 1 << 30,
         ..VmConfig::default()

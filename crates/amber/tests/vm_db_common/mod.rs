@@ -66,6 +66,7 @@ pub fn check_backend(db: &Db, b: BackendChoice) {
         BackendChoice::Uffd => amber::Backend::Uffd,
         BackendChoice::Sigsegv => amber::Backend::Sigsegv,
         BackendChoice::MappedUnverified => amber::Backend::MappedUnverified,
+        BackendChoice::Mapped => amber::Backend::Mapped,
         BackendChoice::Auto => return,
     };
     assert_eq!(db.backend(), want, "{}", db.backend_reason());

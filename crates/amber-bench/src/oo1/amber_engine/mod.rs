@@ -90,6 +90,15 @@ impl AmberFactory {
         strategy: Strategy::DEFAULT,
     };
 
+    /// `amber-mapped`: the same mapping, each window of pages verified at
+    /// its first touch.
+    pub const MAPPED_VERIFIED: AmberFactory = AmberFactory {
+        name: "amber-mapped",
+        summary: "Amber as `amber`, with the mapped fault backend: the page file mapped copy-on-write at the database's home as with amber-mapped-unverified, each window of 16 pages inaccessible until its first touch, whose fault (SIGSEGV to a service thread) verifies every block of the window as a fetch does (checksum, object walk) before opening it; with a cache budget it is served as `amber`",
+        backend: BackendChoice::Mapped,
+        strategy: Strategy::DEFAULT,
+    };
+
     /// The same engine with another fault backend (same name and summary).
     pub const fn with_backend(self, backend: BackendChoice) -> AmberFactory {
         AmberFactory { backend, ..self }
