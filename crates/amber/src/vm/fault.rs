@@ -18,6 +18,12 @@ use super::{FaultError, FaultKind, FrameNo, VmError};
 /// stay resident.
 const FILL_TRIES: u32 = 64;
 
+/// How many fault messages in a row from one thread at one page, with Amber
+/// locks held, make the handler conclude that the thread really touched
+/// persistent memory under a lock (`FrameSpace::serve_uffd`): a stale
+/// message is not followed by another from the same thread at the same page.
+const SUSPECT_REPEATS: u32 = 64;
+
 thread_local! {
     /// Address of the frame whose `first_write` this thread is running, to
     /// turn a touch of that frame from inside the callback (which would wait
@@ -118,6 +124,19 @@ impl FrameSpace {
         }
         let held = held::of_thread(m.thread_id());
         if !held.is_empty() {
+            // Either the thread touched persistent memory holding one of
+            // Amber's locks (a bug: the service may need that lock), or the
+            // message is stale: read just before another thread's service
+            // installed the page, so that the faulting thread found it
+            // present, did not wait, and went on to take locks of its own.
+            // A thread that is really stopped at the fault faults again as
+            // soon as it is woken; one that went on does not. So the page is
+            // woken, and only the same thread at the same page with locks
+            // held `SUSPECT_REPEATS` times in a row is taken for the bug.
+            if u.suspect_repeats(m.thread_id(), page_addr) < SUSPECT_REPEATS {
+                let _ = u.uffd.wake(page_addr, self.host_page);
+                return;
+            }
             fatal(format_args!(
                 "frame {f} at {addr:#x} was touched by thread {} while it holds {held}; \
                  Amber never touches persistent memory holding its own locks (a bug in Amber)",

@@ -81,9 +81,25 @@ pub(crate) struct UffdState {
     pub(crate) uffd: Arc<Uffd>,
     pub(crate) pagemap: PageMap,
     thread: Mutex<Option<HandlerThread>>,
+    /// The last fault message whose thread held Amber locks: its thread,
+    /// its page's address, and how many such messages came in a row
+    /// (`FrameSpace::serve_uffd`). Only the handler thread uses it.
+    suspect: Mutex<(i32, usize, u32)>,
 }
 
 impl UffdState {
+    /// How many fault messages in a row, this one included, came from
+    /// thread `tid` at `page` while it held Amber locks.
+    pub(crate) fn suspect_repeats(&self, tid: i32, page: usize) -> u32 {
+        let mut s = self.suspect.lock().unwrap_or_else(|e| e.into_inner());
+        if (s.0, s.1) == (tid, page) {
+            s.2 = s.2.saturating_add(1);
+        } else {
+            *s = (tid, page, 1);
+        }
+        s.2
+    }
+
     /// Host-page runs in `[lo, hi)` written since last protected (no re-protect).
     pub(crate) fn pagemap_written(
         &self,
@@ -539,6 +555,7 @@ fn new_uffd(len: usize, track: bool, place: Placement) -> Result<(Imp, Mapping),
             uffd: Arc::new(uffd),
             pagemap,
             thread: Mutex::new(None),
+            suspect: Mutex::new((0, 0, 0)),
         }),
         main,
     ))
