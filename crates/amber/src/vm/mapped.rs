@@ -97,12 +97,12 @@ fn map_over(fd: libc::c_int, addr: usize, len: usize, off: u64, prot: libc::c_in
     let flags = libc::MAP_PRIVATE
         | libc::MAP_FIXED
         | if fd < 0 { libc::MAP_ANONYMOUS } else { 0 };
-    // SAFETY: callers pass a range inside a reservation owned by a live
-    // FrameSpace; MAP_FIXED replaces only that memory, which no Rust
-    // reference points into (frames are reached through raw pointers), and
+    // Callers pass a range inside a reservation owned by a live FrameSpace;
     // a reader of a replaced page reads the same bytes before and after
-    // (`to_file`'s contract) or, for `discard`, space nobody may read as
-    // an object.
+    // (`to_file`'s contract) or, for `discard`, space nobody may read as an
+    // object.
+    // SAFETY: MAP_FIXED replaces only that range, which no Rust reference
+    // points into (frames are reached through raw pointers).
     unsafe { sys::map_raw(addr, len, prot, flags, fd, off)? };
     let _ = sys::madvise(addr, len, libc::MADV_DONTFORK);
     Ok(())
@@ -294,10 +294,11 @@ impl FrameSpace {
             }
         }
         self.watch_frames(m, frame, n)?;
-        // SAFETY: the frames lie in the reservation (checked by the
-        // caller), readable and writable everywhere; the lock keeps other
-        // installers out, and nobody holds a reference into a frame being
-        // installed (a new block's, or one given back its committed bytes).
+        // The lock keeps other installers out; nobody holds a reference into
+        // a frame being installed (a new block's, or one given back its
+        // committed bytes).
+        // SAFETY: the frames lie in the reservation (checked by the caller),
+        // readable and writable everywhere, and are not aliased (above).
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.frame_addr(frame) as *mut u8, data.len())
         };
