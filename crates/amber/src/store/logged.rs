@@ -94,7 +94,10 @@ impl<'s> Logged<'s> {
         let shift = st.shift();
         let cached: HashSet<PageNo> = t.cached.iter().map(|(p, _)| *p).collect();
         // A range wholly on cached pages is not redone: the image is laid.
+        // (Every op is redone in a commit that cached no page: a local
+        // commit, or REDO and WPL through a server.)
         let redo = |op: &Op| match op {
+            _ if cached.is_empty() => true,
             Op::Range { addr, after, .. } if !after.is_empty() => {
                 let last = (addr + after.len() as u64 - 1) >> shift;
                 !((addr >> shift)..=last).all(|p| cached.contains(&p))
