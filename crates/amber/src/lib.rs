@@ -174,6 +174,7 @@ internal_modules! {
     #[allow(unsafe_code)]
     vm;
 }
+mod copy;
 mod error;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -187,6 +188,7 @@ extern crate self as amber;
 
 /// `#[derive(Persistent)]`: see the `amber_derive` crate for what it checks.
 pub use amber_derive::Persistent;
+pub use copy::{Caching, CopyCache, CopyOptions, CopyPtr, CopyStats, CopyTx, Obj, Swizzle};
 pub use db::index::{IndexKey, IndexRange, IndexValues};
 pub use db::{CommitStats, Db, DbStats, Detect, Log, Options, Strategy, Tx, View};
 pub use error::{Error, FileKind, Location, Result};

@@ -42,6 +42,14 @@ macro_rules! cases {
                 (|| common::index_prop::run($c)) as fn(),
             ),
             (
+                concat!("copy_property_", $scheme),
+                (|| common::copy::prop($c)) as fn(),
+            ),
+            (
+                concat!("copy_logged_", $scheme),
+                (|| common::copy::logged($c)) as fn(),
+            ),
+            (
                 concat!("roundtrip_", $scheme),
                 (|| common::roundtrip::run($c)) as fn(),
             ),

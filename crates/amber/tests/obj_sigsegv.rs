@@ -317,3 +317,23 @@ fn stale_aborted_then_evicted_16k() {
 fn write_path_property_recovery_buffer_overflow() {
     common::prop::run(B, Some(1));
 }
+
+#[test]
+fn copy_property() {
+    common::copy::prop(B);
+}
+
+#[test]
+fn copy_logged() {
+    common::copy::logged(B);
+}
+
+#[test]
+fn copy_abort() {
+    common::copy::abort(B);
+}
+
+#[test]
+fn copy_killed() {
+    common::copy::kill(B, "copy_killed");
+}

@@ -129,6 +129,7 @@
 
 mod barrier;
 mod buffer;
+mod copies;
 mod fault;
 mod frame_table;
 mod held;
@@ -152,6 +153,7 @@ mod uffd;
 
 pub use barrier::{Barrier, Memory};
 pub use buffer::BigBuf;
+pub use copies::CopyBuf;
 pub use held::{AmberLock, Held, HeldSet, held};
 pub use lock::{SpinGuard, SpinLock};
 pub use mapped::MappedFile;

@@ -74,6 +74,15 @@ macro_rules! obj_cases {
             ("killed_during_commits", || {
                 $crate::obj_common::kill::run($b, "killed_during_commits")
             }),
+            ("copy_oc_and_pc", || $crate::obj_common::copy::oc_and_pc($b)),
+            ("copy_swizzling", || $crate::obj_common::copy::swizzling($b)),
+            ("copy_eviction", || $crate::obj_common::copy::eviction($b)),
+            ("copy_logged", || $crate::obj_common::copy::logged($b)),
+            ("copy_abort", || $crate::obj_common::copy::abort($b)),
+            ("copy_property", || $crate::obj_common::copy::prop($b)),
+            ("copy_killed", || {
+                $crate::obj_common::copy::kill($b, "copy_killed")
+            }),
             ("writes_survive_eviction", || {
                 $crate::obj_common::eviction::writes_survive_eviction($b)
             }),

@@ -54,6 +54,7 @@ pub mod abort;
 pub mod big;
 pub mod cases;
 pub mod collections;
+pub mod copy;
 pub mod corrupt;
 pub mod eviction;
 pub mod failing;

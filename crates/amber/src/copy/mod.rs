@@ -1,0 +1,563 @@
+//! The copy architecture (White & DeWitt 1992, EPVM 2.0; `papers/003_*`
+//! §3): objects copied out of the buffer pool into an object cache on first
+//! use, found through an OID hash table, their pointers swizzled upon
+//! discovery, their updates kept as a modified byte range per object and
+//! written back into the store's objects at commit.
+//!
+//! The buffer pool is Amber's frames (the page file's pages, or a
+//! server's); a copy's identity is its object's persistent address (a
+//! [`Smart`]'s). Reads return `&T` into the copy, borrowed from the
+//! transaction mutably, so no copy can be evicted while the program holds
+//! a reference into it; between calls the program holds [`Obj`] handles,
+//! which name a slot and the object's address, and a handle whose copy was
+//! evicted is copied in again. Pointers followed through the cache
+//! ([`CopyTx::follow`]) are swizzled beside the copy, never in it: a copy
+//! holds its object's bytes as stored (a `Smart` a persistent address, a
+//! `PRef` or a `Lazy` as the frames hold them), so nothing read from a
+//! copy can be taken for something it is not. See `docs/design.md` §4.14.
+
+mod fill;
+mod table;
+
+use crate::db::{CommitStats, Db, Tx};
+use crate::error::{Error, Result};
+use crate::ptr::{Lazy, PRef, Smart};
+use crate::vm::{Field, Persistent};
+use fill::Copied;
+use std::marker::PhantomData;
+use std::num::NonZeroU64;
+use table::{Link, Table};
+
+/// How objects are copied out of their pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// One object at a time, at its first use (OC).
+    Object,
+    /// Every object of a page at the first use of one of them (PC).
+    Page,
+}
+
+/// When a pointer followed through the cache is swizzled (made to lead to
+/// its target's copy without a hash-table lookup).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swizzle {
+    /// Never: every pointer followed is looked up (OC-NO, PC-NO).
+    None,
+    /// Upon discovery, when its target is already cached; a target copied
+    /// in by the follow is swizzled at the next (EPVM 2.0).
+    Lazy,
+    /// Upon discovery, copying its target in if need be.
+    Eager,
+}
+
+/// How a copy cache caches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyOptions {
+    /// Object or page caching.
+    pub caching: Caching,
+    /// The bytes of copies the cache holds before it evicts (each copy
+    /// charged its size in whole words); one object larger than this is
+    /// held alone.
+    pub capacity_bytes: usize,
+    /// When pointers are swizzled.
+    pub swizzle: Swizzle,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        CopyOptions {
+            caching: Caching::Object,
+            capacity_bytes: 8 << 20,
+            swizzle: Swizzle::Lazy,
+        }
+    }
+}
+
+/// What a copy cache did since it was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CopyStats {
+    /// Lookups in the OID hash table.
+    pub lookups: u64,
+    /// Objects copied in.
+    pub copied: u64,
+    /// Pages whose objects were copied in together (page caching).
+    pub pages_copied: u64,
+    /// Copies evicted.
+    pub evicted: u64,
+    /// Modified copies written back into the store's objects at eviction.
+    pub evicted_dirty: u64,
+    /// Modified ranges written back at commit.
+    pub committed_ranges: u64,
+    /// Pointers swizzled.
+    pub swizzled: u64,
+    /// Pointers followed through a swizzled link (no lookup).
+    pub followed_swizzled: u64,
+    /// Copies held now.
+    pub objects: u64,
+    /// Bytes charged for them.
+    pub bytes: u64,
+}
+
+/// A cached object: its slot in the cache and its persistent address. Valid
+/// across evictions (an evicted object is copied in again by the next use)
+/// and across transactions of the same cache.
+pub struct Obj<T> {
+    slot: u32,
+    paddr: NonZeroU64,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Obj<T> {
+    /// The object's identity, as a smart pointer.
+    pub fn smart(self) -> Smart<T> {
+        Smart::from_paddr(self.paddr)
+    }
+}
+
+impl<T> Clone for Obj<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Obj<T> {}
+impl<T> PartialEq for Obj<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.paddr == o.paddr
+    }
+}
+impl<T> Eq for Obj<T> {}
+impl<T> std::fmt::Debug for Obj<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Obj({:#x} in slot {})", self.paddr, self.slot)
+    }
+}
+
+/// A pointer field the cache can follow: [`Smart`], [`PRef`],
+/// `Option<PRef>` and [`Lazy`]. Sealed.
+pub trait CopyPtr<T>: Field + private::Sealed {
+    /// The target's persistent address (`None` for null).
+    #[doc(hidden)]
+    fn target(&self, tx: &Tx<'_>) -> Result<Option<u64>>;
+}
+
+mod private {
+    pub trait Sealed {}
+    impl<T> Sealed for crate::ptr::Smart<T> {}
+    impl<T> Sealed for crate::ptr::PRef<T> {}
+    impl<T> Sealed for Option<crate::ptr::PRef<T>> {}
+    impl<T> Sealed for crate::ptr::Lazy<T> {}
+}
+
+impl<T: Persistent> CopyPtr<T> for Smart<T> {
+    fn target(&self, _: &Tx<'_>) -> Result<Option<u64>> {
+        Ok(Some(self.paddr()))
+    }
+}
+impl<T: Persistent> CopyPtr<T> for PRef<T> {
+    fn target(&self, tx: &Tx<'_>) -> Result<Option<u64>> {
+        tx.paddr(self.addr()).map(Some)
+    }
+}
+impl<T: Persistent> CopyPtr<T> for Option<PRef<T>> {
+    fn target(&self, tx: &Tx<'_>) -> Result<Option<u64>> {
+        self.map(|p| tx.paddr(p.addr())).transpose()
+    }
+}
+impl<T: Persistent> CopyPtr<T> for Lazy<T> {
+    fn target(&self, tx: &Tx<'_>) -> Result<Option<u64>> {
+        match self.load() {
+            Ok(va) => tx.paddr(va).map(Some),
+            Err(0) => Ok(None),
+            Err(pa) => Ok(Some(pa)),
+        }
+    }
+}
+
+/// An object cache over a database, made by [`Db::copy_cache`]. It borrows
+/// the database exclusively, so nothing but its transactions changes what
+/// it copied (a server's database, which others change, is read afresh:
+/// each transaction starts with the cache emptied).
+#[derive(Debug)]
+pub struct CopyCache<'db> {
+    db: &'db mut Db,
+    cache: Cache,
+}
+
+/// The cache proper, apart from the database it borrows.
+#[derive(Debug)]
+struct Cache {
+    opts: CopyOptions,
+    table: Table,
+    stats: CopyStats,
+    /// A modified victim was written into the open transaction: copies
+    /// made since may hold its uncommitted bytes.
+    wrote_back: bool,
+}
+
+impl Db {
+    /// An object cache over this database (the copy architecture, EPVM 2.0):
+    /// see [`CopyCache`].
+    pub fn copy_cache(&mut self, opts: CopyOptions) -> CopyCache<'_> {
+        CopyCache {
+            db: self,
+            cache: Cache {
+                opts,
+                table: Table::default(),
+                stats: CopyStats::default(),
+                wrote_back: false,
+            },
+        }
+    }
+}
+
+impl<'db> CopyCache<'db> {
+    /// Starts a transaction that reads and updates through the cache.
+    pub fn begin(&mut self) -> Result<CopyTx<'_>> {
+        if self.db.source.at_snapshot() {
+            self.cache.table.clear();
+        }
+        let tx = self.db.begin()?;
+        Ok(CopyTx {
+            tx: Some(tx),
+            cache: &mut self.cache,
+        })
+    }
+
+    /// What the cache did, and holds.
+    pub fn stats(&self) -> CopyStats {
+        self.cache.stats()
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> CopyOptions {
+        self.cache.opts
+    }
+
+    /// Drops every copy (none is modified between transactions).
+    pub fn clear(&mut self) {
+        self.cache.table.clear();
+    }
+}
+
+/// A transaction over a [`CopyCache`]: reads return the copies, writes
+/// change them and widen their modified ranges, and [`commit`](Self::commit)
+/// writes the ranges back into the objects and commits. Dropped without a
+/// commit, it aborts.
+#[derive(Debug)]
+pub struct CopyTx<'c> {
+    tx: Option<Tx<'c>>,
+    cache: &'c mut Cache,
+}
+
+impl Cache {
+    fn stats(&self) -> CopyStats {
+        CopyStats {
+            objects: self.table.len() as u64,
+            bytes: self.table.bytes as u64,
+            ..self.stats
+        }
+    }
+
+    /// Evicts copies until `need` more bytes fit (writing a modified victim
+    /// back into `tx` first, as EPVM 2.0 does), or none is left.
+    fn make_room(&mut self, tx: &mut Tx<'_>, need: usize) -> Result<()> {
+        while self.table.bytes + need > self.opts.capacity_bytes {
+            let Some(slot) = self.table.victim() else {
+                return Ok(());
+            };
+            let Some(e) = self.table.remove(slot) else {
+                return Err(Error::internal("a clock victim in an empty slot"));
+            };
+            self.stats.evicted += 1;
+            if let Some((lo, hi)) = e.modified {
+                self.wrote_back = true;
+                self.stats.evicted_dirty += 1;
+                tx.write_back(e.paddr, e.buf.len(), lo, &e.buf.bytes()[lo..hi])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The slot of the copy of the object of `size` bytes at `paddr`,
+    /// copied in (with its page's objects under page caching) if need be.
+    fn slot(&mut self, tx: &mut Tx<'_>, paddr: u64, size: usize) -> Result<u32> {
+        self.stats.lookups += 1;
+        if let Some(s) = self.table.lookup(paddr) {
+            return Ok(s);
+        }
+        let copies: Vec<Copied> = match self.opts.caching {
+            Caching::Object => vec![tx.frames().object(paddr, size)?],
+            Caching::Page => {
+                let t = &self.table;
+                let c = tx.frames().page(paddr, size, |pa| t.lookup(pa).is_some())?;
+                self.stats.pages_copied += 1;
+                c
+            }
+        };
+        let need = copies.iter().map(|c| c.buf.len().div_ceil(8) * 8).sum();
+        self.make_room(tx, need)?;
+        let mut found = None;
+        for c in copies {
+            self.stats.copied += 1;
+            let s = self.table.insert(c.paddr, c.buf);
+            if c.paddr == paddr {
+                found = Some(s);
+            }
+        }
+        found.ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
+    }
+
+    /// A handle to the object at `paddr`, of `T`'s size.
+    fn obj<T: Persistent>(&mut self, tx: &mut Tx<'_>, paddr: u64) -> Result<Obj<T>> {
+        let paddr = NonZeroU64::new(paddr).ok_or_else(|| Error::invalid("null object address"))?;
+        let slot = self.slot(tx, paddr.get(), size_of::<T>())?;
+        self.check_size::<T>(slot, paddr.get())?;
+        Ok(Obj {
+            slot,
+            paddr,
+            _t: PhantomData,
+        })
+    }
+
+    /// Refuses to take the copy in `slot` for a `T` unless it has `T`'s
+    /// size (a page's objects are copied whatever their type), as a
+    /// dereference checks the object's header.
+    fn check_size<T>(&self, slot: u32, paddr: u64) -> Result<()> {
+        let e = self
+            .table
+            .entry(slot, paddr)
+            .ok_or_else(|| Error::internal("a copy just made is gone"))?;
+        if e.buf.len() != size_of::<T>() {
+            return Err(Error::dangling(format!(
+                "the object at persistent address {paddr:#x} has {} bytes, not a {} of {}",
+                e.buf.len(),
+                std::any::type_name::<T>(),
+                size_of::<T>()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The slot of `o`'s copy, copied in again if it was evicted.
+    #[inline]
+    fn resolve<T: Persistent>(&mut self, tx: Option<&mut Tx<'_>>, o: Obj<T>) -> Result<u32> {
+        if let Some(e) = self.table.entry_mut(o.slot, o.paddr.get()) {
+            e.referenced = true;
+            return Ok(o.slot);
+        }
+        let tx = tx.ok_or_else(|| Error::invalid("transaction already finished"))?;
+        Ok(self.obj::<T>(tx, o.paddr.get())?.slot)
+    }
+
+    /// Drops what an abort must not keep: the modified copies, and after a
+    /// write-back every copy (one may hold the bytes written back).
+    fn abort(&mut self) {
+        if self.wrote_back {
+            self.table.clear();
+        } else {
+            for s in self.table.modified() {
+                self.table.remove(s);
+            }
+        }
+        self.wrote_back = false;
+    }
+}
+
+impl<'c> CopyTx<'c> {
+    /// The cached object `s` leads to, copied in if it is not cached.
+    pub fn fetch<T: Persistent>(&mut self, s: Smart<T>) -> Result<Obj<T>> {
+        let tx = self
+            .tx
+            .as_mut()
+            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        self.cache.obj(tx, s.paddr())
+    }
+
+    /// The cached object `p` leads to (a pointer of this database).
+    pub fn fetch_ref<T: Persistent>(&mut self, p: PRef<T>) -> Result<Obj<T>> {
+        let tx = self
+            .tx
+            .as_mut()
+            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let pa = tx.paddr(p.addr())?;
+        self.cache.obj(tx, pa)
+    }
+
+    /// Reads an object's copy (copied in again if it was evicted).
+    #[inline]
+    pub fn get<T: Persistent>(&mut self, o: Obj<T>) -> Result<&T> {
+        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        let e = self
+            .cache
+            .table
+            .entry(slot, o.paddr.get())
+            .ok_or_else(|| Error::internal("a copy resolved is gone"))?;
+        Ok(e.buf.view::<T>())
+    }
+
+    /// Follows the pointer field `field` of `o`'s copy (`|o| &o.next`)
+    /// through the cache: by its swizzled link if it has one, else by a
+    /// lookup in the OID hash table (copying the target in if it is not
+    /// cached), swizzling it as the cache's [`Swizzle`] says. `None` for a
+    /// null pointer. The target must be a `U`'s size.
+    pub fn follow<T: Persistent, U: Persistent, P: CopyPtr<U>>(
+        &mut self,
+        o: Obj<T>,
+        field: impl FnOnce(&T) -> &P,
+    ) -> Result<Option<Obj<U>>> {
+        let swizzle = self.cache.opts.swizzle;
+        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        let (offset, target) = {
+            let e = self
+                .cache
+                .table
+                .entry(slot, o.paddr.get())
+                .ok_or_else(|| Error::internal("a copy resolved is gone"))?;
+            let copy = e.buf.view::<T>();
+            let f = field(copy);
+            let offset = (f as *const P as usize).wrapping_sub(copy as *const T as usize);
+            if offset.saturating_add(size_of::<P>()) > size_of::<T>() {
+                return Err(Error::invalid(format!(
+                    "follow: the field is not inside the {}",
+                    std::any::type_name::<T>()
+                )));
+            }
+            let link = e
+                .links
+                .iter()
+                .find(|l| l.offset as usize == offset)
+                .copied();
+            if let Some(l) = link
+                && self.cache.table.entry(l.slot, l.paddr).is_some()
+            {
+                self.cache.stats.followed_swizzled += 1;
+                return Ok(Some(Obj {
+                    slot: l.slot,
+                    paddr: NonZeroU64::new(l.paddr)
+                        .ok_or_else(|| Error::internal("a null link"))?,
+                    _t: PhantomData,
+                }));
+            }
+            let tx = self
+                .tx
+                .as_ref()
+                .ok_or_else(|| Error::invalid("transaction already finished"))?;
+            (offset, f.target(tx)?)
+        };
+        let Some(target) = target else {
+            return Ok(None);
+        };
+        let cached = self.cache.table.lookup(target).is_some();
+        let tx = self
+            .tx
+            .as_mut()
+            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let to = self.cache.obj::<U>(tx, target)?;
+        let swizzle_now = match swizzle {
+            Swizzle::None => false,
+            Swizzle::Lazy => cached,
+            Swizzle::Eager => true,
+        };
+        // `o`'s copy may have been evicted to make room for the target.
+        if swizzle_now && let Some(e) = self.cache.table.entry_mut(slot, o.paddr.get()) {
+            let l = Link {
+                offset: offset as u32,
+                slot: to.slot,
+                paddr: target,
+            };
+            match e.links.iter_mut().find(|x| x.offset == l.offset) {
+                Some(x) => *x = l,
+                None => e.links.push(l),
+            }
+            self.cache.stats.swizzled += 1;
+        }
+        Ok(Some(to))
+    }
+
+    /// Updates one field of `o`'s copy (`|o| &o.x`), returned mutably; the
+    /// copy's modified range is widened to cover it, and its swizzled
+    /// pointers there are dropped. The store's object changes at commit.
+    pub fn field_mut<T: Persistent, F: Field>(
+        &mut self,
+        o: Obj<T>,
+        field: impl FnOnce(&T) -> &F,
+    ) -> Result<&mut F> {
+        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        let e = self
+            .cache
+            .table
+            .entry_mut(slot, o.paddr.get())
+            .ok_or_else(|| Error::internal("a copy resolved is gone"))?;
+        let copy = e.buf.view::<T>();
+        let offset = (field(copy) as *const F as usize).wrapping_sub(copy as *const T as usize);
+        if offset.saturating_add(size_of::<F>()) > size_of::<T>()
+            || !offset.is_multiple_of(align_of::<F>())
+        {
+            return Err(Error::invalid(format!(
+                "field_mut: the field is not inside the {}",
+                std::any::type_name::<T>()
+            )));
+        }
+        e.note_write(offset, offset + size_of::<F>());
+        Ok(e.buf.field_mut::<F>(offset))
+    }
+
+    /// Writes every modified range back into its object through the
+    /// transaction (detected and logged there as any update), then commits.
+    /// On failure the transaction is rolled back and the cache emptied, so
+    /// that memory and disk stay at the last commit.
+    pub fn commit(mut self) -> Result<CommitStats> {
+        let mut tx = self
+            .tx
+            .take()
+            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let written = self.write_ranges(&mut tx);
+        let done = written.and_then(|()| tx.commit());
+        self.cache.wrote_back = false;
+        if done.is_err() {
+            self.cache.table.clear();
+        }
+        done
+    }
+
+    fn write_ranges(&mut self, tx: &mut Tx<'_>) -> Result<()> {
+        for slot in self.cache.table.modified() {
+            let Some(e) = self.cache.table.at(slot) else {
+                continue;
+            };
+            if let Some((lo, hi)) = e.modified.take() {
+                tx.write_back(e.paddr, e.buf.len(), lo, &e.buf.bytes()[lo..hi])?;
+                self.cache.stats.committed_ranges += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Rolls the transaction back: the store's objects as they were, the
+    /// modified copies dropped.
+    pub fn abort(mut self) -> Result<()> {
+        self.cache.abort();
+        match self.tx.take() {
+            Some(tx) => tx.abort(),
+            None => Ok(()),
+        }
+    }
+
+    /// What the cache did, and holds.
+    pub fn stats(&self) -> CopyStats {
+        self.cache.stats()
+    }
+
+    /// The transaction beneath (for reading what the cache does not).
+    pub fn tx(&self) -> Option<&Tx<'c>> {
+        self.tx.as_ref()
+    }
+}
+
+impl Drop for CopyTx<'_> {
+    fn drop(&mut self) {
+        if self.tx.is_some() {
+            self.cache.abort();
+        }
+    }
+}
