@@ -11,6 +11,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::cesm::Cesm;
+use super::copying::{self, Copying};
 use super::engine::{Engine, Transaction, Work};
 use super::epvm1::Epvm1;
 use super::mapped::Mapped;
@@ -74,8 +75,11 @@ pub struct ChildRun {
     /// Every part read back from the database reopened after the run (an
     /// ordered lookup of ids `1..=N`), for the experiments that update.
     pub check: Option<Answer>,
-    /// Amber's fault backend (mapped).
+    /// Amber's fault backend (mapped, and the copy versions).
     pub backend: Option<String>,
+    /// Objects copied into the object cache (the copy versions).
+    #[serde(default)]
+    pub copied: Option<u64>,
 }
 
 /// The OO1 job and protocol whose inputs an experiment runs.
@@ -165,6 +169,17 @@ fn run_request(request: &ChildRequest) -> Result<ChildRun, EngineError> {
             let mut engine = Mapped::open(&request.dir, (pages * rawdb::PAGE) as u64)?;
             let mut run = drive(&mut engine, request, &inputs)?;
             run.backend = Some(engine.backend());
+            engine.close()?;
+            run
+        }
+        v => {
+            let opts = copying::options(v)
+                .ok_or_else(|| EngineError::bad_input(format!("{v} is not a copy version")))?;
+            let pool = (copying::pool_pages(v, pages) * rawdb::PAGE) as u64;
+            let mut engine = Copying::open(&request.dir, pool, opts)?;
+            let mut run = drive(&mut engine, request, &inputs)?;
+            run.backend = Some(engine.backend());
+            run.copied = Some(engine.stats().copied);
             engine.close()?;
             run
         }
@@ -303,6 +318,7 @@ fn drive<E: Engine>(
         flushes: None,
         check: None,
         backend: None,
+        copied: None,
     })
 }
 

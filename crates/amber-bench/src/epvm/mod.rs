@@ -11,10 +11,12 @@
 //! - [`mapped`]: Amber itself, pages faulted in and swizzled, the analogue
 //!   of ObjectStore.
 //!
-//! The copy architecture's versions (*oc*, *oc-no*, *oc-eager*,
-//! *oc-small-pool*, *pc*, *pc-no*: EPVM 2.0's object and page caching)
-//! come with the core's copy architecture (issue 20, item 2) and are
-//! refused by name until then.
+//! - [`copying`]: EPVM 2.0's copy architecture through Amber's core
+//!   (`Db::copy_cache`) over the mapped version's database: object caching
+//!   with lazy swizzling upon discovery (*oc*), without swizzling
+//!   (*oc-no*), with eager swizzling (*oc-eager*), with a fifth of the
+//!   buffer pool (*oc-small-pool*, the paper's OC1M), and page caching with
+//!   (*pc*, PC1M) and without (*pc-no*) swizzling, on that smaller pool.
 //!
 //! The baselines read their own database through Amber's store
 //! ([`rawdb`]: part records on raw pages, an array of OIDs as the index);
@@ -32,6 +34,7 @@
 
 pub mod cesm;
 pub mod child;
+pub mod copying;
 pub mod engine;
 pub mod epvm1;
 pub mod mapped;
@@ -68,16 +71,34 @@ pub enum Version {
     Epvm1,
     #[serde(rename = "epvm1-no")]
     Epvm1No,
+    #[serde(rename = "oc")]
+    Oc,
+    #[serde(rename = "oc-no")]
+    OcNo,
+    #[serde(rename = "oc-eager")]
+    OcEager,
+    #[serde(rename = "oc-small-pool")]
+    OcSmallPool,
+    #[serde(rename = "pc")]
+    Pc,
+    #[serde(rename = "pc-no")]
+    PcNo,
     #[serde(rename = "mapped")]
     Mapped,
 }
 
 impl Version {
-    /// Every version built so far, in report order.
-    pub const ALL: [Version; 4] = [
+    /// Every version, in report order.
+    pub const ALL: [Version; 10] = [
         Version::Cesm,
         Version::Epvm1,
         Version::Epvm1No,
+        Version::Oc,
+        Version::OcNo,
+        Version::OcEager,
+        Version::OcSmallPool,
+        Version::Pc,
+        Version::PcNo,
         Version::Mapped,
     ];
 
@@ -87,23 +108,36 @@ impl Version {
             Version::Cesm => "cesm",
             Version::Epvm1 => "epvm1",
             Version::Epvm1No => "epvm1-no",
+            Version::Oc => "oc",
+            Version::OcNo => "oc-no",
+            Version::OcEager => "oc-eager",
+            Version::OcSmallPool => "oc-small-pool",
+            Version::Pc => "pc",
+            Version::PcNo => "pc-no",
             Version::Mapped => "mapped",
         }
     }
 
-    /// The paper's name of the version.
+    /// The paper's name of the version (the copy architecture's without a
+    /// counterpart there named after it as the paper would have).
     pub fn paper_name(self) -> &'static str {
         match self {
             Version::Cesm => "CESM",
             Version::Epvm1 => "EPVM1",
             Version::Epvm1No => "EPVM1-NO",
+            Version::Oc => "OC5M",
+            Version::OcNo => "OC5M-NO",
+            Version::OcEager => "OC5M-EAGER",
+            Version::OcSmallPool => "OC1M",
+            Version::Pc => "PC1M",
+            Version::PcNo => "PC1M-NO",
             Version::Mapped => "OS",
         }
     }
 
     /// Whether it reads the baselines' database (else Amber's objects).
     pub fn raw(self) -> bool {
-        self != Version::Mapped
+        matches!(self, Version::Cesm | Version::Epvm1 | Version::Epvm1No)
     }
 }
 
@@ -113,22 +147,17 @@ impl fmt::Display for Version {
     }
 }
 
-/// The copy architecture's versions, not built yet.
-pub const COPY_VERSIONS: [&str; 6] = ["oc", "oc-no", "oc-eager", "oc-small-pool", "pc", "pc-no"];
-
 impl FromStr for Version {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        if COPY_VERSIONS.contains(&s) {
-            return Err(format!(
-                "version {s:?} needs EPVM 2.0's copy architecture, which Amber's core does not have yet (issue 20, item 2)"
-            ));
-        }
         Version::ALL
             .into_iter()
             .find(|v| v.name() == s)
-            .ok_or_else(|| format!("unknown version {s:?}; known: cesm, epvm1, epvm1-no, mapped"))
+            .ok_or_else(|| {
+                let known: Vec<&str> = Version::ALL.iter().map(|v| v.name()).collect();
+                format!("unknown version {s:?}; known: {}", known.join(", "))
+            })
     }
 }
 

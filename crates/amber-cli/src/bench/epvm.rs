@@ -12,13 +12,13 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(
     name = "amber bench epvm",
-    about = "White & DeWitt's object faulting and pointer swizzling study (VLDB 1992) on OO1: CESM (a call per access over a buffer pool of the store's pages), EPVM 1.0 with and without swizzling of local pointers (an OID hash table into pinned objects), and Amber's page-fault mapping (ObjectStore's analogue); cold, warm and hot iterations in one transaction or one per iteration, updates with probability p, hot sweeps to 1,000 iterations, every answer checked"
+    about = "White & DeWitt's object faulting and pointer swizzling study (VLDB 1992) on OO1: CESM (a call per access over a buffer pool of the store's pages), EPVM 1.0 with and without swizzling of local pointers (an OID hash table into pinned objects), EPVM 2.0's copy architecture through Amber's object cache (object and page caching, swizzling upon discovery lazily, eagerly or not at all, a smaller buffer pool), and Amber's page-fault mapping (ObjectStore's analogue); cold, warm and hot iterations in one transaction or one per iteration, updates with probability p, hot sweeps to 1,000 iterations, every answer checked"
 )]
 struct EpvmArgs {
     /// Database sizes in parts (comma-separated); up to 20,000 the small database's experiments, above the large one's.
     #[arg(long, value_delimiter = ',', default_values_t = [20_000u32, 125_000, 200_000])]
     parts: Vec<u32>,
-    /// Versions (comma-separated): cesm, epvm1, epvm1-no, mapped.
+    /// Versions (comma-separated): cesm, epvm1, epvm1-no, oc, oc-no, oc-eager, oc-small-pool, pc, pc-no, mapped.
     #[arg(long, value_delimiter = ',', default_values_t = Version::ALL)]
     versions: Vec<Version>,
     /// Experiments (comma-separated): single, per-iteration, update, sweep.
@@ -33,7 +33,7 @@ struct EpvmArgs {
     /// Update probabilities of the sweeps (comma-separated; the paper: 0 and 0.01).
     #[arg(long, value_delimiter = ',', default_values_t = [0.0f64, 0.01])]
     sweep_ps: Vec<f64>,
-    /// Buffer pool of the baselines and cache budget of mapped, in 4 KiB pages (default: the paper's 5 MB scaled to these databases).
+    /// Buffer pool of the baselines and cache budget of mapped and oc/oc-no/oc-eager, in 4 KiB pages (default: the paper's 5 MB scaled to these databases); oc-small-pool, pc and pc-no get a fifth.
     #[arg(long)]
     pool_pages: Option<usize>,
     /// Runs of every cell (medians are reported).

@@ -26,6 +26,7 @@ use crate::vm::{Field, Persistent};
 use fill::Copied;
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
+use std::ops::DerefMut;
 use table::{Link, Table};
 
 /// How objects are copied out of their pages.
@@ -173,13 +174,15 @@ impl<T: Persistent> CopyPtr<T> for Lazy<T> {
     }
 }
 
-/// An object cache over a database, made by [`Db::copy_cache`]. It borrows
-/// the database exclusively, so nothing but its transactions changes what
-/// it copied (a server's database, which others change, is read afresh:
-/// each transaction starts with the cache emptied).
+/// An object cache over a database, made by [`Db::copy_cache`] (borrowing
+/// it) or [`CopyCache::new`] (over any exclusive handle, such as a
+/// `Box<Db>` it owns). It holds the database exclusively, so nothing but
+/// its transactions changes what it copied (a server's database, which
+/// others change, is read afresh: each transaction starts with the cache
+/// emptied).
 #[derive(Debug)]
-pub struct CopyCache<'db> {
-    db: &'db mut Db,
+pub struct CopyCache<D: DerefMut<Target = Db>> {
+    db: D,
     cache: Cache,
 }
 
@@ -197,9 +200,16 @@ struct Cache {
 impl Db {
     /// An object cache over this database (the copy architecture, EPVM 2.0):
     /// see [`CopyCache`].
-    pub fn copy_cache(&mut self, opts: CopyOptions) -> CopyCache<'_> {
+    pub fn copy_cache(&mut self, opts: CopyOptions) -> CopyCache<&mut Db> {
+        CopyCache::new(self, opts)
+    }
+}
+
+impl<D: DerefMut<Target = Db>> CopyCache<D> {
+    /// An empty object cache over `db`.
+    pub fn new(db: D, opts: CopyOptions) -> Self {
         CopyCache {
-            db: self,
+            db,
             cache: Cache {
                 opts,
                 table: Table::default(),
@@ -208,9 +218,7 @@ impl Db {
             },
         }
     }
-}
 
-impl<'db> CopyCache<'db> {
     /// Starts a transaction that reads and updates through the cache.
     pub fn begin(&mut self) -> Result<CopyTx<'_>> {
         if self.db.source.at_snapshot() {
@@ -236,6 +244,17 @@ impl<'db> CopyCache<'db> {
     /// Drops every copy (none is modified between transactions).
     pub fn clear(&mut self) {
         self.cache.table.clear();
+    }
+
+    /// The database, for reading between transactions (what it reads is
+    /// what the copies hold: none is modified between transactions).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The database handle back, the copies dropped.
+    pub fn into_inner(self) -> D {
+        self.db
     }
 }
 
@@ -546,6 +565,17 @@ impl<'c> CopyTx<'c> {
     /// What the cache did, and holds.
     pub fn stats(&self) -> CopyStats {
         self.cache.stats()
+    }
+
+    /// Blocks the database has fetched into its frames so far (the buffer
+    /// pool's reads, as [`DbStats::fetched`](crate::DbStats::fetched)).
+    pub fn blocks_fetched(&self) -> u64 {
+        self.tx.as_ref().map_or(0, |tx| {
+            tx.pager
+                .stats
+                .fetched
+                .load(std::sync::atomic::Ordering::Relaxed)
+        })
     }
 
     /// The transaction beneath (for reading what the cache does not).
