@@ -298,11 +298,12 @@ impl Cache {
     }
 
     /// The slot of the copy of the object of `size` bytes at `paddr`,
-    /// copied in (with its page's objects under page caching) if need be.
-    fn slot(&mut self, tx: &mut Tx<'_>, paddr: u64, size: usize) -> Result<u32> {
+    /// copied in (with its page's objects under page caching) if need be;
+    /// whether it was cached already.
+    fn slot(&mut self, tx: &mut Tx<'_>, paddr: u64, size: usize) -> Result<(u32, bool)> {
         self.stats.lookups += 1;
         if let Some(s) = self.table.lookup(paddr) {
-            return Ok(s);
+            return Ok((s, true));
         }
         let copies: Vec<Copied> = match self.opts.caching {
             Caching::Object => vec![tx.frames().object(paddr, size)?],
@@ -323,19 +324,23 @@ impl Cache {
                 found = Some(s);
             }
         }
-        found.ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
+        found
+            .map(|s| (s, false))
+            .ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
     }
 
-    /// A handle to the object at `paddr`, of `T`'s size.
-    fn obj<T: Persistent>(&mut self, tx: &mut Tx<'_>, paddr: u64) -> Result<Obj<T>> {
+    /// A handle to the object at `paddr`, of `T`'s size, and whether it
+    /// was cached already.
+    fn obj<T: Persistent>(&mut self, tx: &mut Tx<'_>, paddr: u64) -> Result<(Obj<T>, bool)> {
         let paddr = NonZeroU64::new(paddr).ok_or_else(|| Error::invalid("null object address"))?;
-        let slot = self.slot(tx, paddr.get(), size_of::<T>())?;
+        let (slot, hit) = self.slot(tx, paddr.get(), size_of::<T>())?;
         self.check_size::<T>(slot, paddr.get())?;
-        Ok(Obj {
+        let o = Obj {
             slot,
             paddr,
             _t: PhantomData,
-        })
+        };
+        Ok((o, hit))
     }
 
     /// Refuses to take the copy in `slot` for a `T` unless it has `T`'s
@@ -365,7 +370,7 @@ impl Cache {
             return Ok(o.slot);
         }
         let tx = tx.ok_or_else(|| Error::invalid("transaction already finished"))?;
-        Ok(self.obj::<T>(tx, o.paddr.get())?.slot)
+        Ok(self.obj::<T>(tx, o.paddr.get())?.0.slot)
     }
 
     /// Drops what an abort must not keep: the modified copies, and after a
@@ -389,7 +394,7 @@ impl<'c> CopyTx<'c> {
             .tx
             .as_mut()
             .ok_or_else(|| Error::invalid("transaction already finished"))?;
-        self.cache.obj(tx, s.paddr())
+        Ok(self.cache.obj(tx, s.paddr())?.0)
     }
 
     /// The cached object `p` leads to (a pointer of this database).
@@ -399,7 +404,7 @@ impl<'c> CopyTx<'c> {
             .as_mut()
             .ok_or_else(|| Error::invalid("transaction already finished"))?;
         let pa = tx.paddr(p.addr())?;
-        self.cache.obj(tx, pa)
+        Ok(self.cache.obj(tx, pa)?.0)
     }
 
     /// Reads an object's copy (copied in again if it was evicted).
@@ -466,12 +471,11 @@ impl<'c> CopyTx<'c> {
         let Some(target) = target else {
             return Ok(None);
         };
-        let cached = self.cache.table.lookup(target).is_some();
         let tx = self
             .tx
             .as_mut()
             .ok_or_else(|| Error::invalid("transaction already finished"))?;
-        let to = self.cache.obj::<U>(tx, target)?;
+        let (to, cached) = self.cache.obj::<U>(tx, target)?;
         let swizzle_now = match swizzle {
             Swizzle::None => false,
             Swizzle::Lazy => cached,
