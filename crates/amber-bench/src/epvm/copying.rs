@@ -19,11 +19,11 @@
 
 use std::path::Path;
 
-use amber::{Caching, CopyCache, CopyOptions, CopyStats, CopyTx, Db, Obj, Options, PRef, Swizzle};
+use amber::{Caching, CopyCache, CopyOptions, CopyStats, CopyTx, Db, Obj, PRef, Swizzle};
 
 use super::Version;
 use super::engine::{Engine, Transaction, Work};
-use super::mapped::{CHUNK, Chunk, FILE, ROOT, Root};
+use super::mapped::{CHUNK, Chunk, open_db};
 use crate::oo1::database::PartId;
 use crate::oo1::engine::{Answer, EngineError, ResultExt, TRAVERSAL_DEPTH, Tally};
 use crate::oo1::ops::Op;
@@ -71,19 +71,7 @@ impl Copying {
     /// Opens the mapped version's database in `dir` with a cache budget of
     /// `pool_bytes`, under an object cache of `opts`.
     pub fn open(dir: &Path, pool_bytes: u64, opts: CopyOptions) -> Result<Copying, EngineError> {
-        let path = dir.join(FILE);
-        let db = Db::open(
-            &path,
-            Options {
-                cache_bytes: Some(pool_bytes),
-                ..Options::default()
-            },
-        )
-        .ctx(&format!("opening {}", path.display()))?;
-        let root = db
-            .root::<Root>(ROOT)
-            .ctx("reading the root")?
-            .ok_or_else(|| EngineError::corrupt(format!("no root named {ROOT:?}")))?;
+        let (db, root) = open_db(dir, pool_bytes)?;
         let r = db.get(root);
         let (chunks, parts) = (db.slice(&r.chunks).to_vec(), r.parts);
         Ok(Copying {

@@ -86,6 +86,25 @@ pub fn build(dir: &Path, data: &GeneratedDb) -> Result<u64, EngineError> {
     Ok(pages)
 }
 
+/// The database in `dir`, opened with a cache budget of `cache_bytes`, and
+/// its root (the copy versions open it too).
+pub fn open_db(dir: &Path, cache_bytes: u64) -> Result<(Db, PRef<Root>), EngineError> {
+    let path = dir.join(FILE);
+    let db = Db::open(
+        &path,
+        Options {
+            cache_bytes: Some(cache_bytes),
+            ..Options::default()
+        },
+    )
+    .ctx(&format!("opening {}", path.display()))?;
+    let root = db
+        .root::<Root>(ROOT)
+        .ctx("reading the root")?
+        .ok_or_else(|| EngineError::corrupt(format!("no root named {ROOT:?}")))?;
+    Ok((db, root))
+}
+
 /// The open database.
 pub struct Mapped {
     db: Db,
@@ -95,19 +114,7 @@ pub struct Mapped {
 impl Mapped {
     /// Opens the database in `dir` with a cache budget of `cache_bytes`.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Mapped, EngineError> {
-        let path = dir.join(FILE);
-        let db = Db::open(
-            &path,
-            Options {
-                cache_bytes: Some(cache_bytes),
-                ..Options::default()
-            },
-        )
-        .ctx(&format!("opening {}", path.display()))?;
-        let root = db
-            .root::<Root>(ROOT)
-            .ctx("reading the root")?
-            .ok_or_else(|| EngineError::corrupt(format!("no root named {ROOT:?}")))?;
+        let (db, root) = open_db(dir, cache_bytes)?;
         Ok(Mapped { db, root })
     }
 

@@ -20,16 +20,13 @@
 //!   one after.
 
 use super::graph::{GBlob, GNode, GRoot, Model, Op, apply_db, create_root, diff, refs, root_of};
-use super::killer::kill_after_commits;
-use super::{
-    Cfg, check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts,
-};
+use super::kill::Rounds;
+use super::{Cfg, check_backend, child_dir, child_scenario, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
 use amber::{Caching, CopyOptions, CopyTx, Db, Lazy, Obj, PRef, Persistent, Smart, Swizzle, View};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::time::Duration;
 
 /// A small object: 101 to a 4 KiB page.
 #[derive(Persistent)]
@@ -652,24 +649,11 @@ pub fn kill(b: Cfg, test: &str) {
         return;
     }
     let rounds = env_num("AMBER_OBJ_KILLS", if long() { 200 } else { 30 });
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
-    let path = dir.path().join("db");
-    let err_path = dir.path().join("child.err");
-    let mut rng = SplitMix::new(0xc0b1_0c11);
+    let mut k = Rounds::new(0xc0b1_0c11);
     let mut model: Option<Model> = None;
-    let mut last = 0u64;
     for round in 0..rounds {
-        let want = 1 + rng.below(25);
-        let delay = Duration::from_micros(rng.below(4000));
-        let mut cmd = child_command(test, "copy-kill", dir.path());
-        last = kill_after_commits(&mut cmd, want, delay, &err_path, round);
-        let db = open(&path, opts(b));
-        let root = root_of(&db).expect("root");
-        let got = db.get(root).commits;
-        assert!(
-            got == last || got == last + 1,
-            "round {round}: the child reported commit {last}, the database holds {got}"
-        );
+        let (db, root, _) = k.next(b, test, "copy-kill", round);
+        let got = k.last;
         let m = model.get_or_insert_with(kill_model);
         kill_advance(m, got);
         if let Err(d) = diff(&db, root, m) {
@@ -677,8 +661,6 @@ pub fn kill(b: Cfg, test: &str) {
         }
         let deep = db.verify_deep().expect("deep verification runs");
         assert!(deep.is_clean(), "round {round}: {:#?}", deep.findings);
-        last = got;
-        drop(db);
     }
-    eprintln!("copy kill test ({b:?}): {rounds} kills, {last} commits");
+    eprintln!("copy kill test ({b:?}): {rounds} kills, {} commits", k.last);
 }

@@ -19,11 +19,11 @@
 //! `AMBER_OBJ_LONG`).
 
 use super::Cfg;
-use super::graph::{Model, Op, apply_db, create_root, diff, follow_lazy, refs, root_of};
+use super::graph::{GRoot, Model, Op, apply_db, create_root, diff, follow_lazy, refs, root_of};
 use super::killer::kill_after_commits;
 use super::{check_backend, child_command, child_dir, child_scenario, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
-use amber::{Db, Options};
+use amber::{Db, Options, PRef};
 use std::io::Write;
 use std::time::Duration;
 
@@ -147,26 +147,13 @@ pub fn run(b: Cfg, test: &str) {
         return;
     }
     let rounds = env_num("AMBER_OBJ_KILLS", if long() { 200 } else { 50 });
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
-    let path = dir.path().join("db");
-    let err_path = dir.path().join("child.err");
-    let mut rng = SplitMix::new(0x4b1_11ed);
+    let mut k = Rounds::new(0x4b1_11ed);
     let mut model = Model::default();
-    let mut last = 0u64;
     let mut in_flight = 0;
     for round in 0..rounds {
-        let want = 1 + rng.below(25);
-        let delay = Duration::from_micros(rng.below(4000));
-        let mut cmd = child_command(test, "kill", dir.path());
-        last = kill_after_commits(&mut cmd, want, delay, &err_path, round);
-        let db = open(&path, opts(b));
-        let root = root_of(&db).expect("root");
-        let got = db.get(root).commits;
-        assert!(
-            got == last || got == last + 1,
-            "round {round}: the child reported commit {last}, the database holds {got}"
-        );
-        in_flight += u64::from(got == last + 1);
+        let (db, root, flight) = k.next(b, test, "kill", round);
+        let got = k.last;
+        in_flight += u64::from(flight);
         advance(&mut model, got);
         if let Err(d) = diff(&db, root, &model) {
             panic!("round {round}, after commit {got}: {d}");
@@ -181,7 +168,6 @@ pub fn run(b: Cfg, test: &str) {
             "round {round}, after commit {got}: deep verification: {:#?}",
             deep.findings
         );
-        last = got;
         if round % 2 == 0 {
             db.close().expect("close");
         } else {
@@ -189,18 +175,72 @@ pub fn run(b: Cfg, test: &str) {
         }
     }
     eprintln!(
-        "kill test ({b:?}): {rounds} kills, {last} commits, {in_flight} kills after an unreported durable commit"
+        "kill test ({b:?}): {rounds} kills, {} commits, {in_flight} kills after an unreported durable commit",
+        k.last
     );
     let rep = amber::internals::store::verify::verify(
         std::sync::Arc::new(amber::internals::io::real::RealVfs),
-        &path,
+        &k.path,
     )
     .expect("verify runs");
     assert!(rep.is_ok(), "{:?}", rep.problems);
-    let deep = amber::inspect::verify_deep(&path).expect("deep verification runs");
+    let deep = amber::inspect::verify_deep(&k.path).expect("deep verification runs");
     assert!(deep.is_clean(), "{:#?}", deep.findings);
     eprintln!(
         "kill test ({b:?}): the last deep verification checked {} pointers of {} objects",
         deep.pointers, deep.objects
     );
+}
+
+/// The rounds of a kill test on the graph: each runs the child (this test
+/// binary, for a scenario) until it has reported a random number of
+/// commits, kills it at a random instant after that, and reopens the
+/// database, which must hold the commit the child reported last or the
+/// one after it (in flight when it died).
+pub struct Rounds {
+    pub dir: tempfile::TempDir,
+    pub path: std::path::PathBuf,
+    err_path: std::path::PathBuf,
+    rng: SplitMix,
+    /// The commit the database held at the last reopening.
+    pub last: u64,
+}
+
+impl Rounds {
+    /// A fresh directory; `seed` draws the rounds' commits and delays.
+    pub fn new(seed: u64) -> Rounds {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        Rounds {
+            path: dir.path().join("db"),
+            err_path: dir.path().join("child.err"),
+            dir,
+            rng: SplitMix::new(seed),
+            last: 0,
+        }
+    }
+
+    /// Round `round` of test `test` with the child of `scenario`: the
+    /// database reopened, its root, and whether it held the commit in
+    /// flight.
+    pub fn next(
+        &mut self,
+        b: Cfg,
+        test: &str,
+        scenario: &str,
+        round: u64,
+    ) -> (Db, PRef<GRoot>, bool) {
+        let want = 1 + self.rng.below(25);
+        let delay = Duration::from_micros(self.rng.below(4000));
+        let mut cmd = child_command(test, scenario, self.dir.path());
+        let reported = kill_after_commits(&mut cmd, want, delay, &self.err_path, round);
+        let db = open(&self.path, opts(b));
+        let root = root_of(&db).expect("root");
+        let got = db.get(root).commits;
+        assert!(
+            got == reported || got == reported + 1,
+            "round {round}: the child reported commit {reported}, the database holds {got}"
+        );
+        self.last = got;
+        (db, root, got == reported + 1)
+    }
 }
