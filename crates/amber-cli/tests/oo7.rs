@@ -324,6 +324,12 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
             get("wpl", op, "log_bytes") > 4.0 * get("pd-redo", op, "log_bytes"),
             "{op}"
         );
+        // Whole-page logging counts the minimal log of its changes too.
+        let minimal = get("wpl", op, "minimal_log_bytes");
+        assert!(
+            minimal > 0.0 && minimal < get("wpl", op, "log_bytes"),
+            "{op}: {minimal}"
+        );
     }
     assert_eq!(
         json["resources"].as_array().expect("resources").len(),
