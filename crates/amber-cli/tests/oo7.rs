@@ -337,3 +337,88 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("saturates"));
 }
+
+/// The PostgreSQL peer in the client-server experiment: its rows (no pages
+/// shipped, its WAL as log bytes), T1 under both its forms, and the
+/// issue's throughput targets computed from the same run. Skipped when
+/// PostgreSQL is not installed, unless `AMBER_REQUIRE_POSTGRES=1`.
+#[cfg(feature = "compare")]
+#[test]
+fn postgres_serves_the_same_clients_beside_amber() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json_path = dir.path().join("clients.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(["bench", "oo7", "--server", "--size", "tiny"])
+        .args(["--clients", "1,2", "--seconds", "0.3", "--warmup", "1"])
+        .args(["--ops", "t1,t2a", "--cache", "unconstrained"])
+        .args(["--schemes", "pd-redo,wpl,postgres,postgres-recursive"])
+        .arg("--dir")
+        .arg(dir.path().join("db"))
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("run amber bench oo7 --server");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("the JSON"))
+            .expect("JSON");
+    let unavailable = json["unavailable"].as_array().expect("unavailable");
+    if !unavailable.is_empty() {
+        assert_ne!(
+            std::env::var("AMBER_REQUIRE_POSTGRES").as_deref(),
+            Ok("1"),
+            "{unavailable:?}"
+        );
+        assert_eq!(unavailable.len(), 2, "{unavailable:?}");
+        return;
+    }
+    let rows = json["rows"].as_array().expect("rows");
+    // Amber's two schemes and postgres: 2 ops × 2 counts; postgres-recursive: T1 only.
+    assert_eq!(rows.len(), 3 * 2 * 2 + 2, "{rows:?}");
+    for r in rows
+        .iter()
+        .filter(|r| r["scheme"] != "pd-redo" && r["scheme"] != "wpl")
+    {
+        assert!(
+            r["pages_shipped"].is_null() && r["minimal_log_bytes"].is_null(),
+            "{r}"
+        );
+        assert!(r["tx_per_s"].as_f64().expect("tx_per_s") > 0.0, "{r}");
+        if r["op"] == "t2a" {
+            // The WAL of a committed update, at least a record per part.
+            assert!(r["log_bytes"].as_f64().expect("log_bytes") > 100.0, "{r}");
+        }
+    }
+    assert!(
+        rows.iter()
+            .all(|r| r["scheme"] != "postgres-recursive" || r["op"] == "t1")
+    );
+    let targets = json["targets"].as_array().expect("targets");
+    let peers: Vec<(&str, &str)> = targets
+        .iter()
+        .map(|t| (t["op"].as_str().unwrap(), t["peer"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        peers,
+        [
+            ("t2a", "postgres"),
+            ("t1", "postgres"),
+            ("t1", "postgres-recursive")
+        ]
+    );
+    for t in targets {
+        assert_eq!(t["clients"], 2, "{t}");
+        let ratio = t["best_tx_per_s"].as_f64().unwrap() / t["peer_tx_per_s"].as_f64().unwrap();
+        assert!(
+            (t["ratio"].as_f64().unwrap() - ratio).abs() < 1e-6 * ratio,
+            "{t}"
+        );
+        assert_eq!(t["met"].is_null(), t["target"].is_null(), "{t}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("target t1"));
+}
