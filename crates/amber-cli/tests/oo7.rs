@@ -221,6 +221,31 @@ fn schemes_run_on_one_build_and_log_as_promised() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("sd-128"));
 }
 
+/// Runs `amber bench oo7 --server` on the tiny database, clients 1 and 2,
+/// briefly, with `args`: its standard output and its JSON.
+fn run_clients(args: &[&str]) -> (String, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json_path = dir.path().join("clients.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(["bench", "oo7", "--server", "--size", "tiny"])
+        .args(["--clients", "1,2", "--seconds", "0.3", "--warmup", "1"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir.path().join("db"))
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("run amber bench oo7 --server");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json_path).expect("the JSON");
+    (stdout, serde_json::from_str(&text).expect("JSON"))
+}
+
 /// `--server --clients`: QuickStore's client-server experiment, smoke
 /// size (tiny, 1 and 2 clients, under a second a cell): one row per
 /// cell with exactly the fields, every client's answers checked
@@ -230,40 +255,14 @@ fn schemes_run_on_one_build_and_log_as_promised() {
 /// than WPL's.
 #[test]
 fn clients_through_the_server_ship_what_each_scheme_promises() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json_path = dir.path().join("clients.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args([
-            "bench",
-            "oo7",
-            "--server",
-            "--size",
-            "tiny",
-            "--clients",
-            "1,2",
-        ])
-        .args(["--seconds", "0.3", "--warmup", "1", "--ops", "t2a,t2b"])
-        .args([
-            "--schemes",
-            "pd-esm,sd-esm,pd-redo,wpl",
-            "--cache",
-            "constrained",
-        ])
-        .arg("--dir")
-        .arg(dir.path().join("db"))
-        .arg("--json")
-        .arg(&json_path)
-        .output()
-        .expect("run amber bench oo7 --server");
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("the JSON"))
-            .expect("JSON");
+    let (stdout, json) = run_clients(&[
+        "--ops",
+        "t2a,t2b",
+        "--schemes",
+        "pd-esm,sd-esm,pd-redo,wpl",
+        "--cache",
+        "constrained",
+    ]);
     let rows = json["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4 * 2 * 2, "schemes × ops × clients");
     let fields = [
@@ -335,7 +334,7 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
         json["resources"].as_array().expect("resources").len(),
         rows.len()
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("saturates"));
+    assert!(stdout.contains("saturates"));
 }
 
 /// The PostgreSQL peer in the client-server experiment: its rows (no pages
@@ -345,28 +344,14 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
 #[cfg(feature = "compare")]
 #[test]
 fn postgres_serves_the_same_clients_beside_amber() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json_path = dir.path().join("clients.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args(["bench", "oo7", "--server", "--size", "tiny"])
-        .args(["--clients", "1,2", "--seconds", "0.3", "--warmup", "1"])
-        .args(["--ops", "t1,t2a", "--cache", "unconstrained"])
-        .args(["--schemes", "pd-redo,wpl,postgres,postgres-recursive"])
-        .arg("--dir")
-        .arg(dir.path().join("db"))
-        .arg("--json")
-        .arg(&json_path)
-        .output()
-        .expect("run amber bench oo7 --server");
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("the JSON"))
-            .expect("JSON");
+    let (stdout, json) = run_clients(&[
+        "--ops",
+        "t1,t2a",
+        "--cache",
+        "unconstrained",
+        "--schemes",
+        "pd-redo,wpl,postgres,postgres-recursive",
+    ]);
     let unavailable = json["unavailable"].as_array().expect("unavailable");
     if !unavailable.is_empty() {
         assert_ne!(
@@ -420,5 +405,5 @@ fn postgres_serves_the_same_clients_beside_amber() {
         );
         assert_eq!(t["met"].is_null(), t["target"].is_null(), "{t}");
     }
-    assert!(String::from_utf8_lossy(&out.stdout).contains("target t1"));
+    assert!(stdout.contains("target t1"));
 }
