@@ -264,9 +264,7 @@ impl Host {
     fn cpu_s(&self) -> f64 {
         match self {
             Host::Amber(_) => crate::procfs::cpu_time_s().unwrap_or(0.0),
-            Host::Peer(p) => (p.processes().pids().unwrap_or_default().iter())
-                .filter_map(|pid| crate::procfs::cpu_time_s_of(&pid.to_string()))
-                .sum(),
+            Host::Peer(p) => p.processes().cpu_time_s().unwrap_or(0.0),
         }
     }
 
