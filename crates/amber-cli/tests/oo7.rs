@@ -221,6 +221,31 @@ fn schemes_run_on_one_build_and_log_as_promised() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("sd-128"));
 }
 
+/// Runs `amber bench oo7 --server` on the tiny database, clients 1 and 2,
+/// briefly, with `args`: its standard output and its JSON.
+fn run_clients(args: &[&str]) -> (String, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let json_path = dir.path().join("clients.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
+        .args(["bench", "oo7", "--server", "--size", "tiny"])
+        .args(["--clients", "1,2", "--seconds", "0.3", "--warmup", "1"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir.path().join("db"))
+        .arg("--json")
+        .arg(&json_path)
+        .output()
+        .expect("run amber bench oo7 --server");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&json_path).expect("the JSON");
+    (stdout, serde_json::from_str(&text).expect("JSON"))
+}
+
 /// `--server --clients`: QuickStore's client-server experiment, smoke
 /// size (tiny, 1 and 2 clients, under a second a cell): one row per
 /// cell with exactly the fields, every client's answers checked
@@ -230,40 +255,14 @@ fn schemes_run_on_one_build_and_log_as_promised() {
 /// than WPL's.
 #[test]
 fn clients_through_the_server_ship_what_each_scheme_promises() {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let json_path = dir.path().join("clients.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_amber"))
-        .args([
-            "bench",
-            "oo7",
-            "--server",
-            "--size",
-            "tiny",
-            "--clients",
-            "1,2",
-        ])
-        .args(["--seconds", "0.3", "--warmup", "1", "--ops", "t2a,t2b"])
-        .args([
-            "--schemes",
-            "pd-esm,sd-esm,pd-redo,wpl",
-            "--cache",
-            "constrained",
-        ])
-        .arg("--dir")
-        .arg(dir.path().join("db"))
-        .arg("--json")
-        .arg(&json_path)
-        .output()
-        .expect("run amber bench oo7 --server");
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("the JSON"))
-            .expect("JSON");
+    let (stdout, json) = run_clients(&[
+        "--ops",
+        "t2a,t2b",
+        "--schemes",
+        "pd-esm,sd-esm,pd-redo,wpl",
+        "--cache",
+        "constrained",
+    ]);
     let rows = json["rows"].as_array().expect("rows");
     assert_eq!(rows.len(), 4 * 2 * 2, "schemes × ops × clients");
     let fields = [
@@ -324,10 +323,87 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
             get("wpl", op, "log_bytes") > 4.0 * get("pd-redo", op, "log_bytes"),
             "{op}"
         );
+        // Whole-page logging counts the minimal log of its changes too.
+        let minimal = get("wpl", op, "minimal_log_bytes");
+        assert!(
+            minimal > 0.0 && minimal < get("wpl", op, "log_bytes"),
+            "{op}: {minimal}"
+        );
     }
     assert_eq!(
         json["resources"].as_array().expect("resources").len(),
         rows.len()
     );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("saturates"));
+    assert!(stdout.contains("saturates"));
+}
+
+/// The PostgreSQL peer in the client-server experiment: its rows (no pages
+/// shipped, its WAL as log bytes), T1 under both its forms, and the
+/// issue's throughput targets computed from the same run. Skipped when
+/// PostgreSQL is not installed, unless `AMBER_REQUIRE_POSTGRES=1`.
+#[cfg(feature = "compare")]
+#[test]
+fn postgres_serves_the_same_clients_beside_amber() {
+    let (stdout, json) = run_clients(&[
+        "--ops",
+        "t1,t2a",
+        "--cache",
+        "unconstrained",
+        "--schemes",
+        "pd-redo,wpl,postgres,postgres-recursive",
+    ]);
+    let unavailable = json["unavailable"].as_array().expect("unavailable");
+    if !unavailable.is_empty() {
+        assert_ne!(
+            std::env::var("AMBER_REQUIRE_POSTGRES").as_deref(),
+            Ok("1"),
+            "{unavailable:?}"
+        );
+        assert_eq!(unavailable.len(), 2, "{unavailable:?}");
+        return;
+    }
+    let rows = json["rows"].as_array().expect("rows");
+    // Amber's two schemes and postgres: 2 ops × 2 counts; postgres-recursive: T1 only.
+    assert_eq!(rows.len(), 3 * 2 * 2 + 2, "{rows:?}");
+    for r in rows
+        .iter()
+        .filter(|r| r["scheme"] != "pd-redo" && r["scheme"] != "wpl")
+    {
+        assert!(
+            r["pages_shipped"].is_null() && r["minimal_log_bytes"].is_null(),
+            "{r}"
+        );
+        assert!(r["tx_per_s"].as_f64().expect("tx_per_s") > 0.0, "{r}");
+        if r["op"] == "t2a" {
+            // The WAL of a committed update, at least a record per part.
+            assert!(r["log_bytes"].as_f64().expect("log_bytes") > 100.0, "{r}");
+        }
+    }
+    assert!(
+        rows.iter()
+            .all(|r| r["scheme"] != "postgres-recursive" || r["op"] == "t1")
+    );
+    let targets = json["targets"].as_array().expect("targets");
+    let peers: Vec<(&str, &str)> = targets
+        .iter()
+        .map(|t| (t["op"].as_str().unwrap(), t["peer"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        peers,
+        [
+            ("t2a", "postgres"),
+            ("t1", "postgres"),
+            ("t1", "postgres-recursive")
+        ]
+    );
+    for t in targets {
+        assert_eq!(t["clients"], 2, "{t}");
+        let ratio = t["best_tx_per_s"].as_f64().unwrap() / t["peer_tx_per_s"].as_f64().unwrap();
+        assert!(
+            (t["ratio"].as_f64().unwrap() - ratio).abs() < 1e-6 * ratio,
+            "{t}"
+        );
+        assert_eq!(t["met"].is_null(), t["target"].is_null(), "{t}");
+    }
+    assert!(stdout.contains("target t1"));
 }

@@ -194,7 +194,8 @@ fn every_scheme_logs_the_same() {
 
 /// The log generators: differencing logs the changed bytes, sub-page
 /// logging the recorded cards or objects whole, whole-page logging every
-/// written page whole; all leave the same database.
+/// written page whole; all leave the same database. Whole-page logging
+/// still counts the minimal log of its changes, the differencing count.
 #[test]
 fn log_generators_log_what_they_promise() {
     use amber::internals::wal::{Record, ranges, record::COMMIT_SIZE};
@@ -215,7 +216,7 @@ fn log_generators_log_what_they_promise() {
         ("wpl", page),
         ("cards-16+wpl", page),
     ];
-    let mut states = Vec::new();
+    let (mut states, mut minimal) = (Vec::new(), Vec::new());
     for (name, want) in cases {
         let strategy: Strategy = name.parse().unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -228,6 +229,9 @@ fn log_generators_log_what_they_promise() {
         *tx.field_mut(ps[10], |p| &p.pad[5]) ^= 1 << 8;
         let s = tx.commit().unwrap();
         assert_eq!(s.log_bytes, commit + want, "{name}: one field's log");
+        if name.ends_with("wpl") {
+            assert_eq!(s.minimal_log_bytes, header + 1, "{name}: the minimal log");
+        }
         // Then a mixed transaction, and a reopen.
         let mut tx = db.begin_with(strategy).unwrap();
         for (i, &p) in ps.iter().enumerate().step_by(3) {
@@ -236,7 +240,7 @@ fn log_generators_log_what_they_promise() {
                 .unwrap();
         }
         tx.push(ps[1], |o| &mut o.links, ps[99]).unwrap();
-        tx.commit().unwrap();
+        minimal.push((name, tx.commit().unwrap().minimal_log_bytes));
         drop(db);
         let state = reopened_state(&path, 5);
         assert_eq!(state[10].1, 10 ^ (1 << 8), "{name}");
@@ -246,6 +250,12 @@ fn log_generators_log_what_they_promise() {
         states.iter().all(|s| *s == states[0]),
         "the log generators left different databases"
     );
+    // sd-8 diffs; each whole-page case must count what it found.
+    let diffed = minimal[0].1;
+    assert!(diffed > header, "{minimal:?}");
+    for &(name, m) in minimal.iter().filter(|(n, _)| n.ends_with("wpl")) {
+        assert_eq!(m, diffed, "{name}: the mixed transaction's minimal log");
+    }
 }
 
 /// `auto` runs each transaction under one of its two schemes, tries both

@@ -4,7 +4,8 @@
 //! as separate transactions with its cache kept across them, says
 //! `ready` after the warm-up, waits for the word on its standard input,
 //! then runs for the measured time and prints one JSON line of what it
-//! did.
+//! did. A peer's client (`postgres`) does the same over one connection to
+//! the peer's server.
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
@@ -12,10 +13,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::amber_engine::AmberOo7;
-use super::engine::{EngineError, Oo7Engine};
+use super::clients::Peer;
+use super::engine::{Answer, EngineError, Oo7Engine};
 use super::ops::Op;
+use super::ops::Traversal;
 use crate::oo1::BenchError;
-use amber::{BackendChoice, Error, Options, RemoteOptions, Scheme};
+use amber::{BackendChoice, CommitStats, Error, Options, RemoteOptions, Scheme};
 
 /// The hidden subcommand a client process runs: `amber bench oo7
 /// __oo7-client JOB`, with the job as JSON.
@@ -28,6 +31,7 @@ pub struct ClientJob {
     pub token: String,
     /// Its module, 1-based.
     pub module: u32,
+    /// One of Amber's schemes, or a peer's form (`postgres`).
     pub scheme: String,
     pub op: String,
     /// `sigsegv` or `uffd`.
@@ -65,33 +69,58 @@ fn is_conflict(e: &EngineError) -> bool {
         if matches!(source.downcast_ref::<Error>(), Some(Error::Conflict { .. })))
 }
 
-/// Runs the client process of `job` (the JSON after the subcommand).
-pub fn run_client(job: &str) -> Result<(), BenchError> {
+/// A client's connection: Amber's, whose commits say what they shipped,
+/// or a peer's.
+enum Engine {
+    Amber(Box<AmberOo7>),
+    Peer(Box<dyn Oo7Engine>),
+}
+
+impl Engine {
+    fn traverse(&mut self, m: u32, t: Traversal) -> Result<Answer, EngineError> {
+        match self {
+            Engine::Amber(e) => e.traverse(m, t),
+            Engine::Peer(e) => e.traverse(m, t),
+        }
+    }
+
+    /// What the last commit shipped (nothing for a peer, or for a
+    /// traversal that changes nothing).
+    fn last_commit(&self) -> CommitStats {
+        match self {
+            Engine::Amber(e) => e.last_commit().unwrap_or_default(),
+            Engine::Peer(_) => CommitStats::default(),
+        }
+    }
+
+    fn close(self) -> Result<(), EngineError> {
+        match self {
+            Engine::Amber(e) => e.close(),
+            Engine::Peer(e) => e.close(),
+        }
+    }
+}
+
+/// Runs the client process of `job` (the JSON after the subcommand);
+/// `peers` are the peer engines this binary has.
+pub fn run_client(job: &str, peers: &[Box<dyn Peer>]) -> Result<(), BenchError> {
     let job: ClientJob = serde_json::from_str(job).map_err(|source| BenchError::Json {
         context: "reading the client's job".into(),
         source,
     })?;
-    let fail = |during: &str, e: EngineError| BenchError::engine("amber", during.to_string(), e);
-    let scheme: Scheme = (job.scheme.parse()).map_err(|e| BenchError::Usage(format!("{e}")))?;
+    let name = job.scheme.clone();
+    let fail = |during: &str, e: EngineError| BenchError::engine(&name, during.to_string(), e);
     let t = (Op::from_name(&job.op).and_then(Op::traversal))
         .ok_or_else(|| BenchError::Usage(format!("{} is not a traversal", job.op)))?;
-    let options = Options {
-        backend: match job.backend.as_str() {
-            "uffd" => BackendChoice::Uffd,
-            _ => BackendChoice::Sigsegv,
-        },
-        recovery_buffer_pages: job.recovery_buffer_pages,
-        remote: RemoteOptions {
-            token: Some(job.token.as_bytes().to_vec()),
-            scheme: Some(scheme),
-            timeout: Duration::from_secs(120),
-            ..RemoteOptions::default()
-        },
-        ..Options::default()
+    let mut engine = match super::clients::peer::find(peers, &job.scheme) {
+        Some(peer) => Engine::Peer(
+            peer.connect(&job.url, &job.scheme)
+                .map_err(|e| fail("connecting", e))?,
+        ),
+        None => Engine::Amber(Box::new(connect(&job).map_err(|e| fail("connecting", e))?)),
     };
-    let mut engine = AmberOo7::connect(&job.url, options).map_err(|e| fail("connecting", e))?;
     let mut out = ClientResult::default();
-    let one = |engine: &mut AmberOo7, out: &mut ClientResult| -> Result<(), BenchError> {
+    let one = |engine: &mut Engine, out: &mut ClientResult| -> Result<(), BenchError> {
         let t0 = Instant::now();
         let answer = loop {
             match engine.traverse(job.module, t) {
@@ -101,7 +130,7 @@ pub fn run_client(job: &str) -> Result<(), BenchError> {
         };
         if answer.count != job.expected_count {
             return Err(BenchError::Child {
-                engine: format!("amber/{scheme}"),
+                engine: job.scheme.clone(),
                 job: job.op.clone(),
                 message: format!(
                     "module {}: {} updates, the model's {}",
@@ -109,7 +138,7 @@ pub fn run_client(job: &str) -> Result<(), BenchError> {
                 ),
             });
         }
-        let s = engine.last_commit().unwrap_or_default();
+        let s = engine.last_commit();
         out.transactions += 1;
         out.response_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         out.data_pages += s.data_pages_shipped;
@@ -144,5 +173,27 @@ pub fn run_client(job: &str) -> Result<(), BenchError> {
         source,
     })?;
     say(&format!("result {line}"))?;
-    Box::new(engine).close().map_err(|e| fail("closing", e))
+    engine.close().map_err(|e| fail("closing", e))
+}
+
+/// Amber's client of `job`: connected under its scheme, with its cache
+/// setting.
+fn connect(job: &ClientJob) -> Result<AmberOo7, EngineError> {
+    let scheme: Scheme =
+        (job.scheme.parse()).map_err(|e| EngineError::bad_input(format!("{e}")))?;
+    let options = Options {
+        backend: match job.backend.as_str() {
+            "uffd" => BackendChoice::Uffd,
+            _ => BackendChoice::Sigsegv,
+        },
+        recovery_buffer_pages: job.recovery_buffer_pages,
+        remote: RemoteOptions {
+            token: Some(job.token.as_bytes().to_vec()),
+            scheme: Some(scheme),
+            timeout: Duration::from_secs(120),
+            ..RemoteOptions::default()
+        },
+        ..Options::default()
+    };
+    AmberOo7::connect(&job.url, options)
 }

@@ -10,6 +10,9 @@
 //!   log's size sequentially from the same directory; with the page cache
 //!   dropped before every run of each side (the headline, since after a
 //!   machine crash the log is read from the device) and warm.
+//! - [`restart()`]: an `amber serve`'s restart after a kill with a large
+//!   log of range records (REDO, ESM) or of whole pages (WPL), against a
+//!   sequential read of that log, the page cache dropped before each.
 //! - [`stall()`]: how long page faults of another thread stall while a
 //!   checkpoint installs a large log, called explicitly or triggered by a
 //!   commit.
@@ -26,12 +29,14 @@
 mod commit;
 mod measure;
 mod recovery;
+mod restart;
 mod stall;
 
 pub use commit::{CHANGE_BYTES, CommitConfig, CommitReport, commit};
 pub use measure::{Environment, Summary};
 pub(crate) use measure::{Workdir, environment, median, median_u64, range, summarize};
 pub use recovery::{ColdNumbers, RecoveryBreakdown, RecoveryConfig, RecoveryReport, recovery};
+pub use restart::{RestartReport, RestartRow, restart};
 pub use stall::{CaseRun, CaseSummary, FaultStats, StallConfig, StallReport, stall};
 use std::fmt;
 use std::io;

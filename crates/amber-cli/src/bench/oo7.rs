@@ -17,12 +17,21 @@ fn oo7_engines() -> Vec<Box<dyn Oo7Factory>> {
     all
 }
 
+/// The peers of `amber bench oo7 --server`: PostgreSQL when the CLI is
+/// built with the `compare` feature.
+fn peers() -> Vec<Box<dyn oo7::clients::Peer>> {
+    #[cfg(feature = "compare")]
+    return vec![Box::new(amber_compare::postgres::clients::PostgresPeer)];
+    #[cfg(not(feature = "compare"))]
+    Vec::new()
+}
+
 /// `amber bench oo7 [ARGS]...`, and the hidden child subcommand the harness
 /// re-executes this binary with (`amber bench oo7 __oo7-child`).
 pub(super) fn run(args: &[String], out: &mut String) -> Result<ExitCode, CliError> {
     if args.first().map(String::as_str) == Some(oo7::client::CLIENT_SUBCOMMAND) {
         let job = args.get(1).map(String::as_str).unwrap_or_default();
-        return oo7::client::run_client(job)
+        return oo7::client::run_client(job, &peers())
             .map(|()| ExitCode::SUCCESS)
             .map_err(|e| CliError::msg(format!("bench oo7 client: {e}")));
     }
@@ -88,8 +97,8 @@ fn run_clients(args: &[String], out: &mut String) -> Result<ExitCode, CliError> 
         oo7::client::CLIENT_SUBCOMMAND.into(),
     ];
     check_json_target(a.json.as_deref())?;
-    let report =
-        oo7::clients::run_clients(&a).map_err(|e| CliError::msg(format!("bench oo7: {e}")))?;
+    let report = oo7::clients::run_clients(&a, &peers())
+        .map_err(|e| CliError::msg(format!("bench oo7: {e}")))?;
     oo7::clients::print_table(&report, out);
     if let Some(p) = &a.json {
         let _ = writeln!(out, "wrote {}", p.display());

@@ -1,7 +1,8 @@
 //! PostgreSQL as the peer a team would pick: a server started and stopped
 //! by the harness ([`server`]), the pure-Rust synchronous `postgres` client
 //! (no libpq), and the OO1 engine ([`oo1`]; OO7's is
-//! [`crate::oo7::postgres`]).
+//! [`crate::oo7::postgres`], which [`clients`] serves to the clients of
+//! `amber bench oo7 --server`).
 //!
 //! An engine's database directory holds a cluster (`DIR/pgdata`) and the
 //! server's log (`DIR/postgres.log`): `build` creates the cluster, loads it
@@ -11,6 +12,7 @@
 //! files in the OS page cache as the other engines find theirs), and
 //! `close` stops it. [`Session`] is one connection with its transactions.
 
+pub mod clients;
 pub mod oo1;
 pub mod server;
 

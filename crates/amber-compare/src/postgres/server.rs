@@ -442,17 +442,7 @@ impl Server {
 
     /// A new connection to database `dbname` as [`USER`].
     pub fn connect(&self, dbname: &str) -> Result<Client, EngineError> {
-        Config::new()
-            .host_path(&self.data)
-            .port(PORT)
-            .user(USER)
-            .dbname(dbname)
-            .application_name("amber-bench")
-            .connect(NoTls)
-            .ctx(&format!(
-                "connecting to PostgreSQL on {}",
-                self.data.display()
-            ))
+        connect(&self.data, dbname)
     }
 
     /// The postmaster and the processes it forks.
@@ -524,6 +514,19 @@ impl Drop for Server {
             eprintln!("{e}");
         }
     }
+}
+
+/// A new connection to database `dbname` as [`USER`] of the server
+/// running on `data` (another process's: its socket is in `data`).
+pub fn connect(data: &Path, dbname: &str) -> Result<Client, EngineError> {
+    Config::new()
+        .host_path(data)
+        .port(PORT)
+        .user(USER)
+        .dbname(dbname)
+        .application_name("amber-bench")
+        .connect(NoTls)
+        .ctx(&format!("connecting to PostgreSQL on {}", data.display()))
 }
 
 fn signal(pid: u32, sig: rustix::process::Signal) -> io::Result<()> {

@@ -405,6 +405,7 @@ impl Tx<'_> {
                         unlogged += image.len();
                         stx.write_page(page, &image)?
                     }
+                    Record::Counted(start, end) => diffed.push((start, end)),
                 }
             }
             if early_limit.is_some_and(|l| unlogged > l) {

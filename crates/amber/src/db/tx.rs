@@ -35,8 +35,9 @@ pub struct CommitStats {
     pub log_bytes: u64,
     /// Log bytes the minimal-log rule demands for the changes (headers plus
     /// changed bytes, after coalescing), commit record excluded; counted
-    /// for what was diffed only (not for the blocks sub-page or whole-page
-    /// logging logged without a diff).
+    /// for what was diffed only: whole-page logging diffs its pages for
+    /// this count alone, sub-page logging does not (its blocks logged
+    /// without a diff count nothing).
     pub minimal_log_bytes: u64,
     /// Bytes that differ from the committed state.
     pub changed_bytes: u64,

@@ -23,8 +23,9 @@ options:
   --clients LIST   numbers of clients, or A..B (default 1..5)
   --size S         tiny, small, medium, quickstore-small or quickstore-big (default quickstore-small);
                    the database has at least as many modules as the most clients
-  --schemes LIST   pd-esm, sd-esm, sl-esm, pd-redo, wpl, auto (default: all six)
-  --ops LIST       t2a, t2b, t2c (default: all three)
+  --schemes LIST   pd-esm, sd-esm, sl-esm, pd-redo, wpl, auto, and the peers postgres and
+                   postgres-recursive (T1 only; built with --features compare) (default: all)
+  --ops LIST       t1, t2a, t2b, t2c (default: all four)
   --cache LIST     unconstrained, constrained (default: both)
   --backend B      sigsegv (QuickStore's recovery buffer; the default) or uffd
   --seconds S      measured time per cell (default 5)
@@ -39,7 +40,7 @@ options:
 pub struct ClientsArgs {
     pub clients: Vec<u32>,
     pub size: Size,
-    pub schemes: Vec<Scheme>,
+    pub schemes: Vec<Column>,
     pub ops: Vec<Op>,
     pub caches: Vec<Cache>,
     pub backend: String,
@@ -51,6 +52,47 @@ pub struct ClientsArgs {
     /// The arguments that make `current_exe()` run a client
     /// ([`run_client`](super::client::run_client)).
     pub child_args: Vec<String>,
+}
+
+/// The peers' names in `--schemes` (each provided by a [`Peer`] the CLI
+/// hands in).
+///
+/// [`Peer`]: super::Peer
+pub const PEERS: [&str; 2] = ["postgres", "postgres-recursive"];
+
+/// A column of the experiment: one of Amber's recovery schemes, or a peer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Column {
+    Amber(Scheme),
+    /// A peer's form, one of [`PEERS`].
+    Peer(&'static str),
+}
+
+impl Column {
+    /// Its name in the rows' `scheme`.
+    pub fn name(&self) -> String {
+        match self {
+            Column::Amber(s) => s.name().to_string(),
+            Column::Peer(p) => p.to_string(),
+        }
+    }
+
+    /// Every column: Amber's schemes, then the peers.
+    fn all() -> Vec<Column> {
+        let amber = Scheme::ALL.iter().map(|&s| Column::Amber(s));
+        amber
+            .chain(PEERS.iter().map(|&p| Column::Peer(p)))
+            .collect()
+    }
+
+    fn parse(name: &str) -> Result<Column, BenchError> {
+        if let Some(&p) = PEERS.iter().find(|&&p| p == name) {
+            return Ok(Column::Peer(p));
+        }
+        name.parse()
+            .map(Column::Amber)
+            .map_err(|e: amber::Error| usage(format!("{e}, or a peer: {}", PEERS.join(", "))))
+    }
 }
 
 /// The client cache settings of the paper's §5.1 and §5.2.
@@ -90,8 +132,8 @@ impl ClientsArgs {
         let mut a = ClientsArgs {
             clients: (1..=5).collect(),
             size: Size::QuickstoreSmall,
-            schemes: Scheme::ALL.to_vec(),
-            ops: vec![Op::T2a, Op::T2b, Op::T2c],
+            schemes: Column::all(),
+            ops: vec![Op::T1, Op::T2a, Op::T2b, Op::T2c],
             caches: vec![Cache::Unconstrained, Cache::Constrained],
             backend: "sigsegv".into(),
             seconds: 5.0,
@@ -123,15 +165,14 @@ impl ClientsArgs {
                         Size::from_name(&v).ok_or_else(|| usage(format!("unknown size {v:?}")))?;
                 }
                 "--schemes" => {
-                    a.schemes = (list(&value()?).iter().map(|s| s.parse()))
-                        .collect::<Result<_, amber::Error>>()
-                        .map_err(|e| usage(e.to_string()))?;
+                    a.schemes = (list(&value()?).iter().map(|s| Column::parse(s)))
+                        .collect::<Result<_, _>>()?;
                 }
                 "--ops" => {
                     a.ops = (list(&value()?).iter())
                         .map(|n| match Op::from_name(n) {
-                            Some(op @ (Op::T2a | Op::T2b | Op::T2c)) => Ok(op),
-                            _ => Err(usage(format!("--ops: {n:?} is not t2a, t2b or t2c"))),
+                            Some(op @ (Op::T1 | Op::T2a | Op::T2b | Op::T2c)) => Ok(op),
+                            _ => Err(usage(format!("--ops: {n:?} is not t1, t2a, t2b or t2c"))),
                         })
                         .collect::<Result<_, _>>()?;
                 }
@@ -197,14 +238,14 @@ mod tests {
         let a = parse(&["--server"]).expect("defaults");
         assert_eq!(
             (a.clients.clone(), a.schemes.len(), a.size),
-            (vec![1, 2, 3, 4, 5], 6, Size::QuickstoreSmall)
+            (vec![1, 2, 3, 4, 5], 8, Size::QuickstoreSmall)
         );
         let a = parse(&[
             "--server",
             "--clients",
             "2..3",
             "--schemes",
-            "wpl,pd-redo",
+            "wpl,pd-redo,postgres",
             "--ops",
             "t2a",
             "--cache",
@@ -212,7 +253,14 @@ mod tests {
         ])
         .expect("valid");
         assert_eq!(a.clients, vec![2, 3]);
-        assert_eq!(a.schemes, vec![Scheme::Wpl, Scheme::PdRedo]);
+        assert_eq!(
+            a.schemes,
+            vec![
+                Column::Amber(Scheme::Wpl),
+                Column::Amber(Scheme::PdRedo),
+                Column::Peer("postgres")
+            ]
+        );
         assert_eq!(
             (a.ops.clone(), a.caches.clone()),
             (vec![Op::T2a], vec![Cache::Constrained])
@@ -221,9 +269,9 @@ mod tests {
             matches!(parse(&["--clients", "0"]), Err(BenchError::Usage(m)) if m.contains("1 to 64"))
         );
         assert!(
-            matches!(parse(&["--schemes", "esm"]), Err(BenchError::Usage(m)) if m.contains("pd-esm"))
+            matches!(parse(&["--schemes", "esm"]), Err(BenchError::Usage(m)) if m.contains("pd-esm") && m.contains("postgres"))
         );
-        assert!(matches!(parse(&["--ops", "t1"]), Err(BenchError::Usage(m)) if m.contains("t2a")));
+        assert!(matches!(parse(&["--ops", "t3a"]), Err(BenchError::Usage(m)) if m.contains("t2a")));
         assert!(matches!(
             parse(&["--backend", "x"]),
             Err(BenchError::Usage(_))

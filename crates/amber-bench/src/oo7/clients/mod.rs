@@ -31,13 +31,22 @@
 //! **The resources.** Server and clients share the machine's cores, so
 //! each cell also says the CPU time of the server (this process) and of
 //! the clients over the measured time, and which resource saturates.
+//!
+//! **The peer** (`postgres`, [`Peer`]): the same clients on the same
+//! modules, each with one connection to a PostgreSQL server of the run's
+//! own, built once from the same generated database; its log bytes are
+//! the WAL's growth over the measured time. It has no client cache
+//! setting (its server's buffer pool holds the database): its cells run
+//! once, under `unconstrained`. `postgres-recursive` differs from
+//! `postgres` only in T1 (one recursive query per composite part's
+//! graph), so it runs T1 only.
 
 mod args;
+pub(super) mod peer;
 mod report;
 mod served;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -45,19 +54,22 @@ use std::time::{Duration, Instant};
 use self::served::Served;
 use super::amber_engine::{AmberOo7Factory, FILE};
 use super::client::{ClientJob, ClientResult};
-use super::engine::{EngineOptions, Oo7Factory};
+use super::engine::{EngineError, EngineOptions, Oo7Factory};
 use super::generate::generate;
 use super::model::Model;
+use super::ops::Op;
 use crate::oo1::BenchError;
 use crate::oo1::harness::{remove_dir, reset_dir};
 
-pub use args::{Cache, ClientsArgs, USAGE};
-pub use report::{ClientsReport, Resources, Row, print_table};
+pub use args::{Cache, ClientsArgs, Column, PEERS, USAGE};
+pub use peer::{Peer, PeerServer};
+pub use report::{ClientsReport, Resources, Row, Target, Unavailable, print_table};
 
 const TOKEN: &str = "oo7-clients";
 
-/// Runs the experiment; writes the JSON if asked.
-pub fn run_clients(a: &ClientsArgs) -> Result<ClientsReport, BenchError> {
+/// Runs the experiment; writes the JSON if asked. `peers` are the peer
+/// engines this binary has (the CLI's, with `--features compare`).
+pub fn run_clients(a: &ClientsArgs, peers: &[Box<dyn Peer>]) -> Result<ClientsReport, BenchError> {
     let most = a.clients.iter().copied().max().unwrap_or(1);
     let own = a.size.params(a.seed);
     let params = super::params::Params {
@@ -66,7 +78,15 @@ pub fn run_clients(a: &ClientsArgs) -> Result<ClientsReport, BenchError> {
     };
     params.validate().map_err(BenchError::Usage)?;
     let db = generate(params).map_err(BenchError::Usage)?;
-    let temp = tempfile::tempdir().map_err(|e| BenchError::io("making a directory", "/tmp", e))?;
+    // Mode 0711: a peer's server running as another user (PostgreSQL
+    // under root) passes through to its data directory.
+    let temp = tempfile::tempdir()
+        .and_then(|t| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o711))?;
+            Ok(t)
+        })
+        .map_err(|e| BenchError::io("making a directory", "/tmp", e))?;
     // Built afresh, and removed afterwards (disk is shared).
     let dir = (a.dir.as_deref().unwrap_or(temp.path())).join("oo7-clients");
     reset_dir(&dir)?;
@@ -104,16 +124,63 @@ pub fn run_clients(a: &ClientsArgs) -> Result<ClientsReport, BenchError> {
         load_before: crate::procfs::load_average(),
         rows: Vec::new(),
         resources: Vec::new(),
+        targets: Vec::new(),
+        unavailable: Vec::new(),
     };
+    // The peers' databases, built once each (both forms share one).
+    let pg_dir = dir.join("peer");
+    let mut built: Vec<&str> = Vec::new();
+    for column in &a.schemes {
+        let Column::Peer(name) = column else { continue };
+        let Some(peer) = peer::find(peers, name) else {
+            eprintln!("{name}: unavailable: {PEER_HINT}");
+            report.unavailable.push(Unavailable {
+                scheme: name.to_string(),
+                reason: PEER_HINT.into(),
+            });
+            continue;
+        };
+        if let Err(reason) = peer.available() {
+            eprintln!("{name}: unavailable: {reason}");
+            report.unavailable.push(Unavailable {
+                scheme: name.to_string(),
+                reason,
+            });
+            continue;
+        }
+        let first = peer.names()[0];
+        if !built.contains(&first) {
+            eprintln!("building the {first} database…");
+            reset_dir(&pg_dir)?;
+            (peer.build(&pg_dir, &db)).map_err(|e| BenchError::engine(first, "building", e))?;
+            built.push(first);
+        }
+    }
+    let runs = |c: &Column| match c {
+        Column::Amber(_) => true,
+        Column::Peer(p) => !report.unavailable.iter().any(|u| u.scheme == *p),
+    };
+    let columns: Vec<Column> = a.schemes.iter().filter(|c| runs(c)).cloned().collect();
     for &cache in &a.caches {
-        for &scheme in &a.schemes {
+        for column in &columns {
+            // A peer has no client cache: it runs once, unconstrained.
+            let peer = match column {
+                Column::Peer(p) => peer::find(peers, p),
+                Column::Amber(_) => None,
+            };
+            if peer.is_some() && cache != Cache::Unconstrained && a.caches.len() > 1 {
+                continue;
+            }
             for &op in &a.ops {
+                if *column == Column::Peer("postgres-recursive") && op != Op::T1 {
+                    continue;
+                }
                 for &n in &a.clients {
                     let job = |module: u32, url: &str| ClientJob {
                         url: url.to_string(),
                         token: TOKEN.into(),
                         module,
-                        scheme: scheme.name().into(),
+                        scheme: column.name(),
                         op: op.name().into(),
                         backend: a.backend.clone(),
                         recovery_buffer_pages: cache.recovery_buffer_pages(module_bytes, 4096),
@@ -121,26 +188,34 @@ pub fn run_clients(a: &ClientsArgs) -> Result<ClientsReport, BenchError> {
                         seconds: a.seconds,
                         expected_count: expected[&(op, module)],
                     };
-                    let (row, res) = cell(a, &path, n, &job)?;
+                    let host = match peer {
+                        None => Host::Amber(Served::start(&path, TOKEN)?),
+                        Some(p) => Host::Peer(
+                            p.serve(&pg_dir)
+                                .map_err(|e| BenchError::engine(p.names()[0], "starting", e))?,
+                        ),
+                    };
+                    let (row, res) = cell(a, host, n, &job)?;
                     eprintln!(
-                        "{} {} {} x{n}: {:.1} ms, {:.1} tx/s, {:.1} pages ({:.1} log), cpu {:.2}",
+                        "{} {} {} x{n}: {:.1} ms, {:.1} tx/s, {} pages ({} log), {:.0} log bytes, cpu {:.2}",
                         cache.name(),
-                        scheme,
+                        column.name(),
                         op.name(),
                         row.response_ms,
                         row.tx_per_s,
-                        row.pages_shipped,
-                        row.log_pages_shipped,
+                        row.pages_shipped.unwrap_or(f64::NAN),
+                        row.log_pages_shipped.unwrap_or(f64::NAN),
+                        row.log_bytes,
                         res.cpu_busy
                     );
                     report.rows.push(Row {
-                        scheme: scheme.name().into(),
+                        scheme: column.name(),
                         size: a.size.name().into(),
                         cache,
                         ..row
                     });
                     report.resources.push(Resources {
-                        scheme: scheme.name().into(),
+                        scheme: column.name(),
                         cache,
                         ..res
                     });
@@ -149,10 +224,61 @@ pub fn run_clients(a: &ClientsArgs) -> Result<ClientsReport, BenchError> {
         }
     }
     remove_dir(&dir)?;
+    report.targets = report::targets(&report.rows);
     if let Some(p) = &a.json {
         crate::json::write(p, &report).map_err(|e| BenchError::io("writing", p, e))?;
     }
     Ok(report)
+}
+
+/// Why a peer named in `--schemes` is not in this binary.
+const PEER_HINT: &str = "not built into this binary (build amber-cli with --features compare)";
+
+/// What a cell's clients talk to: Amber's server in this process, or a
+/// peer's server.
+enum Host {
+    Amber(Served),
+    Peer(Box<dyn PeerServer>),
+}
+
+impl Host {
+    fn url(&self) -> String {
+        match self {
+            Host::Amber(s) => format!("amber://{}/oo7", s.addr),
+            Host::Peer(p) => p.url(),
+        }
+    }
+
+    /// The end of the server's log, bytes.
+    fn log_end(&mut self) -> Result<u64, BenchError> {
+        match self {
+            Host::Amber(s) => Ok(s.writer.as_ref().map_or(0, |w| w.store.stats().end_lsn)),
+            Host::Peer(p) => p
+                .log_end()
+                .map_err(|e| host_failed("reading its log's end", e)),
+        }
+    }
+
+    /// The server's CPU time so far, seconds: this process's (which does
+    /// nothing else meanwhile), or the peer's processes'.
+    fn cpu_s(&self) -> f64 {
+        match self {
+            Host::Amber(_) => crate::procfs::cpu_time_s().unwrap_or(0.0),
+            Host::Peer(p) => p.processes().cpu_time_s().unwrap_or(0.0),
+        }
+    }
+
+    fn stop(self) -> Result<(), BenchError> {
+        match self {
+            Host::Amber(s) => drop(s),
+            Host::Peer(p) => p.stop().map_err(|e| host_failed("stopping", e))?,
+        }
+        Ok(())
+    }
+}
+
+fn host_failed(during: &str, e: EngineError) -> BenchError {
+    BenchError::engine("peer server", during, e)
 }
 
 /// A client process of `job`, its standard output read into `lines`.
@@ -198,15 +324,14 @@ fn module_of(i: u32) -> u32 {
     2 * i
 }
 
-/// Runs `n` clients of `job` against a fresh server.
+/// Runs `n` clients of `job` against a fresh server, `host`.
 fn cell(
     a: &ClientsArgs,
-    path: &Path,
+    mut host: Host,
     n: u32,
     job: &dyn Fn(u32, &str) -> ClientJob,
 ) -> Result<(Row, Resources), BenchError> {
-    let server = Served::start(path, TOKEN)?;
-    let url = format!("amber://{}/oo7", server.addr);
+    let url = host.url();
     let (tx, rx) = mpsc::channel();
     let mut clients = Vec::new();
     for m in (1..=n).map(module_of) {
@@ -234,14 +359,8 @@ fn cell(
             }
         }
     }
-    let log_end = || {
-        server
-            .writer
-            .as_ref()
-            .map_or(0, |w| w.store.stats().end_lsn)
-    };
-    let lsn0 = log_end();
-    let cpu0 = crate::procfs::cpu_time_s().unwrap_or(0.0);
+    let lsn0 = host.log_end()?;
+    let cpu0 = host.cpu_s();
     let machine0 = crate::procfs::machine_cpu_ticks().unwrap_or_default();
     let t0 = Instant::now();
     for (_, stdin) in &mut clients {
@@ -267,23 +386,23 @@ fn cell(
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let server_cpu = crate::procfs::cpu_time_s().unwrap_or(0.0) - cpu0;
+    let server_cpu = host.cpu_s() - cpu0;
     let machine1 = crate::procfs::machine_cpu_ticks().unwrap_or_default();
     let ticks = |i: usize| machine1[i].saturating_sub(machine0[i]) as f64;
     let (machine_busy, iowait) = (ticks(0) / ticks(1).max(1.0), ticks(2) / ticks(1).max(1.0));
     // Every commit since `go` is a measured one: the server's log grew by
     // their records and commit records.
-    let logged = log_end().saturating_sub(lsn0);
+    let logged = host.log_end()?.saturating_sub(lsn0);
     for (mut c, stdin) in clients {
         drop(stdin);
         let status = c
             .wait()
-            .map_err(|e| BenchError::io("waiting for a client", path, e))?;
+            .map_err(|e| BenchError::io("waiting for a client", &url, e))?;
         if !status.success() {
             return Err(child_failed(0, &format!("a client exited with {status}")));
         }
     }
-    drop(server);
+    host.stop()?;
     let tx_count: u64 = results.iter().map(|r| r.transactions).sum::<u64>().max(1);
     let mut times: Vec<f64> = results
         .iter()
@@ -296,6 +415,7 @@ fn cell(
     let cores = crate::procfs::cores().max(1) as f64;
     let cpu_busy = (server_cpu + clients_cpu) / wall / cores;
     let j = job(module_of(1), "");
+    let amber = j.scheme.parse::<amber::Scheme>().is_ok();
     let row = Row {
         scheme: String::new(),
         size: String::new(),
@@ -307,10 +427,10 @@ fn cell(
             .iter()
             .map(|r| r.transactions as f64 / r.wall_s.max(1e-9))
             .sum(),
-        pages_shipped: per_tx(|r| r.data_pages + r.log_pages),
-        log_pages_shipped: per_tx(|r| r.log_pages),
+        pages_shipped: amber.then(|| per_tx(|r| r.data_pages + r.log_pages)),
+        log_pages_shipped: amber.then(|| per_tx(|r| r.log_pages)),
         log_bytes: logged as f64 / tx_count as f64,
-        minimal_log_bytes: per_tx(|r| r.minimal_log_bytes),
+        minimal_log_bytes: amber.then(|| per_tx(|r| r.minimal_log_bytes)),
     };
     let res = Resources {
         scheme: String::new(),

@@ -4,11 +4,11 @@
 
 use super::RecoveryConfig;
 use crate::storage::{Result, io_err};
-use amber::internals::format::page::{BlockKind, HEADER_SIZE};
+use amber::internals::format::page::{self, BlockKind, HEADER_SIZE};
 use amber::internals::io::crash::SplitMix;
 use amber::internals::io::real::RealVfs;
 use amber::internals::io::{IoFile, OpenMode, Vfs};
-use amber::internals::store::{Store, StoreOptions, wal_path};
+use amber::internals::store::{Store, StoreOptions, StoreTx, wal_path};
 use std::fs::File;
 use std::io;
 use std::path::Path;
@@ -69,16 +69,68 @@ impl IoFile for NoSyncFile {
 
 /// The workload's shape, counted while building it.
 #[derive(Debug, Default)]
-pub(super) struct Built {
-    pub(super) transactions: u64,
-    pub(super) ranges: u64,
-    pub(super) range_bytes: u64,
+pub(crate) struct Built {
+    pub(crate) transactions: u64,
+    pub(crate) ranges: u64,
+    pub(crate) range_bytes: u64,
+    /// Whole page images logged.
+    pub(crate) pages: u64,
 }
 
 /// Builds a database of `cfg.pages` installed pages and a log of about
 /// `cfg.wal_mib` MiB of committed transactions after its checkpoint, then
 /// leaves both as a crash would (no close).
-pub(super) fn build(cfg: &RecoveryConfig, db: &Path) -> Result<Built> {
+pub(crate) fn build(cfg: &RecoveryConfig, db: &Path) -> Result<Built> {
+    build_with(cfg, db, |tx, heads, ps, rng, built| {
+        // A few ranges (1 to 5) of 20 to 200 bytes, anywhere after the page
+        // header of any page.
+        let mut buf = [0u8; 200];
+        for _ in 0..1 + rng.below(5) {
+            let len = 20 + rng.below(181) as usize;
+            let off = HEADER_SIZE as u64 + rng.below((ps - HEADER_SIZE - len + 1) as u64);
+            let page = heads[rng.below(heads.len() as u64) as usize];
+            for b in &mut buf[..len] {
+                *b = rng.next_u64() as u8;
+            }
+            tx.write(page * ps as u64 + off, &buf[..len])?;
+            built.ranges += 1;
+            built.range_bytes += len as u64;
+        }
+        Ok(())
+    })
+}
+
+/// As [`build`], with whole-page logging's records: each transaction logs
+/// the whole images (`StoreTx::write_page`) of 1 to 8 of the pages, each
+/// its formatted header and random bytes after it, as a WPL client ships
+/// them (docs/design.md §11.7).
+pub(crate) fn build_pages(cfg: &RecoveryConfig, db: &Path) -> Result<Built> {
+    build_with(cfg, db, |tx, heads, ps, rng, built| {
+        let mut img = vec![0u8; ps];
+        for _ in 0..1 + rng.below(8) {
+            let page = heads[rng.below(heads.len() as u64) as usize];
+            page::format(&mut img, BlockKind::Raw, page, 1);
+            for b in &mut img[HEADER_SIZE..] {
+                *b = rng.next_u64() as u8;
+            }
+            tx.write_page(page, &img)?;
+            built.pages += 1;
+        }
+        Ok(())
+    })
+}
+
+fn build_with(
+    cfg: &RecoveryConfig,
+    db: &Path,
+    mut fill: impl FnMut(
+        &mut StoreTx<'_>,
+        &[u64],
+        usize,
+        &mut SplitMix,
+        &mut Built,
+    ) -> amber::Result<()>,
+) -> Result<Built> {
     let opts = StoreOptions {
         checkpoint_log_bytes: u64::MAX,
         checkpoint_pending_bytes: usize::MAX,
@@ -101,22 +153,9 @@ pub(super) fn build(cfg: &RecoveryConfig, db: &Path) -> Result<Built> {
     let mut rng = SplitMix::new(cfg.seed);
     let mut built = Built::default();
     let mut logged = 0u64;
-    let mut buf = [0u8; 200];
     while logged < target {
         let mut tx = store.begin()?;
-        // A few ranges (1 to 5) of 20 to 200 bytes, anywhere after the page
-        // header of any page.
-        for _ in 0..1 + rng.below(5) {
-            let len = 20 + rng.below(181) as usize;
-            let off = HEADER_SIZE as u64 + rng.below((ps - HEADER_SIZE - len + 1) as u64);
-            let page = heads[rng.below(heads.len() as u64) as usize];
-            for b in &mut buf[..len] {
-                *b = rng.next_u64() as u8;
-            }
-            tx.write(page * ps as u64 + off, &buf[..len])?;
-            built.ranges += 1;
-            built.range_bytes += len as u64;
-        }
+        fill(&mut tx, &heads, ps, &mut rng, &mut built)?;
         logged += tx.commit()?.log_bytes;
         built.transactions += 1;
     }

@@ -4,7 +4,7 @@
 //! database is built by `build`; what is measured, and its table, is in
 //! `report`.
 
-mod build;
+pub(super) mod build;
 mod report;
 
 pub use report::{ColdNumbers, RecoveryBreakdown, RecoveryReport};
@@ -57,7 +57,7 @@ impl Default for RecoveryConfig {
 }
 
 /// Reads `path` from start to end in 1 MiB reads into one buffer.
-fn sequential_read(path: &Path) -> Result<(f64, u64)> {
+pub(super) fn sequential_read(path: &Path) -> Result<(f64, u64)> {
     let mut buf = vec![0u8; 1 << 20];
     let t = Instant::now();
     let mut f = File::open(path).map_err(io_err("open", path))?;
@@ -120,7 +120,7 @@ fn time_read_and_scan(db: &Path, from_lsn: u64, page_size: usize) -> Result<(f64
     Ok((read, scan_s))
 }
 
-fn copy_synced(from: &Path, to: &Path) -> Result<()> {
+pub(super) fn copy_synced(from: &Path, to: &Path) -> Result<()> {
     fs::copy(from, to).map_err(io_err("copy", from))?;
     File::open(to)
         .and_then(|f| f.sync_all())

@@ -56,6 +56,10 @@ pub(crate) enum Record {
     Range(u64, Vec<u8>),
     /// A whole page image.
     Page(PageNo, Vec<u8>),
+    /// The addresses `[start, end)` of a changed range a diff found in a
+    /// block logged otherwise (a whole page): counted by the minimal log as
+    /// a [`Record::Diffed`] of it would be, and not logged.
+    Counted(u64, u64),
 }
 
 /// A log generator.

@@ -4,6 +4,14 @@
 //! design (a page per written page, whatever changed in it), and the store
 //! keeps the latest image of such pages in the log rather than in memory.
 //!
+//! The minimal log of the same changes is still counted
+//! (`CommitStats::minimal_log_bytes`, as for a diffing scheme): the block
+//! is diffed against its clean version for the count only, so that a
+//! whole-page row's log can be set beside the least one for the same
+//! transaction. That diff is the one client cost WPL pays here that
+//! QuickStore's did not (the clean version itself is the recovery
+//! buffer's copy, taken at the first write whatever the generator).
+//!
 //! Under page protection the written pages are those the fault backend
 //! listed; under a software scheme, those the recorded ranges touch (every
 //! page of a block allocated by the transaction: the barrier does not see
@@ -32,9 +40,13 @@ impl LogGenerator for WholePage {
                 pages.push(page);
             }
         }
+        let clean = tx.clean_image(b.head, b.frame, b.run, b.frames)?;
+        let base = b.head * ps as u64;
+        for r in Tx::changes(&clean, &dirty, 1, None, stats) {
+            out.push(Record::Counted(base + r.start as u64, base + r.end as u64));
+        }
         #[cfg(debug_assertions)]
         {
-            let clean = tx.clean_image(b.head, b.frame, b.run, b.frames)?;
             let logged: Vec<(usize, &[u8])> = pages.iter().map(|p| (p.start, &dirty[p.clone()])).collect();
             super::check_covers(tx, b.head, &clean, &dirty, &logged)?;
         }
