@@ -88,15 +88,7 @@ pub fn convert_object(
     map: &impl AddrMap,
     dir: Direction,
 ) -> Result<(), String> {
-    let t = types
-        .get(e.type_id as usize)
-        .and_then(Option::as_ref)
-        .ok_or_else(|| {
-            format!(
-                "object at offset {} has unknown type id {}",
-                e.header, e.type_id
-            )
-        })?;
+    let t = type_of(types, e)?;
     let l = &t.layout;
     if l.slots.is_empty() {
         return Ok(());
@@ -150,6 +142,20 @@ pub fn convert_object(
     }
 }
 
+/// The type of object `e`, or why it has none.
+#[inline(always)]
+pub(super) fn type_of<'t>(types: &'t Snapshot, e: &ObjectEntry) -> Result<&'t TypeEntry, String> {
+    types
+        .get(e.type_id as usize)
+        .and_then(Option::as_deref)
+        .ok_or_else(|| {
+            format!(
+                "object at offset {} has unknown type id {}",
+                e.header, e.type_id
+            )
+        })
+}
+
 /// The `n` nullable pointers of an array of `PRef`s (vectors of references,
 /// the commonest pointer arrays: OO1's incoming lists and id index), each to
 /// a block of `pages` pages: one loop over the words, without the per-slot
@@ -188,7 +194,7 @@ fn convert_refs(
 /// 8-aligned (and a home is, far more). A swizzled pointer is then aligned
 /// by construction, so the dereference need not check (`vm/typed.rs`).
 #[inline(always)]
-fn aligned(v: u64) -> Result<u64, String> {
+pub(super) fn aligned(v: u64) -> Result<u64, String> {
     if v.is_multiple_of(OBJECT_ALIGN as u64) {
         Ok(v)
     } else {
@@ -273,7 +279,7 @@ fn convert_slots(
 /// itself put it there.
 #[cold]
 #[inline(never)]
-fn null_in_non_null(t: &TypeEntry, e: &ObjectEntry, at: usize, dir: Direction) -> String {
+pub(super) fn null_in_non_null(t: &TypeEntry, e: &ObjectEntry, at: usize, dir: Direction) -> String {
     let field = u32::try_from(at - e.body)
         .ok()
         .and_then(|off| pointer_at(&t.stored, off))
