@@ -4,6 +4,8 @@
 //! transactions, giving the pages whose changes a checkpoint has installed
 //! back to the page file (docs/design.md §4.3.1).
 
+use std::cell::Cell;
+
 use super::fetch::{FrameMap, fault_kind};
 use super::options::Options;
 use super::pager::{Pager, Scratch};
@@ -152,11 +154,21 @@ impl Pager {
         let map = FrameMap::new(fs, self.source.home());
         let types = self.registry.snapshot();
         let mut judged = Vec::new();
-        let view = |page: PageNo, pages: u64| fs.file_view(page, pages);
+        let read = Cell::new(None);
+        let view = |page: PageNo, pages: u64| {
+            read.set(Some((page, pages)));
+            fs.file_view(page, pages)
+        };
         let mut judge = |blocks: &[ClusterBlock], span: &[u8]| {
             judged = self.judge(fs, head, blocks, span, &map, &types);
         };
-        if !self.source.check_in_view(PageNo::from(lo), u64::from(end - lo), &view, &mut judge) {
+        let viewed = self
+            .source
+            .check_in_view(PageNo::from(lo), u64::from(end - lo), &view, &mut judge);
+        if let Some((page, pages)) = read.get() {
+            fs.release_view(page, pages);
+        }
+        if !viewed {
             let blocks = match self.source.read_cluster(PageNo::from(lo), u64::from(end - lo), &mut scratch.buf) {
                 Ok(b) => b,
                 Err(e) => return Some(Err(FaultError::new(head, fault_kind(&e), e.to_string()))),

@@ -136,6 +136,22 @@ impl FrameSpace {
         Some(unsafe { std::slice::from_raw_parts(c.view.ptr().add(from as usize), len as usize) })
     }
 
+    /// Unmaps pages `[page, page + pages)` from the checks' view (the OS
+    /// page cache keeps them): a page read through both the view and the
+    /// program's mapping would otherwise count twice in the process's
+    /// resident set for as long as the space lives. A later read of the
+    /// view maps it again. Nothing with any other backend.
+    pub fn release_view(&self, page: u64, pages: u64) {
+        let Some(c) = self.mapped_state().and_then(|m| m.checks.as_ref()) else {
+            return;
+        };
+        let ps = self.frame_size as u64;
+        let (from, len) = (page.saturating_mul(ps), pages.saturating_mul(ps));
+        if from.saturating_add(len) <= c.view.len() as u64 && len > 0 {
+            let _ = sys::madvise(c.view.addr() + from as usize, len as usize, libc::MADV_DONTNEED);
+        }
+    }
+
     /// Gives frames `[f, end)` protection `prot`: all of them without
     /// checks, only the checked ones with (the others stay inaccessible).
     /// The caller holds their windows' claim or knows nobody changes them.
