@@ -127,7 +127,8 @@ Limits: one byte read per page of a fresh read-only MAP_PRIVATE mapping of the p
 (which on Linux 6.18 does not turn fault-around off: the kernel still maps the page-cache folio or 16 pages per fault); a page copied into a fresh zeroed allocation (first-touch fault included), per page. \
 mapped-unverified and mapped: each run in a child process (a database is at its home in the first session of a process), which opens the database, reads the directory, \
 gives every frame back to the file (the pages stay in the OS page cache; with mapped they are unchecked again), then touches one object per page; minor faults from /proc/self/stat, \
-mapped's window checks (one SIGSEGV each, served by a service thread that checks every block of the window: read, checksum, object walk) from db.stats()";
+mapped's window checks (one SIGSEGV each, served by a service thread that checks every block of the window: checksum and check-only object walk, over a read-only view of the page file) from db.stats(); \
+with mapped the minor faults include the service thread's on that view (about one per window)";
 
 impl FaultsReport {
     /// The result as a small table.

@@ -92,7 +92,8 @@ impl Pager {
     /// block first reached through a call that can return an error
     /// (`try_get`, a locked copy), `mapped`'s for every first touch. The
     /// block's committed image is checked as a fetch checks one
-    /// (`prepare`), then its frames are known clean; with `mapped` the
+    /// (`prepare`'s checks, nothing swizzled: `check_image`), then its
+    /// frames are known clean; with `mapped` the
     /// other blocks starting in its check window too (`check_window`).
     /// Nothing is installed: the kernel serves the file's bytes, or the
     /// copy written here. Dead space (`dead.rs`) was given zeros, which the

@@ -11,8 +11,11 @@
 //! space's service thread (`service.rs`, as the SIGSEGV backend does: the
 //! check reads files, takes locks and allocates, none of which a signal
 //! handler may) and waits. The service checks every block that starts in
-//! the frame's *check window* ([`CHECK_WINDOW`] frames, aligned) with one
-//! read, then opens the frames of the blocks found clean (`grant`): one
+//! the frame's *check window* ([`CHECK_WINDOW`] frames, aligned) where
+//! the OS page cache holds them, through a read-only shared view of the
+//! page file ([`FrameSpace::file_view`]: nothing copied; a block with
+//! changes the file does not hold yet is read and patched instead), then
+//! opens the frames of the blocks found clean (`grant`): one
 //! fault per window, not per page. A block found damaged stays closed; the
 //! faulting frame's own damage fails the request, and the faulting thread
 //! aborts with `amber: fatal: page N: …` as on the other backends
