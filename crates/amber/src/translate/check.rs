@@ -11,13 +11,13 @@
 //! of it. The walk is the swizzling walk's, slot for slot; only the
 //! conversions' results are dropped.
 
-use crate::format::bytes::{get_u32, get_u64};
+use crate::format::bytes::get_u32;
 use crate::format::objects::{self, ObjectEntry};
-use crate::format::page::{HEADER_SIZE, PageHeader};
+use crate::format::page::PageHeader;
 use crate::schema::layout::{PtrSlot, SlotKind, pages_for};
 use crate::schema::registry::{Snapshot, TypeEntry};
 
-use super::swizzle::{AddrMap, Direction, aligned, null_in_non_null, type_of};
+use super::swizzle::{AddrMap, Direction, aligned, slot_word, type_of};
 
 /// Checks every object of `block` (a whole block, run included) as
 /// swizzling it would, mapping each pointer through `map` (whose answers
@@ -29,11 +29,8 @@ pub fn check_block(
     map: &impl AddrMap,
 ) -> Result<(), String> {
     let h = PageHeader::read(block).ok_or("block shorter than its header")?;
-    let used = h.used as usize;
-    let mut pos = HEADER_SIZE;
-    while let Some(e) = objects::entry_at(block, used, pos).map_err(|e| e.to_string())? {
-        pos = e.end();
-        check_object(block, &e, page_size, types, map)?;
+    for e in objects::walk(block, h.used as usize) {
+        check_object(block, &e.map_err(|e| e.to_string())?, page_size, types, map)?;
     }
     Ok(())
 }
@@ -113,15 +110,9 @@ fn check_slots(
     let home = map.home();
     for s in &t.layout.slots {
         let at = base + s.offset as usize;
-        let Some(v) = get_u64(block, at) else {
-            return Err(format!("pointer at offset {at} outside its block"));
+        let Some(v) = slot_word(block, at, s, t, e, Direction::Swizzle)? else {
+            continue;
         };
-        if v == 0 {
-            if s.kind.nullable() {
-                continue;
-            }
-            return Err(null_in_non_null(t, e, at, Direction::Swizzle));
-        }
         match s.kind {
             SlotKind::Smart => {}
             SlotKind::Lazy => {

@@ -225,15 +225,9 @@ fn convert_slots(
     let home = map.home();
     for s in &t.layout.slots {
         let at = base + s.offset as usize;
-        let Some(v) = get_u64(block, at) else {
-            return Err(format!("pointer at offset {at} outside its block"));
+        let Some(v) = slot_word(block, at, s, t, e, dir)? else {
+            continue;
         };
-        if v == 0 {
-            if s.kind.nullable() {
-                continue;
-            }
-            return Err(null_in_non_null(t, e, at, dir));
-        }
         let out = match (dir, s.kind) {
             // A smart pointer keeps its persistent address.
             (Direction::Unswizzle, SlotKind::Smart) => {
@@ -272,6 +266,30 @@ fn convert_slots(
     Ok(())
 }
 
+/// The word of slot `s` at block offset `at` (of object `e`, type `t`):
+/// None for a null the slot may hold; refused outside the block, or 0 where
+/// the slot may not hold null.
+#[inline(always)]
+pub(super) fn slot_word(
+    block: &[u8],
+    at: usize,
+    s: &PtrSlot,
+    t: &TypeEntry,
+    e: &ObjectEntry,
+    dir: Direction,
+) -> Result<Option<u64>, String> {
+    let Some(v) = get_u64(block, at) else {
+        return Err(format!("pointer at offset {at} outside its block"));
+    };
+    if v != 0 {
+        Ok(Some(v))
+    } else if s.kind.nullable() {
+        Ok(None)
+    } else {
+        Err(null_in_non_null(t, e, at, dir))
+    }
+}
+
 /// The message for a 0 at block offset `at`, in a slot of object `e` (of
 /// type `t`) that may not hold null: the field's name and kind, the
 /// object's and the pointer's offsets. Met while swizzling, the block is
@@ -279,7 +297,7 @@ fn convert_slots(
 /// itself put it there.
 #[cold]
 #[inline(never)]
-pub(super) fn null_in_non_null(t: &TypeEntry, e: &ObjectEntry, at: usize, dir: Direction) -> String {
+fn null_in_non_null(t: &TypeEntry, e: &ObjectEntry, at: usize, dir: Direction) -> String {
     let field = u32::try_from(at - e.body)
         .ok()
         .and_then(|off| pointer_at(&t.stored, off))
