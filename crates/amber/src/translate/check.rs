@@ -13,7 +13,7 @@
 
 use crate::format::bytes::get_u32;
 use crate::format::objects::{self, ObjectEntry};
-use crate::format::page::PageHeader;
+use crate::format::page::{HEADER_SIZE, PageHeader};
 use crate::schema::layout::{PtrSlot, SlotKind, pages_for};
 use crate::schema::registry::{Snapshot, TypeEntry};
 
@@ -29,8 +29,13 @@ pub fn check_block(
     map: &impl AddrMap,
 ) -> Result<(), String> {
     let h = PageHeader::read(block).ok_or("block shorter than its header")?;
-    for e in objects::walk(block, h.used as usize) {
-        check_object(block, &e.map_err(|e| e.to_string())?, page_size, types, map)?;
+    let used = h.used as usize;
+    // `entry_at` rather than `objects::walk`: the iterator's items carry
+    // the error's message, and walking through it took 2-3 times as long.
+    let mut pos = HEADER_SIZE;
+    while let Some(e) = objects::entry_at(block, used, pos).map_err(|e| e.to_string())? {
+        pos = e.end();
+        check_object(block, &e, page_size, types, map)?;
     }
     Ok(())
 }
