@@ -375,3 +375,46 @@ fn windows_are_checked_once_at_first_touch() {
     assert_eq!(fs.take_written().expect("written"), vec![n]);
     assert_eq!(calls(), 6, "nothing else was checked");
 }
+
+/// `mapped`: the checks' view of the page file (`file_view`) reads the
+/// file's bytes as the page cache holds them — a write to the file seen at
+/// once, the program's private copies not — refuses what lies past the
+/// file's end, and reads again after `release_view`; `mapped-unverified`
+/// has none.
+#[test]
+fn the_checks_view_reads_the_file_within_its_length() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = page_file(dir.path());
+    let checks = Arc::new(Checks::default());
+    let verified = (Backend::Mapped, BackendChoice::Mapped);
+    let Some(fs) = mapped_space(verified.0, verified.1, 55 << 40, &file, checks.clone()) else {
+        return;
+    };
+    let v = fs.file_view(3, 2).expect("pages in the file");
+    assert_eq!(v.len(), 2 * PS);
+    assert!(v[..PS].iter().all(|&b| b == byte_of(3, 0)));
+    assert!(v[PS..].iter().all(|&b| b == byte_of(4, 0)));
+    assert!(fs.file_view(PAGES - 1, 1).is_some());
+    assert!(fs.file_view(PAGES - 1, 2).is_none(), "past the file's end");
+    assert!(fs.file_view(u64::MAX / 2, 2).is_none());
+    // A checkpoint's write in place is what the view reads; a private copy
+    // (a program write, checked first) is not.
+    file.write_all_at(&page_image(3, 1), 3 * PS as u64)
+        .expect("write");
+    assert_eq!(fs.file_view(3, 1).expect("view")[7], byte_of(3, 1));
+    write(&fs, 4, 7, 0xEE);
+    assert_eq!(read(&fs, 4, 7), 0xEE);
+    assert_eq!(fs.file_view(4, 1).expect("view")[7], byte_of(4, 0));
+    fs.release_view(3, 2);
+    assert_eq!(
+        fs.file_view(3, 1).expect("view")[7],
+        byte_of(3, 1),
+        "mapped again"
+    );
+    drop(fs);
+    let unverified = (Backend::MappedUnverified, BackendChoice::MappedUnverified);
+    let Some(fs) = mapped_space(unverified.0, unverified.1, 56 << 40, &file, checks) else {
+        return;
+    };
+    assert!(fs.file_view(3, 1).is_none(), "no checks, no view");
+}

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use amber::internals::format::home::Home;
 use amber::internals::schema::registry::Registry;
+use amber::internals::translate::check::check_block;
 use amber::internals::translate::swizzle::{AddrMap, Direction, convert_block};
 use amber::internals::vm::probe::mapped_read;
 use amber::internals::vm::{
@@ -63,6 +64,24 @@ impl AddrMap for TableMap<'_> {
     }
 }
 
+/// Persistent address → the address it has at home (`Home::stored`): what
+/// the mapped backend's frame map answers for a pointer to a one-page block.
+struct AtHome(Home);
+
+impl AddrMap for AtHome {
+    fn home(&self) -> Home {
+        self.0
+    }
+
+    fn to_va(&self, paddr: u64, _pages: u32) -> Result<u64, String> {
+        self.0.stored(paddr)
+    }
+
+    fn to_paddr(&self, _va: u64) -> Result<u64, String> {
+        Err("not used".into())
+    }
+}
+
 /// pread, store read and swizzle of every one-page block, `runs` times.
 pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchError> {
     let db = Db::open(path, Options::default())?;
@@ -99,8 +118,8 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
     let file = File::open(path).map_err(|e| BenchError::new(format!("{}: {e}", path.display())))?;
     let mut buf = vec![0u8; ps];
     let mut cluster_buf = Vec::new();
-    let (mut pread, mut fetch, mut crc, mut swizzle) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut pread, mut fetch, mut crc, mut swizzle, mut check) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
         let t = Instant::now();
         for &h in &heads {
@@ -125,6 +144,12 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
             black_box(amber::internals::format::page::compute_checksum(img));
         }
         crc.push(t.elapsed().as_secs_f64() * 1e6 / n);
+        let at_home = AtHome(store.home());
+        let t = Instant::now();
+        for img in &images {
+            check_block(img, ps, &types, &at_home).map_err(BenchError::new)?;
+        }
+        check.push(t.elapsed().as_secs_f64() * 1e6 / n);
         let t = Instant::now();
         for img in &mut images {
             convert_block(img, ps, &types, &map, Direction::Swizzle).map_err(BenchError::new)?;
@@ -142,6 +167,7 @@ pub(super) fn breakdown(path: &Path, runs: usize) -> Result<Breakdown, BenchErro
         checksum_us,
         checksum_gb_s: ps as f64 / checksum_us / 1e3,
         swizzle_us: summarize(&swizzle).median,
+        check_walk_us: summarize(&check).median,
         limits,
     })
 }

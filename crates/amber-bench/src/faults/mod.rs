@@ -254,6 +254,7 @@ mod tests {
             assert!(b.cluster8_faults < 64, "{name}: clusters fetch ahead");
         }
         assert!(r.breakdown.swizzle_us > 0.0);
+        assert!(r.breakdown.check_walk_us > 0.0);
         assert!(r.table().contains("cold fault"));
     }
 }

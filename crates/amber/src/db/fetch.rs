@@ -252,6 +252,13 @@ impl Pager {
         map: &FrameMap<'_>,
         types: &Snapshot,
     ) -> Result<(), String> {
+        self.check_shape(run, img)?;
+        convert_block(img, self.page_size, types, map, Direction::Swizzle)
+    }
+
+    /// Whether `img` can be the image of a data block of `run` pages, as
+    /// its frames have.
+    pub(super) fn check_shape(&self, run: u32, img: &[u8]) -> Result<(), String> {
         if PageHeader::read(img).is_none_or(|h| h.kind != BlockKind::Data as u8) {
             return Err("not a data block (a pointer into metadata?)".into());
         }
@@ -261,7 +268,7 @@ impl Pager {
                 img.len() / self.page_size
             ));
         }
-        convert_block(img, self.page_size, types, map, Direction::Swizzle)
+        Ok(())
     }
 
     /// Makes room for the blocks `ready` (in `buf`) and installs them,

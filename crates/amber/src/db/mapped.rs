@@ -4,12 +4,16 @@
 //! transactions, giving the pages whose changes a checkpoint has installed
 //! back to the page file (docs/design.md §4.3.1).
 
+use std::cell::Cell;
+
 use super::fetch::{FrameMap, fault_kind};
 use super::options::Options;
 use super::pager::{Pager, Scratch};
 use crate::format::PageNo;
+use crate::schema::registry::Snapshot;
 use crate::source::Source;
-use crate::store::Store;
+use crate::store::{ClusterBlock, Store};
+use crate::translate::check::check_block;
 use crate::vm::{FaultError, FaultKind, FrameNo, FrameSpace, MappedFile};
 
 /// The page file for the mapped backend, or why this database cannot be
@@ -88,7 +92,8 @@ impl Pager {
     /// block first reached through a call that can return an error
     /// (`try_get`, a locked copy), `mapped`'s for every first touch. The
     /// block's committed image is checked as a fetch checks one
-    /// (`prepare`), then its frames are known clean; with `mapped` the
+    /// (`prepare`'s checks, nothing swizzled: `check_image`), then its
+    /// frames are known clean; with `mapped` the
     /// other blocks starting in its check window too (`check_window`).
     /// Nothing is installed: the kernel serves the file's bytes, or the
     /// copy written here. Dead space (`dead.rs`) was given zeros, which the
@@ -108,15 +113,23 @@ impl Pager {
         self.check_block(fs, head, frame, run)
     }
 
+    /// Checks the committed image `img` of a block of `run` pages as a
+    /// fetch checks one (`prepare`), without swizzling it: at home the
+    /// program reads the stored words as they are (`translate/check.rs`).
+    fn check_image(&self, run: u32, img: &[u8], map: &FrameMap<'_>, types: &Snapshot) -> Result<(), String> {
+        self.check_shape(run, img)?;
+        check_block(img, self.page_size, types, map)
+    }
+
     /// Checks block `head` alone.
     fn check_block(&self, fs: &FrameSpace, head: PageNo, frame: FrameNo, run: u32) -> Result<(), FaultError> {
         if self.dead.block(head).is_none() {
-            let mut img = self
+            let img = self
                 .source
                 .read_block(head)
                 .map_err(|e| FaultError::new(head, fault_kind(&e), e.to_string()))?;
             let map = FrameMap::new(fs, self.source.home());
-            self.prepare(run, &mut img, &map, &self.registry.snapshot())
+            self.check_image(run, &img, &map, &self.registry.snapshot())
                 .map_err(|m| FaultError::new(head, FaultKind::Corrupt, m))?;
         }
         for k in 0..run {
@@ -126,8 +139,10 @@ impl Pager {
     }
 
     /// `mapped`: checks the blocks that start in the frames `[lo, end)`
-    /// (identity frames: page = frame) with one read, noting the clean
-    /// ones checked; a damaged neighbour is left for its own touch. The
+    /// (identity frames: page = frame), noting the clean ones checked; a
+    /// damaged neighbour is left for its own touch. They are read where
+    /// the page file lies in memory (`FrameSpace::file_view`), or, when a
+    /// block's committed image is not the file's alone, with one read. The
     /// outcome for block `head`, if it starts there and is allocated (else
     /// None: the caller checks it alone).
     fn check_window(
@@ -137,36 +152,72 @@ impl Pager {
         (lo, end): (FrameNo, FrameNo),
         scratch: &mut Scratch,
     ) -> Option<Result<(), FaultError>> {
-        let blocks = match self.source.read_cluster(PageNo::from(lo), u64::from(end - lo), &mut scratch.buf) {
-            Ok(b) => b,
-            Err(e) => return Some(Err(FaultError::new(head, fault_kind(&e), e.to_string()))),
-        };
         let map = FrameMap::new(fs, self.source.home());
         let types = self.registry.snapshot();
-        let mut own = None;
-        for b in &blocks {
-            let Some(f) = fs.lookup(b.head) else { continue };
-            let checked = (0..b.pages).all(|k| fs.checked(f + k));
-            if b.head != head && checked {
-                continue;
-            }
-            let outcome = match &b.image {
-                Ok(()) => {
-                    let img = &mut scratch.buf[b.at..b.at + b.pages as usize * self.page_size];
-                    self.prepare(b.pages, img, &map, &types)
-                        .map_err(|m| FaultError::new(b.head, FaultKind::Corrupt, m))
-                }
-                Err(e) => Err(FaultError::new(b.head, fault_kind(e), e.to_string())),
+        let mut judged = Vec::new();
+        let read = Cell::new(None);
+        let view = |page: PageNo, pages: u64| {
+            read.set(Some((page, pages)));
+            fs.file_view(page, pages)
+        };
+        let mut judge = |blocks: &[ClusterBlock], span: &[u8]| {
+            judged = self.judge(fs, head, blocks, span, &map, &types);
+        };
+        let viewed = self
+            .source
+            .check_in_view(PageNo::from(lo), u64::from(end - lo), &view, &mut judge);
+        if let Some((page, pages)) = read.get() {
+            fs.release_view(page, pages);
+        }
+        if !viewed {
+            let blocks = match self.source.read_cluster(PageNo::from(lo), u64::from(end - lo), &mut scratch.buf) {
+                Ok(b) => b,
+                Err(e) => return Some(Err(FaultError::new(head, fault_kind(&e), e.to_string()))),
             };
+            judged = self.judge(fs, head, &blocks, &scratch.buf, &map, &types);
+        }
+        let mut own = None;
+        for (b, frame, pages, outcome) in judged {
             if outcome.is_ok() {
-                for k in 0..b.pages {
-                    fs.note_checked(f + k);
+                for k in 0..pages {
+                    fs.note_checked(frame + k);
                 }
             }
-            if b.head == head {
+            if b == head {
                 own = Some(outcome);
             }
         }
         own
+    }
+
+    /// The outcome of checking each of `blocks` (images in `buf`) that is
+    /// not known clean yet, and block `head`'s always: `(head, first
+    /// frame, pages, outcome)`.
+    fn judge(
+        &self,
+        fs: &FrameSpace,
+        head: PageNo,
+        blocks: &[ClusterBlock],
+        buf: &[u8],
+        map: &FrameMap<'_>,
+        types: &Snapshot,
+    ) -> Vec<(PageNo, FrameNo, u32, Result<(), FaultError>)> {
+        let mut out = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            let Some(f) = fs.lookup(b.head) else { continue };
+            if b.head != head && (0..b.pages).all(|k| fs.checked(f + k)) {
+                continue;
+            }
+            let outcome = match &b.image {
+                Ok(()) => {
+                    let img = &buf[b.at..b.at + b.pages as usize * self.page_size];
+                    self.check_image(b.pages, img, map, types)
+                        .map_err(|m| FaultError::new(b.head, FaultKind::Corrupt, m))
+                }
+                Err(e) => Err(FaultError::new(b.head, fault_kind(e), e.to_string())),
+            };
+            out.push((b.head, f, b.pages, outcome));
+        }
+        out
     }
 }

@@ -47,6 +47,16 @@ impl Source for Store {
         Ok(Core::read_cluster(core(self), from, pages, buf))
     }
 
+    fn check_in_view<'v>(
+        &self,
+        from: PageNo,
+        pages: u64,
+        view: &dyn Fn(PageNo, u64) -> Option<&'v [u8]>,
+        check: &mut dyn FnMut(&[ClusterBlock], &[u8]),
+    ) -> bool {
+        Core::check_in_view(core(self), from, pages, view, check)
+    }
+
     fn types(&self) -> Vec<(u32, Vec<u8>)> {
         Core::types(core(self))
     }

@@ -68,6 +68,21 @@ pub trait Source: Send + Sync + fmt::Debug {
     fn read_cluster(&self, from: PageNo, pages: u64, buf: &mut Vec<u8>)
     -> Result<Vec<ClusterBlock>>;
 
+    /// The `mapped` backend's check of the blocks starting in pages
+    /// `from..from + pages` where the page file lies in memory (`view`),
+    /// without copying them (see `Store::check_in_view`); false where it
+    /// cannot be made so, and the caller reads the cluster. A source with
+    /// no page file of its own (a server's) never can.
+    fn check_in_view<'v>(
+        &self,
+        _from: PageNo,
+        _pages: u64,
+        _view: &dyn Fn(PageNo, u64) -> Option<&'v [u8]>,
+        _check: &mut dyn FnMut(&[ClusterBlock], &[u8]),
+    ) -> bool {
+        false
+    }
+
     /// The schema catalog at the snapshot: type id and descriptor bytes
     /// (a server's is fetched at connect and at each refresh, so that this
     /// and the roots never wait on the network).

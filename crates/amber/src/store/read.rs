@@ -152,6 +152,66 @@ impl Core {
         }
     }
 
+    /// The `mapped` backend's check of the blocks that start in pages
+    /// `from..from + pages`, reading them where the page file lies in
+    /// memory rather than copying them (`view`: the file's pages `[first,
+    /// first + n)`, or None past its end). False, with nothing checked,
+    /// when a block's committed image is not the page file's alone
+    /// (changes pending, or a pending image) or lies past its end: the
+    /// caller reads the cluster instead (`read_cluster`).
+    ///
+    /// Each block's checksum is verified in the view (its entry says
+    /// whether it is good) and `check` is given the blocks and the span
+    /// they lie in, all with the state lock let go; the outcome stands if
+    /// afterwards no checkpoint has moved committed bytes and the blocks
+    /// still have no changes pending (a checkpoint writes only blocks
+    /// with some, so their bytes did not change meanwhile). Otherwise it
+    /// is made again, and `check` called again.
+    pub fn check_in_view<'v>(
+        &self,
+        from: PageNo,
+        pages: u64,
+        view: &dyn Fn(PageNo, u64) -> Option<&'v [u8]>,
+        check: &mut dyn FnMut(&[ClusterBlock], &[u8]),
+    ) -> bool {
+        let ps = self.page_size;
+        let file_only = |st: &State, blocks: &[(PageNo, u32)]| blocks.iter().all(|&(h, _)| st.patch(h).is_none());
+        loop {
+            let (blocks, installs) = {
+                let st = self.lock();
+                let blocks = heads_in(&st, from, pages);
+                if !file_only(&st, &blocks) {
+                    return false;
+                }
+                (blocks, st.installs)
+            };
+            let (Some(&(first, _)), Some(&(last, last_n))) = (blocks.first(), blocks.last()) else {
+                check(&[], &[]);
+                return true;
+            };
+            let Some(span) = view(first, last + u64::from(last_n) - first) else {
+                return false;
+            };
+            let checked: Vec<ClusterBlock> = blocks
+                .iter()
+                .map(|&(head, n)| {
+                    let at = (head - first) as usize * ps;
+                    ClusterBlock {
+                        head,
+                        pages: n,
+                        at,
+                        image: self.verify_file_image(head, n, &span[at..at + n as usize * ps]),
+                    }
+                })
+                .collect();
+            check(&checked, span);
+            let st = self.lock();
+            if st.installs == installs && heads_in(&st, from, pages) == blocks && file_only(&st, &blocks) {
+                return true;
+            }
+        }
+    }
+
     /// Turns the page-file image of block `head` in `img` into its committed
     /// image, with the changes logged since the checkpoint; `verified` says
     /// whether the page-file image passed its checksum (`None`: not checked

@@ -88,15 +88,7 @@ pub fn convert_object(
     map: &impl AddrMap,
     dir: Direction,
 ) -> Result<(), String> {
-    let t = types
-        .get(e.type_id as usize)
-        .and_then(Option::as_ref)
-        .ok_or_else(|| {
-            format!(
-                "object at offset {} has unknown type id {}",
-                e.header, e.type_id
-            )
-        })?;
+    let t = type_of(types, e)?;
     let l = &t.layout;
     if l.slots.is_empty() {
         return Ok(());
@@ -150,6 +142,20 @@ pub fn convert_object(
     }
 }
 
+/// The type of object `e`, or why it has none.
+#[inline(always)]
+pub(super) fn type_of<'t>(types: &'t Snapshot, e: &ObjectEntry) -> Result<&'t TypeEntry, String> {
+    types
+        .get(e.type_id as usize)
+        .and_then(Option::as_deref)
+        .ok_or_else(|| {
+            format!(
+                "object at offset {} has unknown type id {}",
+                e.header, e.type_id
+            )
+        })
+}
+
 /// The `n` nullable pointers of an array of `PRef`s (vectors of references,
 /// the commonest pointer arrays: OO1's incoming lists and id index), each to
 /// a block of `pages` pages: one loop over the words, without the per-slot
@@ -188,7 +194,7 @@ fn convert_refs(
 /// 8-aligned (and a home is, far more). A swizzled pointer is then aligned
 /// by construction, so the dereference need not check (`vm/typed.rs`).
 #[inline(always)]
-fn aligned(v: u64) -> Result<u64, String> {
+pub(super) fn aligned(v: u64) -> Result<u64, String> {
     if v.is_multiple_of(OBJECT_ALIGN as u64) {
         Ok(v)
     } else {
@@ -219,15 +225,9 @@ fn convert_slots(
     let home = map.home();
     for s in &t.layout.slots {
         let at = base + s.offset as usize;
-        let Some(v) = get_u64(block, at) else {
-            return Err(format!("pointer at offset {at} outside its block"));
+        let Some(v) = slot_word(block, at, s, t, e, dir)? else {
+            continue;
         };
-        if v == 0 {
-            if s.kind.nullable() {
-                continue;
-            }
-            return Err(null_in_non_null(t, e, at, dir));
-        }
         let out = match (dir, s.kind) {
             // A smart pointer keeps its persistent address.
             (Direction::Unswizzle, SlotKind::Smart) => {
@@ -264,6 +264,30 @@ fn convert_slots(
         put_u64(block, at, out);
     }
     Ok(())
+}
+
+/// The word of slot `s` at block offset `at` (of object `e`, type `t`):
+/// None for a null the slot may hold; refused outside the block, or 0 where
+/// the slot may not hold null.
+#[inline(always)]
+pub(super) fn slot_word(
+    block: &[u8],
+    at: usize,
+    s: &PtrSlot,
+    t: &TypeEntry,
+    e: &ObjectEntry,
+    dir: Direction,
+) -> Result<Option<u64>, String> {
+    let Some(v) = get_u64(block, at) else {
+        return Err(format!("pointer at offset {at} outside its block"));
+    };
+    if v != 0 {
+        Ok(Some(v))
+    } else if s.kind.nullable() {
+        Ok(None)
+    } else {
+        Err(null_in_non_null(t, e, at, dir))
+    }
 }
 
 /// The message for a 0 at block offset `at`, in a slot of object `e` (of

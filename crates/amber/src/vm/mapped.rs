@@ -63,6 +63,10 @@ pub struct MappedFile {
 }
 
 pub(crate) struct MappedState {
+    /// The `mapped` backend's checks at first touch (`mapped_checks.rs`);
+    /// none for `mapped-unverified`. First, so that it is dropped (its
+    /// service thread stopped) before the descriptor its view reads.
+    pub(crate) checks: Option<Checks>,
     /// The page file, a descriptor of our own.
     file: OwnedFd,
     /// What the mappings of the reservation are; changed with the frame
@@ -74,9 +78,6 @@ pub(crate) struct MappedState {
     /// handler, so atomics, not under the layout's lock.
     pub(crate) windows: Windows,
     pub(crate) pagemap: PageMap,
-    /// The `mapped` backend's checks at first touch (`mapped_checks.rs`);
-    /// none for `mapped-unverified`.
-    pub(crate) checks: Option<Checks>,
 }
 
 /// Which frames read the file.
@@ -119,7 +120,6 @@ pub(crate) fn new(
     frame_size: usize,
     checks: Option<Duration>,
 ) -> Result<MappedState, String> {
-    let checks = checks.map(Checks::new);
     let prot = base_prot(checks.is_some());
     sys::mprotect(main.addr(), main.len(), prot)
         .map_err(|e| format!("protecting the reservation: {e}"))?;
@@ -138,12 +138,17 @@ pub(crate) fn new(
     }
     // SAFETY: a fresh descriptor nobody else owns.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let checks = match checks {
+        Some(poll) => Some(Checks::new(poll, owned.as_raw_fd(), main.len() / 2)?),
+        None => None,
+    };
     let frames = (file.len / frame_size as u64).min((main.len() / frame_size) as u64) as FrameNo;
     if frames > 0 {
         map_over(owned.as_raw_fd(), main.addr(), frames as usize * frame_size, 0, prot)
             .map_err(|e| format!("mapping the page file: {e}"))?;
     }
     Ok(MappedState {
+        checks,
         file: owned,
         layout: Mutex::new(Layout {
             file_runs: if frames > 0 { vec![(0, frames)] } else { Vec::new() },
@@ -151,7 +156,6 @@ pub(crate) fn new(
         uffd,
         windows,
         pagemap,
-        checks,
     })
 }
 
@@ -197,16 +201,19 @@ impl Layout {
     }
 }
 
+/// The length of the file open as `fd` now, or None if `fstat` fails.
+pub(crate) fn file_len(fd: libc::c_int) -> Option<u64> {
+    // SAFETY: an all-zero stat is a valid value for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on a descriptor the caller keeps open, into a stat we own.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_size as u64)
+}
+
 impl MappedState {
     /// The file's length now.
     fn file_len(&self) -> Result<u64, VmError> {
-        // SAFETY: an all-zero stat is a valid value for fstat to fill.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstat on our own descriptor, into a stat we own.
-        if unsafe { libc::fstat(self.file.as_raw_fd(), &mut st) } != 0 {
-            return Err(os("fstat(page file)")(std::io::Error::last_os_error()));
-        }
-        Ok(st.st_size as u64)
+        file_len(self.file.as_raw_fd())
+            .ok_or_else(|| os("fstat(page file)")(std::io::Error::last_os_error()))
     }
 
     pub(crate) fn layout(&self) -> std::sync::MutexGuard<'_, Layout> {
