@@ -559,6 +559,8 @@ mod tests {
     fn sizes() {
         assert_eq!(std::mem::size_of::<all_raw::Part>(), 104);
         assert_eq!(std::mem::size_of::<all_smart::Part>(), 104);
+        assert_eq!(std::mem::size_of::<all_lazy::Part>(), 104);
+        assert_eq!(std::mem::size_of::<all_lazy::Node>(), 4_008);
         // A node fills one page's object area (4,096 − 32 − 8 bytes).
         assert_eq!(std::mem::size_of::<all_raw::Node>(), 4_008);
         assert!(std::mem::size_of::<smart_index::Node>() <= 4_056);
