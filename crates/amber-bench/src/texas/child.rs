@@ -13,7 +13,9 @@ use std::time::Instant;
 use amber::{Db, DbStats, Options, PRef};
 use serde::{Deserialize, Serialize};
 
-use super::schema::{ROOT, Visit, all_raw, all_smart, smart_index};
+use super::schema::{
+    CHECKED, LOAD, PEEK, ROOT, Seen, Visit, all_lazy, all_raw, all_smart, smart_index,
+};
 use super::{Fetch, Granularity};
 use crate::oo1::child::serve_child;
 use crate::oo1::database::{GenParams, GeneratedDb, PartId};
@@ -84,6 +86,7 @@ pub fn build(dir: &Path, g: Granularity, data: &GeneratedDb) -> Result<u64, Benc
         Granularity::AllRaw | Granularity::AllRawTryGet => all_raw::build(&mut db, data),
         Granularity::SmartIndex => smart_index::build(&mut db, data),
         Granularity::AllSmart => all_smart::build(&mut db, data),
+        Granularity::AllLazy => all_lazy::build(&mut db, data),
     }
     .map_err(|e| fail("building", e))?;
     let pages = db.stats().store.page_count;
@@ -106,14 +109,26 @@ trait Set {
     /// The root object's type.
     type Root: amber::Persistent;
 
-    /// Looks `id` up and traverses from it; `on_object` sees the address of
-    /// every object the traversal reads (the root, nodes and parts).
+    /// Whether its pointers are swizzled upon discovery (`Lazy`), not at
+    /// fault time: the pointers swizzled are the rewrites the walks see.
+    const LAZY: bool;
+
+    /// Looks `id` up and traverses from it, as the measured traversals do.
     fn traverse(
         db: &Db,
         root: PRef<Self::Root>,
         id: PartId,
         tally: &mut Tally,
-        on_object: &mut impl FnMut(usize),
+    ) -> Result<(), EngineError>;
+
+    /// The same walk, rewriting no field ([`PEEK`]); `seen` gets every
+    /// object it reads (the root, nodes and parts) and every pointer it
+    /// follows.
+    fn walk(
+        db: &Db,
+        root: PRef<Self::Root>,
+        id: PartId,
+        seen: &mut impl FnMut(Seen),
     ) -> Result<(), EngineError>;
 
     /// Calls `f(address, swizzled pointers)` for every object.
@@ -124,12 +139,33 @@ trait Set {
     ) -> Result<(), EngineError>;
 }
 
+/// Looks `id` up in granularity module `$m`'s database and traverses from
+/// it, following pointers as `$mode` says.
+macro_rules! lookup_traverse {
+    ($m:ident, $mode:expr, $db:expr, $root:expr, $id:expr, $tally:expr, $seen:expr) => {{
+        let (db, id, seen) = ($db, $id, $seen);
+        let r = db.get($root);
+        seen(Seen::Object(r as *const $m::Root as usize));
+        let part =
+            $m::lookup::<{ $mode }>(db, r, id, seen)?.ok_or(EngineError::MissingPart { id })?;
+        let tally: &mut Tally = $tally;
+        $m::traverse::<{ $mode }>(
+            db,
+            part,
+            0,
+            &mut |v: Visit<'_>| tally.visit(v.id, v.x, v.y, v.kind),
+            seen,
+        )
+    }};
+}
+
 macro_rules! set {
-    ($ty:ident, $m:ident, $checked:literal) => {
+    ($ty:ident, $m:ident, $mode:expr, $lazy:literal) => {
         struct $ty;
 
         impl Set for $ty {
             type Root = $m::Root;
+            const LAZY: bool = $lazy;
 
             #[inline(always)]
             fn traverse(
@@ -137,16 +173,18 @@ macro_rules! set {
                 root: PRef<$m::Root>,
                 id: PartId,
                 tally: &mut Tally,
-                on_object: &mut impl FnMut(usize),
             ) -> Result<(), EngineError> {
-                let r = db.get(root);
-                on_object(r as *const $m::Root as usize);
-                let part = $m::lookup::<$checked>(db, r, id, on_object)?
-                    .ok_or(EngineError::MissingPart { id })?;
-                $m::traverse::<$checked>(db, part, 0, &mut |v: Visit<'_>| {
-                    on_object(v.addr);
-                    tally.visit(v.id, v.x, v.y, v.kind);
-                })
+                lookup_traverse!($m, $mode, db, root, id, tally, &mut |_: Seen| {})
+            }
+
+            fn walk(
+                db: &Db,
+                root: PRef<$m::Root>,
+                id: PartId,
+                seen: &mut impl FnMut(Seen),
+            ) -> Result<(), EngineError> {
+                let tally = &mut Tally::for_op(Op::Traversal);
+                lookup_traverse!($m, PEEK, db, root, id, tally, seen)
             }
 
             fn census(
@@ -160,10 +198,11 @@ macro_rules! set {
     };
 }
 
-set!(AllRaw, all_raw, false);
-set!(SmartIndex, smart_index, false);
-set!(AllSmart, all_smart, false);
-set!(AllRawTryGet, all_raw, true);
+set!(AllRaw, all_raw, LOAD, false);
+set!(SmartIndex, smart_index, LOAD, false);
+set!(AllSmart, all_smart, LOAD, false);
+set!(AllLazy, all_lazy, LOAD, true);
+set!(AllRawTryGet, all_raw, CHECKED, false);
 
 fn root<T: amber::Persistent>(db: &Db) -> Result<PRef<T>, EngineError> {
     db.root::<T>(ROOT)
@@ -176,6 +215,7 @@ fn run_set(request: &ChildRequest) -> Result<ChildRun, EngineError> {
         Granularity::AllRaw => measure::<AllRaw>(request),
         Granularity::SmartIndex => measure::<SmartIndex>(request),
         Granularity::AllSmart => measure::<AllSmart>(request),
+        Granularity::AllLazy => measure::<AllLazy>(request),
         Granularity::AllRawTryGet => measure::<AllRawTryGet>(request),
     }
 }
@@ -204,46 +244,69 @@ fn measure<S: Set>(request: &ChildRequest) -> Result<ChildRun, EngineError> {
     let mut samples = Vec::with_capacity(roots.len());
     let mut touched: HashSet<usize> = HashSet::new();
     let mut first_touched = Vec::with_capacity(roots.len());
+    // The `Lazy` fields found rewritten upon discovery so far, and how many
+    // each traversal rewrote.
+    let mut discovered: HashSet<usize> = HashSet::new();
+    let mut rewrites = Vec::with_capacity(roots.len());
     for &id in &roots {
         let before = db.stats();
         let cpu = procfs::cpu_time_ns();
         let wall = Instant::now();
         let mut tally = Tally::for_op(Op::Traversal);
-        S::traverse(&db, root, id, &mut tally, &mut |_| {})?;
+        S::traverse(&db, root, id, &mut tally)?;
         let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
         let cpu_ms = procfs::cpu_time_ns().saturating_sub(cpu) as f64 / 1e6;
         let after = db.stats();
-        // Untimed: the pages this traversal touched first (all resident now,
-        // so walking it again faults nothing).
+        // Untimed: the same walk, rewriting nothing (all resident now, so it
+        // faults nothing): the pages this traversal touched first, and the
+        // fields it rewrote (a field is rewritten only when followed, and
+        // stays rewritten: no commit, no eviction).
         let mut new = Vec::new();
-        S::traverse(
-            &db,
-            root,
-            id,
-            &mut Tally::for_op(Op::Traversal),
-            &mut |addr| {
+        let mut rewritten = 0;
+        S::walk(&db, root, id, &mut |seen| match seen {
+            Seen::Object(addr) => {
                 if touched.insert(addr / page) {
                     new.push(addr / page);
                 }
-            },
-        )?;
+            }
+            Seen::Pointer {
+                at,
+                discovered: true,
+            } => rewritten += u64::from(discovered.insert(at)),
+            Seen::Pointer { .. } => {}
+        })?;
         samples.push(sample(&before, &after, cpu_ms, wall_ms, new.len(), tally));
         first_touched.push(new);
+        rewrites.push(rewritten);
     }
     // Untimed, after the last traversal: every object's swizzled pointers,
-    // by page. Fetches every page.
+    // by page. Fetches every page, rewrites nothing.
     let mut per_page: HashMap<usize, u64> = HashMap::new();
     S::census(&db, root, &mut |addr, pointers| {
         *per_page.entry(addr / page).or_default() += pointers
     })?;
-    for (s, pages) in samples.iter_mut().zip(&first_touched) {
-        let exact = request.fetch == Fetch::OnePage && s.blocks_fetched == pages.len() as u64;
-        s.pointers_swizzled = exact.then(|| {
-            pages
-                .iter()
-                .map(|p| per_page.get(p).copied().unwrap_or(0))
-                .sum()
-        });
+    if S::LAZY {
+        // Every rewrite the walks saw, against every rewritten field of the
+        // whole database.
+        let (walked, held) = (rewrites.iter().sum::<u64>(), per_page.values().sum::<u64>());
+        if walked != held {
+            return Err(EngineError::corrupt(format!(
+                "the traversals rewrote {walked} lazy fields upon discovery, but the database holds {held} rewritten"
+            )));
+        }
+        for (s, &n) in samples.iter_mut().zip(&rewrites) {
+            s.pointers_swizzled = Some(n);
+        }
+    } else {
+        for (s, pages) in samples.iter_mut().zip(&first_touched) {
+            let exact = request.fetch == Fetch::OnePage && s.blocks_fetched == pages.len() as u64;
+            s.pointers_swizzled = exact.then(|| {
+                pages
+                    .iter()
+                    .map(|p| per_page.get(p).copied().unwrap_or(0))
+                    .sum()
+            });
+        }
     }
     let backend = db.backend().to_string();
     db.close().ctx("closing the database")?;

@@ -7,10 +7,13 @@
 //! | [`all_raw`] | `PRef` | `PRef` | all-raw |
 //! | [`smart_index`] | `PRef` | `Smart` | smart-index |
 //! | [`all_smart`] | `Smart` | `Smart` | all-smart |
+//! | [`all_lazy`] | `Lazy` | `Lazy` | all-lazy (not the paper's) |
 //!
 //! `PRef` is swizzled when its page is faulted in (a plain load afterwards),
-//! `Smart` is translated at each use (Texas's smart pointers, §5.2.2). The
-//! three databases have the same objects in the same places: both kinds are
+//! `Smart` is translated at each use (Texas's smart pointers, §5.2.2),
+//! `Lazy` upon discovery (White & DeWitt's EPVM 2.0: the field rewritten to
+//! the direct address when followed while its target is resident). The
+//! four databases have the same objects in the same places: every kind is
 //! 8 bytes, and the builds allocate in the same order.
 //!
 //! **(choice)** A part is OO1's (id, kind, x, y, build) with its three
@@ -30,7 +33,7 @@
 //! tree was "only three levels deep" on the large database). The paper does
 //! not say how its tree was built.
 
-use amber::{Db, PRef, Persistent, Smart, Tx};
+use amber::{Db, Lazy, PRef, Persistent, Smart, Tx, View};
 
 use crate::oo1::database::{GeneratedDb, Kind};
 use crate::oo1::engine::{EngineError, ResultExt};
@@ -51,66 +54,189 @@ const BUILD_BATCH: usize = 50_000;
 /// of [`FANOUT`]-key nodes over 2^32 ids has 5 levels).
 const MAX_LEVELS: usize = 8;
 
-/// A pointer field's kind, as the traversal and the build use it.
-pub trait Ptr<T: Persistent>: Copy {
+/// How a traversal follows a pointer field ([`follow`]): a plain
+/// dereference (the measured traversals), one that fetches a missing page
+/// itself ([`Ptr::load_checked`]), or one that never rewrites a field
+/// ([`Ptr::peek`]: the untimed walks that count what the measured ones did).
+pub const LOAD: u8 = 0;
+/// See [`LOAD`].
+pub const CHECKED: u8 = 1;
+/// See [`LOAD`].
+pub const PEEK: u8 = 2;
+
+/// A pointer field's kind, as the traversal and the build use it: a
+/// nullable `PRef` or `Smart` (`Option`), or a `Lazy` (nullable itself).
+/// Fields are followed by reference: a `Lazy` is an atomic, not `Copy`.
+pub trait Ptr<T: Persistent>: Sized {
     /// Whether the field is swizzled at fault time (`PRef`) rather than
-    /// translated at each use (`Smart`).
+    /// translated at each use (`Smart`) or upon discovery (`Lazy`).
     const SWIZZLED: bool;
 
-    /// Follows the pointer.
-    fn load(self, db: &Db) -> amber::Result<&T>;
+    /// The null field.
+    fn null() -> Self;
+
+    /// Whether it is not null.
+    fn is_set(&self) -> bool;
+
+    /// Whether the field has been rewritten to its target's direct address
+    /// upon discovery (only a `Lazy` is).
+    fn discovered(&self) -> bool {
+        false
+    }
+
+    /// Follows the pointer (`None`: null); a `Lazy` is swizzled upon
+    /// discovery.
+    fn load<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>>;
 
     /// Follows the pointer through a dereference that fetches a missing
     /// page itself, in the calling thread, instead of taking a page fault
     /// (`Db::try_get`; a `Smart`'s dereference always does).
-    fn load_checked(self, db: &Db) -> amber::Result<&T>;
+    fn load_checked<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>>;
+
+    /// Follows the pointer without rewriting the field: a `Lazy` is
+    /// followed through a copy held outside the database's frames, which
+    /// the core translates and never rewrites (`translate/lazy.rs`).
+    fn peek<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        self.load(db)
+    }
 
     /// The pointer to the object `p` leads to, in this kind.
     fn from_ref(tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self>;
 }
 
-impl<T: Persistent> Ptr<T> for PRef<T> {
+impl<T: Persistent> Ptr<T> for Option<PRef<T>> {
     const SWIZZLED: bool = true;
 
-    #[inline(always)]
-    fn load(self, db: &Db) -> amber::Result<&T> {
-        Ok(db.get(self))
+    fn null() -> Self {
+        None
     }
 
-    fn load_checked(self, db: &Db) -> amber::Result<&T> {
-        db.try_get(self)
+    fn is_set(&self) -> bool {
+        self.is_some()
+    }
+
+    #[inline(always)]
+    fn load<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        Ok(self.map(|p| db.get(p)))
+    }
+
+    fn load_checked<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        self.map(|p| db.try_get(p)).transpose()
     }
 
     fn from_ref(_tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self> {
-        Ok(p)
+        Ok(Some(p))
     }
 }
 
-impl<T: Persistent> Ptr<T> for Smart<T> {
+impl<T: Persistent> Ptr<T> for Option<Smart<T>> {
     const SWIZZLED: bool = false;
 
-    #[inline(always)]
-    fn load(self, db: &Db) -> amber::Result<&T> {
-        db.smart(self)
+    fn null() -> Self {
+        None
     }
 
-    fn load_checked(self, db: &Db) -> amber::Result<&T> {
-        db.smart(self)
+    fn is_set(&self) -> bool {
+        self.is_some()
+    }
+
+    #[inline(always)]
+    fn load<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        self.map(|s| db.smart(s)).transpose()
+    }
+
+    fn load_checked<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        self.load(db)
     }
 
     fn from_ref(tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self> {
-        tx.to_smart(p)
+        tx.to_smart(p).map(Some)
     }
 }
 
-/// Follows `p` as a traversal with `CHECKED` dereferences does.
-#[inline(always)]
-fn follow<const CHECKED: bool, T: Persistent>(p: impl Ptr<T>, db: &Db) -> amber::Result<&T> {
-    if CHECKED {
-        p.load_checked(db)
-    } else {
-        p.load(db)
+impl<T: Persistent> Ptr<T> for Lazy<T> {
+    const SWIZZLED: bool = false;
+
+    fn null() -> Self {
+        Lazy::null()
     }
+
+    fn is_set(&self) -> bool {
+        !self.is_null()
+    }
+
+    fn discovered(&self) -> bool {
+        self.is_swizzled()
+    }
+
+    #[inline(always)]
+    fn load<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        Ok(db.lazy(self))
+    }
+
+    fn load_checked<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        db.try_lazy(self)
+    }
+
+    fn peek<'a>(&self, db: &'a Db) -> amber::Result<Option<&'a T>> {
+        db.try_lazy(&self.clone())
+    }
+
+    fn from_ref(_tx: &Tx<'_>, p: PRef<T>) -> amber::Result<Self> {
+        Ok(Lazy::from(p))
+    }
+}
+
+/// Follows field `p` as a traversal in `MODE` ([`LOAD`], [`CHECKED`],
+/// [`PEEK`]) does; `what` names it in the error for a null. A [`PEEK`]
+/// reports the field to `seen` first.
+#[inline(always)]
+fn follow<'a, const MODE: u8, T: Persistent>(
+    p: &impl Ptr<T>,
+    db: &'a Db,
+    what: &str,
+    seen: &mut impl FnMut(Seen),
+) -> Result<&'a T> {
+    if MODE == PEEK {
+        seen(Seen::Pointer {
+            at: p as *const _ as usize,
+            discovered: p.discovered(),
+        });
+    }
+    let target = match MODE {
+        LOAD => p.load(db),
+        CHECKED => p.load_checked(db),
+        _ => p.peek(db),
+    };
+    match target {
+        Ok(Some(t)) => Ok(t),
+        Ok(None) => Err(null(what)),
+        Err(e) => Err(e).ctx(&format!("following {what}")),
+    }
+}
+
+/// What a walk reports besides the parts it visits.
+#[derive(Clone, Copy, Debug)]
+pub enum Seen {
+    /// An object read (its address, whose page is what a fault fetched):
+    /// an index node or a part.
+    Object(usize),
+    /// A pointer field followed (its address), in a [`PEEK`] walk only, and
+    /// whether it held its target's direct address by discovery.
+    Pointer { at: usize, discovered: bool },
+}
+
+/// How many of `fields` hold a direct address: the set ones of a kind
+/// swizzled at fault time, the ones rewritten upon discovery of a `Lazy`.
+fn swizzled<'f, T: Persistent, P: Ptr<T> + 'f>(fields: impl IntoIterator<Item = &'f P>) -> u64 {
+    let direct = |p: &&P| {
+        if P::SWIZZLED {
+            p.is_set()
+        } else {
+            p.discovered()
+        }
+    };
+    fields.into_iter().filter(direct).count() as u64
 }
 
 /// A null where every committed object has a pointer: damage.
@@ -124,14 +250,14 @@ pub struct Visit<'a> {
     pub x: i32,
     pub y: i32,
     pub kind: &'a Kind,
-    /// The part's address in memory (its page is what a fault fetched).
-    pub addr: usize,
 }
 
 /// One granularity's schema and the operations on it: the types, the build,
-/// the lookup through the index and the depth-first traversal.
+/// the lookup through the index and the depth-first traversal. The field
+/// types are given whole (`Option<PRef<Part>>`, `Lazy<Part>`…) so that the
+/// derive sees them as written: connections, index children, index parts.
 macro_rules! granularity {
-    ($module:ident, $conn:ident, $index:ident, $doc:literal) => {
+    ($module:ident, [$($conn:tt)*], [$($kid:tt)*], [$($leaf:tt)*], $doc:literal) => {
         #[doc = $doc]
         pub mod $module {
             use super::*;
@@ -150,13 +276,13 @@ macro_rules! granularity {
                 pub out: [Out; 3],
             }
 
-            /// An outgoing connection, inside its from-part. `None` only
+            /// An outgoing connection, inside its from-part. Null only
             /// while the database is being built.
-            #[derive(Persistent, Clone, Copy)]
+            #[derive(Persistent)]
             #[persistent(name = "texas::Out")]
             #[repr(C)]
             pub struct Out {
-                pub to: Option<$conn<Part>>,
+                pub to: $($conn)*,
                 pub kind: [u8; 10],
                 pub _pad: [u8; 2],
                 pub length: i32,
@@ -173,8 +299,8 @@ macro_rules! granularity {
                 pub count: u32,
                 pub level: u32,
                 pub keys: [u32; FANOUT],
-                pub kids: [Option<$index<Node>>; FANOUT],
-                pub parts: [Option<$index<Part>>; FANOUT],
+                pub kids: [$($kid)*; FANOUT],
+                pub parts: [$($leaf)*; FANOUT],
             }
 
             /// The root object.
@@ -182,7 +308,7 @@ macro_rules! granularity {
             #[persistent(name = "texas::Root")]
             #[repr(C)]
             pub struct Root {
-                pub tree: Option<$index<Node>>,
+                pub tree: $($kid)*,
                 pub parts: u64,
             }
 
@@ -196,7 +322,7 @@ macro_rules! granularity {
                         let out = |slot: usize| {
                             let c = data.outgoing(p.id).get(slot).copied();
                             Out {
-                                to: None,
+                                to: Ptr::null(),
                                 kind: c.map_or([0; 10], |c| c.kind),
                                 _pad: [0; 2],
                                 length: c.map_or(0, |c| c.length),
@@ -223,9 +349,9 @@ macro_rules! granularity {
                     for p in batch {
                         let from = part_of(p.id)?;
                         for (slot, c) in data.outgoing(p.id).iter().enumerate() {
-                            let to = <$conn<Part> as Ptr<Part>>::from_ref(&tx, part_of(c.to)?)
+                            let to = Ptr::from_ref(&tx, part_of(c.to)?)
                                 .ctx("linking a connection")?;
-                            tx.get_mut(from).out[slot].to = Some(to);
+                            tx.get_mut(from).out[slot].to = to;
                         }
                     }
                     tx.commit().ctx("committing the connections")?;
@@ -253,8 +379,8 @@ macro_rules! granularity {
                     let mut node = empty_node(0);
                     for (i, p) in ids.iter().enumerate() {
                         node.keys[i] = p.id;
-                        let part = Ptr::from_ref(&tx, part_of(p.id)?).ctx("indexing a part")?;
-                        node.parts[i] = Some(part);
+                        node.parts[i] =
+                            Ptr::from_ref(&tx, part_of(p.id)?).ctx("indexing a part")?;
                     }
                     node.count = ids.len() as u32;
                     level.push((ids[0].id, tx.alloc(node).ctx("allocating a leaf")?));
@@ -266,7 +392,7 @@ macro_rules! granularity {
                         let mut node = empty_node(height);
                         for (i, &(key, kid)) in kids.iter().enumerate() {
                             node.keys[i] = key;
-                            node.kids[i] = Some(Ptr::from_ref(&tx, kid).ctx("linking a node")?);
+                            node.kids[i] = Ptr::from_ref(&tx, kid).ctx("linking a node")?;
                         }
                         node.count = kids.len() as u32;
                         up.push((kids[0].0, tx.alloc(node).ctx("allocating a node")?));
@@ -275,8 +401,8 @@ macro_rules! granularity {
                     height += 1;
                 }
                 let tree = match level.first() {
-                    Some(&(_, top)) => Some(Ptr::from_ref(&tx, top).ctx("linking the root")?),
-                    None => None,
+                    Some(&(_, top)) => Ptr::from_ref(&tx, top).ctx("linking the root")?,
+                    None => Ptr::null(),
                 };
                 let root = tx
                     .alloc(Root {
@@ -293,37 +419,35 @@ macro_rules! granularity {
                     count: 0,
                     level,
                     keys: [0; FANOUT],
-                    kids: [None; FANOUT],
-                    parts: [None; FANOUT],
+                    kids: std::array::from_fn(|_| Ptr::null()),
+                    parts: std::array::from_fn(|_| Ptr::null()),
                 }
             }
 
-            /// The part of id `id`, through the index; `on_node` sees the
-            /// address of every node the descent reads. `CHECKED`: every
-            /// dereference fetches a missing page itself ([`Ptr::load_checked`]).
-            pub fn lookup<'a, const CHECKED: bool>(
+            /// The part of id `id`, through the index, following pointers
+            /// as `MODE` says ([`follow`]); `seen` gets the address of
+            /// every node the descent reads (and, in a [`PEEK`], every
+            /// pointer it follows).
+            pub fn lookup<'a, const MODE: u8>(
                 db: &'a Db,
                 root: &Root,
                 id: u32,
-                on_node: &mut impl FnMut(usize),
+                seen: &mut impl FnMut(Seen),
             ) -> Result<Option<&'a Part>> {
-                let mut node = root
-                    .tree
-                    .ok_or_else(|| null("the index's root"))
-                    .and_then(|p| follow::<CHECKED, Node>(p, db).ctx("reading the index's root"))?;
+                let mut node: &Node = follow::<MODE, _>(&root.tree, db, "the index's root", seen)?;
                 for _ in 0..MAX_LEVELS {
-                    on_node(node as *const Node as usize);
+                    seen(Seen::Object(node as *const Node as usize));
                     let n = (node.count as usize).min(FANOUT);
                     let keys = &node.keys[..n];
                     if node.level == 0 {
                         return match keys.binary_search(&id) {
-                            Ok(i) => {
-                                let p =
-                                    node.parts[i].ok_or_else(|| null("an index leaf's part"))?;
-                                follow::<CHECKED, Part>(p, db)
-                                    .map(Some)
-                                    .ctx("reading an indexed part")
-                            }
+                            Ok(i) => follow::<MODE, Part>(
+                                &node.parts[i],
+                                db,
+                                "an index leaf's part",
+                                seen,
+                            )
+                            .map(Some),
                             Err(_) => Ok(None),
                         };
                     }
@@ -331,8 +455,7 @@ macro_rules! granularity {
                     let Some(i) = i.checked_sub(1) else {
                         return Ok(None);
                     };
-                    let kid = node.kids[i].ok_or_else(|| null("an index node's child"))?;
-                    node = follow::<CHECKED, Node>(kid, db).ctx("reading an index node")?;
+                    node = follow::<MODE, Node>(&node.kids[i], db, "an index node's child", seen)?;
                 }
                 Err(EngineError::corrupt(format!(
                     "the index is deeper than {MAX_LEVELS} levels"
@@ -341,71 +464,55 @@ macro_rules! granularity {
 
             /// OO1's traversal from `part`: visit it, then each target of
             /// its connections in slot order, to depth
-            /// [`TRAVERSAL_DEPTH`](crate::oo1::TRAVERSAL_DEPTH); `CHECKED`
-            /// as for [`lookup`].
-            pub fn traverse<const CHECKED: bool>(
+            /// [`TRAVERSAL_DEPTH`](crate::oo1::TRAVERSAL_DEPTH); `MODE` as
+            /// for [`lookup`], `seen` gets every part's address (and, in a
+            /// [`PEEK`], every pointer followed).
+            pub fn traverse<const MODE: u8>(
                 db: &Db,
                 part: &Part,
                 depth: u32,
                 visit: &mut impl FnMut(Visit<'_>),
+                seen: &mut impl FnMut(Seen),
             ) -> Result<()> {
+                seen(Seen::Object(part as *const Part as usize));
                 visit(Visit {
                     id: part.id,
                     x: part.x,
                     y: part.y,
                     kind: &part.kind,
-                    addr: part as *const Part as usize,
                 });
                 if depth < crate::oo1::TRAVERSAL_DEPTH {
                     for out in &part.out {
-                        let to = out.to.ok_or_else(|| null("a part's connection"))?;
-                        let next = follow::<CHECKED, Part>(to, db).ctx("following a connection")?;
-                        traverse::<CHECKED>(db, next, depth + 1, visit)?;
+                        let next = follow::<MODE, Part>(&out.to, db, "a part's connection", seen)?;
+                        traverse::<MODE>(db, next, depth + 1, visit, seen)?;
                     }
                 }
                 Ok(())
             }
 
-            /// Calls `f` with the address and the swizzled pointers (non-null
-            /// `PRef` fields) of every object of the database: the root,
-            /// every node and every part.
+            /// Calls `f` with the address and the swizzled pointers of
+            /// every object of the database (the root, every node and
+            /// every part): its non-null fields swizzled at fault time
+            /// (`PRef`), or its fields rewritten upon discovery (`Lazy`).
+            /// Rewrites none itself ([`PEEK`]).
             pub fn census(db: &Db, root: PRef<Root>, f: &mut impl FnMut(usize, u64)) -> Result<()> {
                 let r = db.get(root);
-                let swizzled = |yes: bool| u64::from(yes);
-                f(
-                    r as *const Root as usize,
-                    swizzled(<$index<Node> as Ptr<Node>>::SWIZZLED && r.tree.is_some()),
-                );
-                let top = r.tree.ok_or_else(|| null("the index's root"))?;
-                let mut stack = vec![top.load(db).ctx("reading the index's root")?];
+                f(r as *const Root as usize, swizzled::<Node, _>([&r.tree]));
+                let none = &mut |_: Seen| {};
+                let mut stack = vec![follow::<PEEK, Node>(&r.tree, db, "the index's root", none)?];
                 while let Some(node) = stack.pop() {
                     let n = (node.count as usize).min(FANOUT);
-                    let kids = node.kids[..n].iter().flatten().count() as u64;
-                    let parts = node.parts[..n].iter().flatten().count() as u64;
                     f(
                         node as *const Node as usize,
-                        if <$index<Node> as Ptr<Node>>::SWIZZLED {
-                            kids + parts
-                        } else {
-                            0
-                        },
+                        swizzled::<Node, _>(&node.kids[..n]) + swizzled::<Part, _>(&node.parts[..n]),
                     );
-                    if node.level > 0 {
-                        for kid in node.kids[..n].iter().flatten() {
-                            stack.push(kid.load(db).ctx("reading an index node")?);
-                        }
-                    } else {
-                        for p in node.parts[..n].iter().flatten() {
-                            let part = p.load(db).ctx("reading an indexed part")?;
-                            let conns = part.out.iter().filter(|o| o.to.is_some()).count();
-                            f(
-                                part as *const Part as usize,
-                                if <$conn<Part> as Ptr<Part>>::SWIZZLED {
-                                    conns as u64
-                                } else {
-                                    0
-                                },
-                            );
+                    for i in 0..n {
+                        if node.level > 0 {
+                            stack.push(follow::<PEEK, Node>(&node.kids[i], db, "an index node's child", none)?);
+                        } else {
+                            let part = follow::<PEEK, Part>(&node.parts[i], db, "an index leaf's part", none)?;
+                            let conns = part.out.iter().map(|o| &o.to);
+                            f(part as *const Part as usize, swizzled::<Part, _>(conns));
                         }
                     }
                 }
@@ -417,21 +524,31 @@ macro_rules! granularity {
 
 granularity!(
     all_raw,
-    PRef,
-    PRef,
+    [Option<PRef<Part>>],
+    [Option<PRef<Node>>],
+    [Option<PRef<Part>>],
     "*all-raw*: every pointer a `PRef`, swizzled when its page is faulted in."
 );
 granularity!(
     smart_index,
-    PRef,
-    Smart,
+    [Option<PRef<Part>>],
+    [Option<Smart<Node>>],
+    [Option<Smart<Part>>],
     "*smart-index*: the index's pointers `Smart` (translated at each use), the parts' connections `PRef`."
 );
 granularity!(
     all_smart,
-    Smart,
-    Smart,
+    [Option<Smart<Part>>],
+    [Option<Smart<Node>>],
+    [Option<Smart<Part>>],
     "*all-smart*: every pointer a `Smart`, translated at each use; nothing is swizzled at fault time."
+);
+granularity!(
+    all_lazy,
+    [Lazy<Part>],
+    [Lazy<Node>],
+    [Lazy<Part>],
+    "*all-lazy*: every pointer a `Lazy`, swizzled upon discovery (rewritten when followed while its target is resident); nothing is swizzled at fault time."
 );
 
 #[cfg(test)]
@@ -442,6 +559,8 @@ mod tests {
     fn sizes() {
         assert_eq!(std::mem::size_of::<all_raw::Part>(), 104);
         assert_eq!(std::mem::size_of::<all_smart::Part>(), 104);
+        assert_eq!(std::mem::size_of::<all_lazy::Part>(), 104);
+        assert_eq!(std::mem::size_of::<all_lazy::Node>(), 4_008);
         // A node fills one page's object area (4,096 − 32 − 8 bytes).
         assert_eq!(std::mem::size_of::<all_raw::Node>(), 4_008);
         assert!(std::mem::size_of::<smart_index::Node>() <= 4_056);

@@ -13,13 +13,13 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(
     name = "amber bench texas",
-    about = "Kakkad & Wilson's traversal sets (Texas, COOTS 1999): 45 OO1 traversals (1 cold, 34 warm, 10 hot) per fresh process, with PRef everywhere (all-raw), Smart in the B+tree index only (smart-index) and Smart everywhere (all-smart); CPU time, faults, pages reserved and pointers swizzled per traversal, one page per fault and Amber's adaptive window"
+    about = "Kakkad & Wilson's traversal sets (Texas, COOTS 1999): 45 OO1 traversals (1 cold, 34 warm, 10 hot) per fresh process, with PRef everywhere (all-raw), Smart in the B+tree index only (smart-index), Smart everywhere (all-smart) and Lazy everywhere (all-lazy, swizzled upon discovery); CPU time, faults, pages reserved and pointers swizzled per traversal, one page per fault and Amber's adaptive window"
 )]
 struct TexasArgs {
     /// Database sizes in parts (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [20_000u32, 200_000])]
     parts: Vec<u32>,
-    /// Granularities (comma-separated): all-raw, smart-index, all-smart.
+    /// Granularities (comma-separated): all-raw, smart-index, all-smart, all-lazy.
     #[arg(long, value_delimiter = ',', default_values_t = Granularity::ALL)]
     granularities: Vec<Granularity>,
     /// Pages per fault (comma-separated): 1 (as Texas fetched) and adaptive (Amber's default).
