@@ -252,19 +252,20 @@ fn run_clients(args: &[&str]) -> (String, serde_json::Value) {
 /// against the model (the run fails otherwise), and the pages shipped as
 /// each scheme promises: ESM ships the dirty pages and log pages, REDO
 /// log pages only, WPL mostly whole pages, with PD-REDO's log far smaller
-/// than WPL's.
+/// than WPL's; T2C ships the pages T2B does (the paper's Figure 9: its
+/// three more updates of each part change no other byte).
 #[test]
 fn clients_through_the_server_ship_what_each_scheme_promises() {
     let (stdout, json) = run_clients(&[
         "--ops",
-        "t2a,t2b",
+        "t2a,t2b,t2c",
         "--schemes",
         "pd-esm,sd-esm,pd-redo,wpl",
         "--cache",
         "constrained",
     ]);
     let rows = json["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 4 * 2 * 2, "schemes × ops × clients");
+    assert_eq!(rows.len(), 4 * 3 * 2, "schemes × ops × clients");
     let fields = [
         "scheme",
         "size",
@@ -300,7 +301,13 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
             .as_f64()
             .expect("a number")
     };
-    for op in ["t2a", "t2b"] {
+    for scheme in ["pd-esm", "sd-esm", "pd-redo", "wpl"] {
+        for field in ["pages_shipped", "log_pages_shipped"] {
+            let (b, c) = (get(scheme, "t2b", field), get(scheme, "t2c", field));
+            assert!((b - c).abs() < 0.5, "{scheme} {field}: t2b {b}, t2c {c}");
+        }
+    }
+    for op in ["t2a", "t2b", "t2c"] {
         for esm in ["pd-esm", "sd-esm"] {
             assert!(
                 get(esm, op, "pages_shipped") > get(esm, op, "log_pages_shipped"),
