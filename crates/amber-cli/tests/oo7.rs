@@ -253,10 +253,15 @@ fn run_clients(args: &[&str]) -> (String, serde_json::Value) {
 /// each scheme promises: ESM ships the dirty pages and log pages, REDO
 /// log pages only, WPL mostly whole pages, with PD-REDO's log far smaller
 /// than WPL's; T2C ships the pages T2B does (the paper's Figure 9: its
-/// three more updates of each part change no other byte).
+/// three more updates of each part change no other byte). `--plot`
+/// writes the paper's figures, each naming every scheme.
 #[test]
 fn clients_through_the_server_ship_what_each_scheme_promises() {
+    let plots = tempfile::tempdir().expect("temporary directory");
+    let plot_dir = plots.path().join("charts");
     let (stdout, json) = run_clients(&[
+        "--plot",
+        plot_dir.to_str().expect("a UTF-8 path"),
         "--ops",
         "t2a,t2b,t2c",
         "--schemes",
@@ -342,6 +347,22 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
         rows.len()
     );
     assert!(stdout.contains("saturates"));
+    for op in ["t2a", "t2b", "t2c"] {
+        for what in ["response", "throughput", "pages", "log-pages"] {
+            let p = plot_dir.join(format!("oo7-clients-constrained-{op}-{what}.svg"));
+            let svg = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert!(
+                svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+                "{p:?}"
+            );
+            for scheme in ["pd-esm", "sd-esm", "pd-redo", "wpl"] {
+                assert!(svg.contains(&format!(">{scheme}<")), "{p:?} lacks {scheme}");
+            }
+        }
+    }
+    let figure = plot_dir.join("oo7-clients-constrained-t2a-response.svg");
+    let figure = std::fs::read_to_string(figure).expect("T2A's chart");
+    assert!(figure.contains("Figure 10"), "{figure}");
 }
 
 /// The PostgreSQL peer in the client-server experiment: its rows (no pages

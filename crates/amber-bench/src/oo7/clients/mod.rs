@@ -43,6 +43,7 @@
 
 mod args;
 pub(super) mod peer;
+pub mod plot;
 mod report;
 mod served;
 
@@ -77,6 +78,10 @@ pub fn run_clients(a: &ClientsArgs, peers: &[Box<dyn Peer>]) -> Result<ClientsRe
         ..own
     };
     params.validate().map_err(BenchError::Usage)?;
+    if let Some(d) = &a.plot {
+        // Before the run, so that a bad directory fails at once.
+        std::fs::create_dir_all(d).map_err(|e| BenchError::io("making", d, e))?;
+    }
     let db = generate(params).map_err(BenchError::Usage)?;
     // Mode 0711: a peer's server running as another user (PostgreSQL
     // under root) passes through to its data directory.
@@ -227,6 +232,12 @@ pub fn run_clients(a: &ClientsArgs, peers: &[Box<dyn Peer>]) -> Result<ClientsRe
     report.targets = report::targets(&report.rows);
     if let Some(p) = &a.json {
         crate::json::write(p, &report).map_err(|e| BenchError::io("writing", p, e))?;
+    }
+    if let Some(d) = &a.plot {
+        for (name, svg) in plot::charts(&report) {
+            let p = d.join(name);
+            std::fs::write(&p, svg).map_err(|e| BenchError::io("writing", &p, e))?;
+        }
     }
     Ok(report)
 }
