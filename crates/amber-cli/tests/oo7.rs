@@ -283,6 +283,7 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
         "log_pages_shipped",
         "log_bytes",
         "minimal_log_bytes",
+        "backend",
     ];
     for r in rows {
         let keys: Vec<&str> = r
@@ -298,6 +299,7 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
             (Some("tiny"), Some("constrained"))
         );
         assert!(r["tx_per_s"].as_f64().expect("tx_per_s") > 0.0, "{r}");
+        assert_eq!(r["backend"], "sigsegv", "{r}");
     }
     let get = |scheme: &str, op: &str, field: &str| -> f64 {
         rows.iter()
@@ -363,6 +365,53 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
     let figure = plot_dir.join("oo7-clients-constrained-t2a-response.svg");
     let figure = std::fs::read_to_string(figure).expect("T2A's chart");
     assert!(figure.contains("Figure 10"), "{figure}");
+}
+
+/// `--backend uffd`: the clients run on userfaultfd and every row says
+/// so; PD-REDO still ships log records only and WPL whole pages. Skipped
+/// where userfaultfd cannot serve a database (an older kernel, or
+/// `vm.unprivileged_userfaultfd` off), unless `AMBER_REQUIRE_UFFD=1`.
+#[test]
+fn clients_run_on_userfaultfd_and_say_so() {
+    let uffd = amber::Options {
+        backend: amber::BackendChoice::Uffd,
+        ..amber::Options::default()
+    };
+    if let Err(e) = amber::Db::probe_backend(&uffd) {
+        assert_ne!(
+            std::env::var("AMBER_REQUIRE_UFFD").as_deref(),
+            Ok("1"),
+            "{e}"
+        );
+        eprintln!("skipped: userfaultfd unavailable: {e}");
+        return;
+    }
+    let (_, json) = run_clients(&[
+        "--backend",
+        "uffd",
+        "--ops",
+        "t2a",
+        "--schemes",
+        "pd-redo,wpl",
+        "--cache",
+        "unconstrained",
+    ]);
+    assert_eq!(json["backend"], "uffd");
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2 * 2, "schemes × clients");
+    assert!(rows.iter().all(|r| r["backend"] == "uffd"), "{rows:?}");
+    let get = |scheme: &str, field: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r["scheme"] == scheme && r["clients"] == 1);
+        r.expect("a row")[field].as_f64().expect("a number")
+    };
+    assert_eq!(
+        get("pd-redo", "pages_shipped"),
+        get("pd-redo", "log_pages_shipped")
+    );
+    assert!(get("wpl", "pages_shipped") > get("wpl", "log_pages_shipped"));
+    assert!(get("wpl", "log_bytes") > 4.0 * get("pd-redo", "log_bytes"));
 }
 
 /// The PostgreSQL peer in the client-server experiment: its rows (no pages

@@ -277,6 +277,11 @@ mod tests {
             matches!(parse(&["--schemes", "esm"]), Err(BenchError::Usage(m)) if m.contains("pd-esm") && m.contains("postgres"))
         );
         assert!(matches!(parse(&["--ops", "t3a"]), Err(BenchError::Usage(m)) if m.contains("t2a")));
+        let big = parse(&["--size", "quickstore-big", "--backend", "uffd"]).expect("valid");
+        assert_eq!(
+            (big.size, big.backend.as_str()),
+            (Size::QuickstoreBig, "uffd")
+        );
         assert!(matches!(
             parse(&["--backend", "x"]),
             Err(BenchError::Usage(_))

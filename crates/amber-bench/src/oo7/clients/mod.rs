@@ -396,6 +396,9 @@ fn cell(
             }
         }
     }
+    if results.iter().any(|r| r.backend != results[0].backend) {
+        return Err(child_failed(0, "the clients ran on different backends"));
+    }
     let wall = t0.elapsed().as_secs_f64();
     let server_cpu = host.cpu_s() - cpu0;
     let machine1 = crate::procfs::machine_cpu_ticks().unwrap_or_default();
@@ -442,6 +445,7 @@ fn cell(
         log_pages_shipped: amber.then(|| per_tx(|r| r.log_pages)),
         log_bytes: logged as f64 / tx_count as f64,
         minimal_log_bytes: amber.then(|| per_tx(|r| r.minimal_log_bytes)),
+        backend: results.first().and_then(|r| r.backend.clone()),
     };
     let res = Resources {
         scheme: String::new(),
