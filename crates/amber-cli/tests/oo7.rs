@@ -252,19 +252,25 @@ fn run_clients(args: &[&str]) -> (String, serde_json::Value) {
 /// against the model (the run fails otherwise), and the pages shipped as
 /// each scheme promises: ESM ships the dirty pages and log pages, REDO
 /// log pages only, WPL mostly whole pages, with PD-REDO's log far smaller
-/// than WPL's.
+/// than WPL's; T2C ships the pages T2B does (the paper's Figure 9: its
+/// three more updates of each part change no other byte). `--plot`
+/// writes the paper's figures, each naming every scheme.
 #[test]
 fn clients_through_the_server_ship_what_each_scheme_promises() {
+    let plots = tempfile::tempdir().expect("temporary directory");
+    let plot_dir = plots.path().join("charts");
     let (stdout, json) = run_clients(&[
+        "--plot",
+        plot_dir.to_str().expect("a UTF-8 path"),
         "--ops",
-        "t2a,t2b",
+        "t2a,t2b,t2c",
         "--schemes",
         "pd-esm,sd-esm,pd-redo,wpl",
         "--cache",
         "constrained",
     ]);
     let rows = json["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 4 * 2 * 2, "schemes × ops × clients");
+    assert_eq!(rows.len(), 4 * 3 * 2, "schemes × ops × clients");
     let fields = [
         "scheme",
         "size",
@@ -277,6 +283,7 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
         "log_pages_shipped",
         "log_bytes",
         "minimal_log_bytes",
+        "backend",
     ];
     for r in rows {
         let keys: Vec<&str> = r
@@ -292,6 +299,7 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
             (Some("tiny"), Some("constrained"))
         );
         assert!(r["tx_per_s"].as_f64().expect("tx_per_s") > 0.0, "{r}");
+        assert_eq!(r["backend"], "sigsegv", "{r}");
     }
     let get = |scheme: &str, op: &str, field: &str| -> f64 {
         rows.iter()
@@ -300,7 +308,13 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
             .as_f64()
             .expect("a number")
     };
-    for op in ["t2a", "t2b"] {
+    for scheme in ["pd-esm", "sd-esm", "pd-redo", "wpl"] {
+        for field in ["pages_shipped", "log_pages_shipped"] {
+            let (b, c) = (get(scheme, "t2b", field), get(scheme, "t2c", field));
+            assert!((b - c).abs() < 0.5, "{scheme} {field}: t2b {b}, t2c {c}");
+        }
+    }
+    for op in ["t2a", "t2b", "t2c"] {
         for esm in ["pd-esm", "sd-esm"] {
             assert!(
                 get(esm, op, "pages_shipped") > get(esm, op, "log_pages_shipped"),
@@ -335,6 +349,69 @@ fn clients_through_the_server_ship_what_each_scheme_promises() {
         rows.len()
     );
     assert!(stdout.contains("saturates"));
+    for op in ["t2a", "t2b", "t2c"] {
+        for what in ["response", "throughput", "pages", "log-pages"] {
+            let p = plot_dir.join(format!("oo7-clients-constrained-{op}-{what}.svg"));
+            let svg = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+            assert!(
+                svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
+                "{p:?}"
+            );
+            for scheme in ["pd-esm", "sd-esm", "pd-redo", "wpl"] {
+                assert!(svg.contains(&format!(">{scheme}<")), "{p:?} lacks {scheme}");
+            }
+        }
+    }
+    let figure = plot_dir.join("oo7-clients-constrained-t2a-response.svg");
+    let figure = std::fs::read_to_string(figure).expect("T2A's chart");
+    assert!(figure.contains("Figure 10"), "{figure}");
+}
+
+/// `--backend uffd`: the clients run on userfaultfd and every row says
+/// so; PD-REDO still ships log records only and WPL whole pages. Skipped
+/// where userfaultfd cannot serve a database (an older kernel, or
+/// `vm.unprivileged_userfaultfd` off), unless `AMBER_REQUIRE_UFFD=1`.
+#[test]
+fn clients_run_on_userfaultfd_and_say_so() {
+    let uffd = amber::Options {
+        backend: amber::BackendChoice::Uffd,
+        ..amber::Options::default()
+    };
+    if let Err(e) = amber::Db::probe_backend(&uffd) {
+        assert_ne!(
+            std::env::var("AMBER_REQUIRE_UFFD").as_deref(),
+            Ok("1"),
+            "{e}"
+        );
+        eprintln!("skipped: userfaultfd unavailable: {e}");
+        return;
+    }
+    let (_, json) = run_clients(&[
+        "--backend",
+        "uffd",
+        "--ops",
+        "t2a",
+        "--schemes",
+        "pd-redo,wpl",
+        "--cache",
+        "unconstrained",
+    ]);
+    assert_eq!(json["backend"], "uffd");
+    let rows = json["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2 * 2, "schemes × clients");
+    assert!(rows.iter().all(|r| r["backend"] == "uffd"), "{rows:?}");
+    let get = |scheme: &str, field: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r["scheme"] == scheme && r["clients"] == 1);
+        r.expect("a row")[field].as_f64().expect("a number")
+    };
+    assert_eq!(
+        get("pd-redo", "pages_shipped"),
+        get("pd-redo", "log_pages_shipped")
+    );
+    assert!(get("wpl", "pages_shipped") > get("wpl", "log_pages_shipped"));
+    assert!(get("wpl", "log_bytes") > 4.0 * get("pd-redo", "log_bytes"));
 }
 
 /// The PostgreSQL peer in the client-server experiment: its rows (no pages

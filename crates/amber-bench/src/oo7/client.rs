@@ -62,6 +62,8 @@ pub struct ClientResult {
     /// The measured time and the process's CPU time in it, seconds.
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// The fault backend Amber's client ran on (none for a peer).
+    pub backend: Option<String>,
 }
 
 fn is_conflict(e: &EngineError) -> bool {
@@ -90,6 +92,14 @@ impl Engine {
         match self {
             Engine::Amber(e) => e.last_commit().unwrap_or_default(),
             Engine::Peer(_) => CommitStats::default(),
+        }
+    }
+
+    /// The fault backend in use (none for a peer).
+    fn backend(&self) -> Option<String> {
+        match self {
+            Engine::Amber(e) => Some(e.backend().to_string()),
+            Engine::Peer(_) => None,
         }
     }
 
@@ -168,6 +178,7 @@ pub fn run_client(job: &str, peers: &[Box<dyn Peer>]) -> Result<(), BenchError> 
     }
     out.wall_s = t0.elapsed().as_secs_f64();
     out.cpu_s = crate::procfs::cpu_time_s().unwrap_or(0.0) - cpu0;
+    out.backend = engine.backend();
     let line = serde_json::to_string(&out).map_err(|source| BenchError::Json {
         context: "writing the client's result".into(),
         source,

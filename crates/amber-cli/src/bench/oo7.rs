@@ -103,5 +103,8 @@ fn run_clients(args: &[String], out: &mut String) -> Result<ExitCode, CliError> 
     if let Some(p) = &a.json {
         let _ = writeln!(out, "wrote {}", p.display());
     }
+    if let Some(d) = &a.plot {
+        let _ = writeln!(out, "wrote the charts into {}", d.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -220,4 +220,9 @@ impl AmberOo7 {
     pub fn last_commit(&self) -> Option<CommitStats> {
         self.last_commit
     }
+
+    /// The fault backend the database is served by.
+    pub fn backend(&self) -> amber::Backend {
+        self.db.backend()
+    }
 }

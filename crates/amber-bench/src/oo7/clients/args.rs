@@ -32,6 +32,7 @@ options:
   --warmup N       unmeasured transactions per client first (default 2)
   --dir DIR        where to build the database (default: a temporary directory)
   --json FILE      write the results as JSON
+  --plot DIR       write the paper's figures as measured, one SVG each, into DIR (made if missing)
   --seed S         seed of the database (default 1993)
 ";
 
@@ -48,6 +49,8 @@ pub struct ClientsArgs {
     pub warmup: u32,
     pub dir: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// Where the charts go ([`charts`](super::plot::charts)).
+    pub plot: Option<PathBuf>,
     pub seed: u64,
     /// The arguments that make `current_exe()` run a client
     /// ([`run_client`](super::client::run_client)).
@@ -140,6 +143,7 @@ impl ClientsArgs {
             warmup: 2,
             dir: None,
             json: None,
+            plot: None,
             seed: crate::oo7::args::DEFAULT_SEED,
             child_args: vec![CLIENT_SUBCOMMAND.into()],
         };
@@ -197,6 +201,7 @@ impl ClientsArgs {
                 "--warmup" => a.warmup = number(flag, &value()?)?,
                 "--dir" => a.dir = Some(PathBuf::from(value()?)),
                 "--json" => a.json = Some(PathBuf::from(value()?)),
+                "--plot" => a.plot = Some(PathBuf::from(value()?)),
                 "--seed" => a.seed = number(flag, &value()?)?,
                 _ => return Err(usage(format!("unknown argument {arg:?}"))),
             }
@@ -272,6 +277,11 @@ mod tests {
             matches!(parse(&["--schemes", "esm"]), Err(BenchError::Usage(m)) if m.contains("pd-esm") && m.contains("postgres"))
         );
         assert!(matches!(parse(&["--ops", "t3a"]), Err(BenchError::Usage(m)) if m.contains("t2a")));
+        let big = parse(&["--size", "quickstore-big", "--backend", "uffd"]).expect("valid");
+        assert_eq!(
+            (big.size, big.backend.as_str()),
+            (Size::QuickstoreBig, "uffd")
+        );
         assert!(matches!(
             parse(&["--backend", "x"]),
             Err(BenchError::Usage(_))

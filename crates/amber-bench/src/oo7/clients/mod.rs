@@ -43,6 +43,7 @@
 
 mod args;
 pub(super) mod peer;
+pub mod plot;
 mod report;
 mod served;
 
@@ -77,6 +78,10 @@ pub fn run_clients(a: &ClientsArgs, peers: &[Box<dyn Peer>]) -> Result<ClientsRe
         ..own
     };
     params.validate().map_err(BenchError::Usage)?;
+    if let Some(d) = &a.plot {
+        // Before the run, so that a bad directory fails at once.
+        std::fs::create_dir_all(d).map_err(|e| BenchError::io("making", d, e))?;
+    }
     let db = generate(params).map_err(BenchError::Usage)?;
     // Mode 0711: a peer's server running as another user (PostgreSQL
     // under root) passes through to its data directory.
@@ -227,6 +232,12 @@ pub fn run_clients(a: &ClientsArgs, peers: &[Box<dyn Peer>]) -> Result<ClientsRe
     report.targets = report::targets(&report.rows);
     if let Some(p) = &a.json {
         crate::json::write(p, &report).map_err(|e| BenchError::io("writing", p, e))?;
+    }
+    if let Some(d) = &a.plot {
+        for (name, svg) in plot::charts(&report) {
+            let p = d.join(name);
+            std::fs::write(&p, svg).map_err(|e| BenchError::io("writing", &p, e))?;
+        }
     }
     Ok(report)
 }
@@ -385,6 +396,9 @@ fn cell(
             }
         }
     }
+    if results.iter().any(|r| r.backend != results[0].backend) {
+        return Err(child_failed(0, "the clients ran on different backends"));
+    }
     let wall = t0.elapsed().as_secs_f64();
     let server_cpu = host.cpu_s() - cpu0;
     let machine1 = crate::procfs::machine_cpu_ticks().unwrap_or_default();
@@ -431,6 +445,7 @@ fn cell(
         log_pages_shipped: amber.then(|| per_tx(|r| r.log_pages)),
         log_bytes: logged as f64 / tx_count as f64,
         minimal_log_bytes: amber.then(|| per_tx(|r| r.minimal_log_bytes)),
+        backend: results.first().and_then(|r| r.backend.clone()),
     };
     let res = Resources {
         scheme: String::new(),

@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::args::Cache;
 
 /// One cell: a scheme, a cache setting, a traversal and a number of
-/// clients. The fields the issue names, in its order.
+/// clients. The fields the issue names, in its order, then the backend.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     pub scheme: String,
@@ -30,6 +30,9 @@ pub struct Row {
     pub log_bytes: f64,
     /// The minimal log for the transaction's changes (null for a peer).
     pub minimal_log_bytes: Option<f64>,
+    /// The fault backend the clients ran on, as they report it (`sigsegv`
+    /// or `uffd`; null for a peer).
+    pub backend: Option<String>,
 }
 
 /// One of the issue's throughput targets, as measured in this run: the
