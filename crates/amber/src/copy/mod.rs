@@ -133,8 +133,8 @@ impl<T> std::fmt::Debug for Obj<T> {
     }
 }
 
-/// A pointer field the cache can follow: [`Smart`], [`PRef`],
-/// `Option<PRef>` and [`Lazy`]. Sealed.
+/// A pointer field the cache can follow: [`Smart`], `Option<Smart>`,
+/// [`PRef`], `Option<PRef>` and [`Lazy`]. Sealed.
 pub trait CopyPtr<T>: Field + private::Sealed {
     /// The target's persistent address (`None` for null).
     #[doc(hidden)]
@@ -144,6 +144,7 @@ pub trait CopyPtr<T>: Field + private::Sealed {
 mod private {
     pub trait Sealed {}
     impl<T> Sealed for crate::ptr::Smart<T> {}
+    impl<T> Sealed for Option<crate::ptr::Smart<T>> {}
     impl<T> Sealed for crate::ptr::PRef<T> {}
     impl<T> Sealed for Option<crate::ptr::PRef<T>> {}
     impl<T> Sealed for crate::ptr::Lazy<T> {}
@@ -152,6 +153,11 @@ mod private {
 impl<T: Persistent> CopyPtr<T> for Smart<T> {
     fn target(&self, _: &Tx<'_>) -> Result<Option<u64>> {
         Ok(Some(self.paddr()))
+    }
+}
+impl<T: Persistent> CopyPtr<T> for Option<Smart<T>> {
+    fn target(&self, _: &Tx<'_>) -> Result<Option<u64>> {
+        Ok(self.map(Smart::paddr))
     }
 }
 impl<T: Persistent> CopyPtr<T> for PRef<T> {

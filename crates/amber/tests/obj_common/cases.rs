@@ -79,6 +79,9 @@ macro_rules! obj_cases {
             ("copy_eviction", || $crate::obj_common::copy::eviction($b)),
             ("copy_logged", || $crate::obj_common::copy::logged($b)),
             ("copy_abort", || $crate::obj_common::copy::abort($b)),
+            ("copy_nullable_smart", || {
+                $crate::obj_common::copy::nullable_smart($b)
+            }),
             ("copy_property", || $crate::obj_common::copy::prop($b)),
             ("copy_killed", || {
                 $crate::obj_common::copy::kill($b, "copy_killed")

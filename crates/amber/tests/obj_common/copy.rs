@@ -278,6 +278,48 @@ fn ring_pref(v: &impl View, id: u64) -> PRef<CItem> {
     p
 }
 
+/// A chain linked by nullable smart pointers.
+#[derive(Persistent)]
+#[repr(C)]
+pub struct CLink {
+    pub id: u64,
+    pub next: Option<Smart<CLink>>,
+}
+
+/// A nullable smart pointer field (`Option<Smart<T>>`, as the derive
+/// accepts it) is followed through the cache to its target, and to `None`
+/// at the end of the chain, under every caching and swizzling.
+pub fn nullable_smart(b: Cfg) {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("chain.amber");
+    let mut db = Db::create(&path, opts(b)).expect("create");
+    check_backend(&db, b);
+    let mut tx = db.begin().expect("begin");
+    let mut next = None;
+    for id in (0..5).rev() {
+        let p = tx.alloc(CLink { id, next }).expect("alloc");
+        next = Some(tx.to_smart(p).expect("smart"));
+    }
+    let first = next.expect("a chain");
+    tx.commit().expect("commit");
+    for caching in [Caching::Object, Caching::Page] {
+        for swizzle in [Swizzle::None, Swizzle::Lazy, Swizzle::Eager] {
+            let mut c = db.copy_cache(cache(caching, swizzle, 1 << 20));
+            let mut tx = c.begin().expect("begin");
+            for _ in 0..2 {
+                let mut at = Some(tx.fetch(first).expect("fetch"));
+                let mut seen = Vec::new();
+                while let Some(o) = at {
+                    seen.push(tx.get(o).expect("get").id);
+                    at = tx.follow(o, |l| &l.next).expect("follow");
+                }
+                assert_eq!(seen, [0, 1, 2, 3, 4], "{caching:?} {swizzle:?}");
+            }
+            tx.commit().expect("commit");
+        }
+    }
+}
+
 pub fn abort(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut db, ss) = items(&dir.path().join("db"), b);
