@@ -8,20 +8,13 @@
 
 mod common;
 
-use amber::{Caching, CopyOptions, Db, Options, PRef, RemoteOptions, Swizzle, View};
-use common::{Item, TOKEN, start, write_db, writing};
+use amber::{Caching, CopyOptions, Db, Options, PRef, Swizzle, View};
+use common::{Item, start, write_db, writing};
 
 const N: u64 = 200;
 
 fn connect(addr: std::net::SocketAddr) -> Db {
-    let opts = Options {
-        remote: RemoteOptions {
-            token: Some(TOKEN.to_vec()),
-            ..RemoteOptions::default()
-        },
-        ..Options::default()
-    };
-    Db::connect(&format!("amber://{addr}/items"), opts).expect("connected")
+    common::connect_db(addr, "items")
 }
 
 /// The ids of the list from the root, through `db`.

@@ -8,8 +8,8 @@
 
 mod common;
 
-use amber::{Db, Error, Options, PRef, Persistent, RemoteOptions};
-use common::{TOKEN, start, writing};
+use amber::{Db, Error, Options, PRef, Persistent};
+use common::{start, writing};
 
 #[derive(Persistent, Debug)]
 #[repr(C)]
@@ -28,14 +28,7 @@ struct NoteV2 {
 }
 
 fn connect(addr: std::net::SocketAddr) -> Db {
-    let opts = Options {
-        remote: RemoteOptions {
-            token: Some(TOKEN.to_vec()),
-            ..RemoteOptions::default()
-        },
-        ..Options::default()
-    };
-    Db::connect(&format!("amber://{addr}/t"), opts).expect("connected")
+    common::connect_db(addr, "t")
 }
 
 fn mismatch(e: Error) {

@@ -9,8 +9,8 @@
 
 mod common;
 
-use amber::{Db, Options, PRef, PVec, Persistent, RemoteOptions};
-use common::{TOKEN, start, writing};
+use amber::{Db, Options, PRef, PVec, Persistent};
+use common::{start, writing};
 use std::path::Path;
 
 #[derive(Persistent)]
@@ -46,18 +46,8 @@ struct Fresh {
 
 const START: u64 = 1_000_000;
 
-fn client_opts() -> Options {
-    Options {
-        remote: RemoteOptions {
-            token: Some(TOKEN.to_vec()),
-            ..RemoteOptions::default()
-        },
-        ..Options::default()
-    }
-}
-
 fn connect(addr: std::net::SocketAddr) -> Db {
-    Db::connect(&format!("amber://{addr}/bank"), client_opts()).expect("connected")
+    common::connect_db(addr, "bank")
 }
 
 /// A database with `accounts` accounts of [`START`] each and a counter.

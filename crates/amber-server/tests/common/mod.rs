@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use amber::internals::wire::{self, DEFAULT_MAX_FRAME, Request, Response, VERSION};
-use amber::{Db, Options, PRef, PString, Persistent, View};
+use amber::{Db, Options, PRef, PString, Persistent, RemoteOptions, View};
 use amber_server::ServeOptions;
 use amber_server::serve_write::Writer;
 use std::io::{Read, Write};
@@ -17,6 +17,22 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 pub const TOKEN: &[u8] = b"correct horse battery staple";
+
+/// A client's options: the real client over plain TCP with the tests' token.
+pub fn client_options() -> Options {
+    Options {
+        remote: RemoteOptions {
+            token: Some(TOKEN.to_vec()),
+            ..RemoteOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// A real client connected to database `name` of the server at `addr`.
+pub fn connect_db(addr: SocketAddr, name: &str) -> Db {
+    Db::connect(&format!("amber://{addr}/{name}"), client_options()).expect("connected")
+}
 
 #[derive(Persistent)]
 #[repr(C)]
