@@ -58,10 +58,11 @@ impl CopyBuf {
 
     /// The bytes of the copy.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` bytes lie in the buffer; no `&mut` into it exists
-        // while `&self` does (they are made from `&mut self` only); a
-        // `Lazy` in it is never written through a shared reference (its
-        // rewrite is for fields in a database's frames only).
+        // No `&mut` into the buffer exists while `&self` does (they are made
+        // from `&mut self` only), and a `Lazy` in it is never written
+        // through a shared reference (its rewrite is for fields in a
+        // database's frames only).
+        // SAFETY: `len` bytes lie in the buffer; shared and unwritten as above.
         unsafe { std::slice::from_raw_parts(UnsafeCell::raw_get(self.words.as_ptr()) as *const u8, self.len) }
     }
 
@@ -85,10 +86,10 @@ impl CopyBuf {
                 && offset.is_multiple_of(std::mem::align_of::<F>()),
             "a field outside its copy"
         );
-        // SAFETY: `[offset, offset + size_of F)` lies in the buffer, aligned
-        // for `F` (the buffer is 8-aligned, checked above); `&mut self` is
-        // exclusive; every bit pattern is a valid `F` where a valid `F` was,
-        // and the program may only store valid `F`s through it.
+        // Every bit pattern is a valid `F` where a valid `F` was, and the
+        // program may only store valid `F`s through it.
+        // SAFETY: `[offset, offset + size_of F)` lies in the 8-aligned buffer,
+        // aligned for `F` (checked above); `&mut self` is exclusive.
         unsafe { &mut *((UnsafeCell::raw_get(self.words.as_ptr()) as *mut u8).add(offset) as *mut F) }
     }
 }
