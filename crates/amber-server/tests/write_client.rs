@@ -107,6 +107,74 @@ fn a_clients_commit_is_seen_by_another_and_kept() {
     assert_eq!((db.get(got).n, db.get(got).tag), (42, 7));
 }
 
+/// Account `i` of the bank, as a pointer of `db`.
+fn account(db: &Db, i: usize) -> PRef<Account> {
+    let bank: PRef<Bank> = db.root("bank").expect("roots").expect("the bank");
+    db.slice(&db.get(bank).accounts)[i]
+}
+
+/// What `begin` guarantees (docs/design.md §11.2): a transaction reads
+/// nothing older than the last commit acknowledged to anyone before it
+/// began, whatever the client holds in its cache. Client `a` holds both
+/// accounts' pages and commits to account 0 (so that its snapshot is the
+/// one its commit's answer gave it: a `Begin` answered ahead, with that
+/// answer, would begin there); then `b`, in another thread, commits to
+/// account 1 and says so through a channel once its commit is
+/// acknowledged; then `a` begins, and must read `b`'s value at once — no
+/// refresh in between. Its plain reads before the `begin` stay at its
+/// snapshot. A client that began on pages it held without learning of
+/// `b`'s commit (a `Begin` without a round trip whose invalidations had
+/// not reached it) fails here.
+#[test]
+fn a_begin_reads_every_commit_acknowledged_before_it() {
+    const ROUNDS: u64 = 25;
+    let dir = tempfile::tempdir().expect("a directory");
+    let path = dir.path().join("bank.amber");
+    create(&path, 2);
+    let server = start(writing(&[("bank", &path)]));
+    let mut a = connect(server.addr);
+    let (a0, a1) = (account(&a, 0), account(&a, 1));
+    let (go, went) = std::sync::mpsc::channel::<()>();
+    let (acked, ack) = std::sync::mpsc::channel::<u64>();
+    let addr = server.addr;
+    let other = std::thread::spawn(move || {
+        let mut b = connect(addr);
+        let b1 = account(&b, 1);
+        while went.recv().is_ok() {
+            let mut tx = b.begin().expect("begun");
+            let acc = tx.get_mut(b1);
+            acc.moves += 1;
+            let moves = acc.moves;
+            tx.commit().expect("committed");
+            acked.send(moves).expect("a listens");
+        }
+    });
+    for round in 1..=ROUNDS {
+        a.transact(|tx| {
+            tx.get_mut(a0).moves += 1;
+            Ok(())
+        })
+        .expect("committed");
+        let before = a.get(a1).moves;
+        assert_eq!(before, round - 1, "a's commit moved it past b's last one");
+        go.send(()).expect("b listens");
+        let b_moves = ack.recv().expect("b committed");
+        assert_eq!(b_moves, round);
+        assert_eq!(a.get(a1).moves, before, "the snapshot moves only at begin");
+        let tx = a.begin().expect("begun");
+        assert_eq!(
+            tx.get(a1).moves,
+            b_moves,
+            "round {round}: a transaction begun after b's commit was acknowledged reads it"
+        );
+        assert_eq!(tx.get(a0).moves, round);
+    }
+    drop(go);
+    other.join().expect("b's thread");
+    drop(a);
+    server.shutdown();
+}
+
 /// A client keeps what it wrote: its commit's answer leaves out the pages
 /// only it changed, so the next transaction on them fetches nothing; a
 /// page another client changed meanwhile is dropped and fetched again.
@@ -117,10 +185,6 @@ fn a_client_keeps_the_pages_it_wrote() {
     create(&path, 2);
     let server = start(writing(&[("bank", &path)]));
     let (mut a, mut b) = (connect(server.addr), connect(server.addr));
-    let account = |db: &Db, i: usize| {
-        let bank: PRef<Bank> = db.root("bank").expect("roots").expect("the bank");
-        db.slice(&db.get(bank).accounts)[i]
-    };
     let (a0, a1) = (account(&a, 0), account(&a, 1));
     let bump = |db: &mut Db, p: PRef<Account>| {
         db.transact(|tx| {
