@@ -120,6 +120,23 @@ fn every_version_answers_every_experiment_alike() {
         .find(|r| r["phase"] == "cold")
         .expect("a cold row");
     assert_eq!(cold["count"], 3280);
+    // The copy versions count the objects they copy in; eager swizzling
+    // copies the targets of every connection of every part used, lazy
+    // only the parts visited (the paper's Figure 4b against 4c).
+    let copied = |v: &str| {
+        rows.iter()
+            .find(|r| r["version"] == v && r["tx"] == "single" && r["phase"] == "cold")
+            .and_then(|r| r["copied"].as_u64())
+    };
+    for v in ["oc", "oc-no", "oc-eager", "oc-small-pool", "pc", "pc-no"] {
+        assert!(copied(v).is_some_and(|c| c > 0), "{v}: no copies counted");
+    }
+    for v in ["cesm", "epvm1", "mapped"] {
+        assert_eq!(copied(v), None, "{v} has no object cache");
+    }
+    let (eager, lazy) = (copied("oc-eager").unwrap_or(0), copied("oc").unwrap_or(0));
+    assert!(eager > lazy, "oc-eager copied {eager}, oc {lazy}");
+    assert!(stdout.contains("oc-eager copied"), "{stdout}");
 }
 
 #[test]

@@ -52,6 +52,9 @@ pub struct Iteration {
     pub cpu_ms: f64,
     /// Pages read from below during it, where the version can tell.
     pub reads: Option<u64>,
+    /// Objects copied into the object cache during it (the copy versions).
+    #[serde(default)]
+    pub copied: Option<u64>,
     pub answer: Answer,
 }
 
@@ -250,13 +253,16 @@ fn drive<E: Engine>(
             let before = engine.reads();
             let clock = Clock::start();
             let mut tx = engine.begin(true)?;
+            let copied_before = tx.copied();
             let answer = tx.iterate(root, Work { plan, random: None })?;
+            let copied = delta(copied_before, tx.copied());
             tx.commit()?;
             let (ms, cpu_ms) = clock.read();
             iterations.push(Iteration {
                 ms,
                 cpu_ms,
                 reads: Some(engine.reads() - before),
+                copied,
                 answer,
             });
         }
@@ -267,14 +273,15 @@ fn drive<E: Engine>(
         let mut tx = engine.begin(real)?;
         for input in inputs {
             let (root, plan) = work_of(input)?;
-            let before = tx.reads();
+            let (before, copied_before) = (tx.reads(), tx.copied());
             let clock = Clock::start();
             let answer = tx.iterate(root, Work { plan, random: None })?;
             let (ms, cpu_ms) = clock.read();
             iterations.push(Iteration {
                 ms,
                 cpu_ms,
-                reads: before.zip(tx.reads()).map(|(a, b)| b - a),
+                reads: delta(before, tx.reads()),
+                copied: delta(copied_before, tx.copied()),
                 answer,
             });
         }
@@ -284,7 +291,7 @@ fn drive<E: Engine>(
             let (root, _) = work_of(last)?;
             let mut rng = Rng::stream(request.params.seed, &[0xE9, 3]);
             for _ in 0..10 {
-                let before = tx.reads();
+                let (before, copied_before) = (tx.reads(), tx.copied());
                 let clock = Clock::start();
                 let answer = tx.iterate(
                     root,
@@ -297,7 +304,8 @@ fn drive<E: Engine>(
                 random.push(Iteration {
                     ms,
                     cpu_ms,
-                    reads: before.zip(tx.reads()).map(|(a, b)| b - a),
+                    reads: delta(before, tx.reads()),
+                    copied: delta(copied_before, tx.copied()),
                     answer,
                 });
             }
@@ -320,6 +328,11 @@ fn drive<E: Engine>(
         backend: None,
         copied: None,
     })
+}
+
+/// The growth of a counter from `before` to `after`, where it is kept.
+fn delta(before: Option<u64>, after: Option<u64>) -> Option<u64> {
+    before.zip(after).map(|(a, b)| b - a)
 }
 
 /// Every part of the database in `request.dir`, reopened, read in id order.

@@ -4,14 +4,18 @@
 //! cache budget) into the object cache at their first use — one at a time
 //! (object caching) or with every object of their page (page caching) —
 //! and found again through its OID hash table; connections are followed
-//! through the cache, swizzled upon discovery (lazily, eagerly, or never);
+//! through the cache, swizzled upon discovery (lazily, eagerly, or never:
+//! eagerly, each part's first use copies in the targets of its three
+//! connections, used or not — at the traversal's last level they are not);
 //! updates change the copies and widen their modified ranges, which the
 //! commit writes back into the objects through an Amber transaction (whose
 //! detection and log generator log them).
 //!
 //! The index is the mapped version's: a chunk of part pointers is read
 //! through the cache like any object, and the part pointer in it looked up
-//! in the OID table (no swizzling: the paper's index lookups were calls).
+//! in the OID table (no swizzling: the paper's index lookups were calls);
+//! the entry is read alone (`CopyTx::read`), so eager swizzling discovers
+//! that one pointer and not the chunk's other 506.
 //!
 //! **(choice)** The object cache is not bounded (the paper's lived in the
 //! client's virtual memory; only its buffer pool had a size): the
@@ -133,7 +137,12 @@ impl CopyingTx<'_> {
             .get(i / CHUNK)
             .ok_or_else(|| EngineError::corrupt(format!("no index chunk for part {id}")))?;
         let chunk = self.tx.fetch_ref(chunk).ctx("copying an index chunk")?;
-        let part = self.tx.get(chunk).ctx("reading an index chunk")?.parts[i % CHUNK]
+        // One entry read, not the whole chunk used: eager swizzling
+        // discovers that pointer only, as EPVM reading `index[i]` would.
+        let part = self
+            .tx
+            .read(chunk, |c| &c.parts[i % CHUNK])
+            .ctx("reading an index chunk")?
             .ok_or(EngineError::MissingPart { id })?;
         self.tx.fetch_ref(part).ctx("copying a part")
     }
@@ -181,6 +190,10 @@ impl Transaction for CopyingTx<'_> {
 
     fn reads(&self) -> Option<u64> {
         Some(self.tx.blocks_fetched())
+    }
+
+    fn copied(&self) -> Option<u64> {
+        Some(self.tx.stats().copied)
     }
 
     fn commit(self) -> Result<(), EngineError> {

@@ -56,6 +56,11 @@ pub trait Transaction {
     /// tell.
     fn reads(&self) -> Option<u64>;
 
+    /// Objects copied into an object cache so far (the copy versions).
+    fn copied(&self) -> Option<u64> {
+        None
+    }
+
     /// Commits durably (a transaction that changed nothing writes nothing).
     fn commit(self) -> Result<(), EngineError>;
 }

@@ -59,8 +59,14 @@ pub const TABLE_6: [ColdWarm; 4] = [
     ("PC1M-NO", 38.838, 1014, 22.540, "33 (705)"),
 ];
 
+/// Figure 4b against 4c: objects read from disk and cached by one
+/// traversal to depth 1 from the root of Figure 4a's eight parts, eager
+/// swizzling upon discovery against EPVM 2.0's lazy (§3).
+pub const FIGURE_4B: (u32, u32) = (8, 4);
+
 /// What the paper concluded from each experiment, in its words where short.
 pub mod said {
+    pub const FIGURE_4B: &str = "eager swizzling upon discovery caches the targets of every pointer discovered, \"double the number of objects actually needed\" in Figure 4b (8 against lazy's 4); EPVM 2.0 is lazy because eager \"could result in unnecessary I/O operations\" (not measured in its tables)";
     pub const TABLE_1_COLD: &str = "CESM best, EPVM1 almost as good (OID table inserts), PC1M 7% slower than EPVM1 (copying pages), OS worst despite the fewest I/Os (mapping data)";
     pub const TABLE_1_WARM: &str = "the reverse of cold: OS much the fastest, then PC1M, EPVM1; CESM worst (a call per object)";
     pub const TABLE_2: &str = "cold: OC5M and PC1M close, OC1M slowest (it rereads pages); warm: PC1M best (2 pages cached against 1,097 objects), PC1M-NO 40% faster than OC5M, OC1M worst; swizzling 12% faster for page caching";

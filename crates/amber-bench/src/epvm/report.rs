@@ -53,6 +53,10 @@ pub struct Row {
     pub changed: u64,
     /// Pages read from below (the paper's I/Os), where the version can tell.
     pub reads: Option<u64>,
+    /// Objects copied into the object cache (the copy versions): per
+    /// iteration of the phase, or over the run for `total` and `sweep`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copied: Option<u64>,
     pub rounds: usize,
 }
 
@@ -76,20 +80,22 @@ pub struct EpvmReport {
     pub rows: Vec<Row>,
 }
 
-/// A cell of one run: ms, CPU ms, parts visited, parts changed, reads.
-type Cell = (f64, f64, u64, u64, Option<u64>);
+/// A cell of one run: ms, CPU ms, parts visited, parts changed, reads,
+/// objects copied.
+type Cell = (f64, f64, u64, u64, Option<u64>, Option<u64>);
 
 /// A phase of a run: the mean of `its` iterations' times, their visits,
-/// changes and reads.
+/// changes, reads and copies.
 fn phase(its: &[Iteration]) -> Cell {
     let n = its.len().max(1) as f64;
-    let reads: Option<Vec<u64>> = its.iter().map(|i| i.reads).collect();
+    let mean = |v: Option<Vec<u64>>| v.map(|r| r.iter().sum::<u64>() / r.len().max(1) as u64);
     (
         its.iter().map(|i| i.ms).sum::<f64>() / n,
         its.iter().map(|i| i.cpu_ms).sum::<f64>() / n,
         its.first().map_or(0, |i| i.answer.count),
         its.first().map_or(0, |i| i.answer.changed),
-        reads.map(|r| r.iter().sum::<u64>() / r.len().max(1) as u64),
+        mean(its.iter().map(|i| i.reads).collect()),
+        mean(its.iter().map(|i| i.copied).collect()),
     )
 }
 
@@ -226,6 +232,7 @@ impl EpvmReport {
                 &paper::TABLE_2,
                 &[said::TABLE_2],
             );
+            self.eager(&mut s, parts);
             self.hot(&mut s, parts);
             self.cold_warm(
                 &mut s,
@@ -257,6 +264,7 @@ impl EpvmReport {
                 &paper::TABLE_6,
                 &[said::TABLE_6],
             );
+            self.eager(&mut s, parts);
             self.cold_warm(
                 &mut s,
                 "(Table 5, a transaction per iteration)",
@@ -343,6 +351,61 @@ impl EpvmReport {
                 s,
                 "  here ({phase}, by CPU): {}",
                 self.ranking(parts, "traversal", tx, phase, None, None, Measure::Cpu)
+            );
+        }
+    }
+
+    /// Objects copied by the object-caching versions, and eager swizzling
+    /// against lazy beside the paper's Figure 4b.
+    fn eager(&self, s: &mut String, parts: u32) {
+        let cell = |v, phase| self.cell(v, parts, "traversal", "single", phase, None, None);
+        let copied = |v, phase| cell(v, phase).and_then(|r| r.copied);
+        let versions: Vec<Version> = self
+            .versions()
+            .into_iter()
+            .filter(|&v| copied(v, "cold").is_some())
+            .collect();
+        if versions.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nObjects copied into the object cache: {parts} parts, one transaction, per iteration"
+        );
+        let _ = writeln!(
+            s,
+            "  {:<14} {:>8} {:>8} {:>8}",
+            "version", "cold", "warm", "hot"
+        );
+        for &v in &versions {
+            let n = |phase| copied(v, phase).map_or("-".into(), |c: u64| c.to_string());
+            let _ = writeln!(
+                s,
+                "  {:<14} {:>8} {:>8} {:>8}",
+                v.name(),
+                n("cold"),
+                n("warm"),
+                n("hot")
+            );
+        }
+        let (eager, lazy) = paper::FIGURE_4B;
+        let _ = writeln!(s, "  paper: {}", said::FIGURE_4B);
+        for phase in ["cold", "warm"] {
+            let (Some(e), Some(l)) = (cell(Version::OcEager, phase), cell(Version::Oc, phase))
+            else {
+                continue;
+            };
+            let (Some(ec), Some(lc)) = (e.copied, l.copied) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "  here ({phase}): oc-eager copied {ec} objects against oc's {lc} ({:.2}x; the paper's Figure 4b {eager} against {lazy}, {:.1}x), {} against {} I/Os, CPU {:.2}x oc's",
+                ec as f64 / lc.max(1) as f64,
+                f64::from(eager) / f64::from(lazy),
+                fmt_reads(e.reads),
+                fmt_reads(l.reads),
+                e.cpu_ms / l.cpu_ms
             );
         }
     }
@@ -649,6 +712,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
         let cells: Vec<Cell> = set.iter().map(|r| pick(r)).collect();
         let ms: Vec<f64> = cells.iter().map(|c| c.0).collect();
         let reads: Option<Vec<u64>> = cells.iter().map(|c| c.4).collect();
+        let copied: Option<Vec<u64>> = cells.iter().map(|c| c.5).collect();
         let cpu: Vec<f64> = cells.iter().map(|c| c.1).collect();
         Row {
             version: v,
@@ -664,6 +728,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
             count: cells.first().map_or(0, |c| c.2),
             changed: cells.first().map_or(0, |c| c.3),
             reads: reads.map(|r| median_u64(&r)),
+            copied: copied.map(|r| median_u64(&r)),
             rounds: set.len(),
         }
     };
@@ -674,6 +739,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
             r.iterations.iter().map(|i| i.answer.count).sum(),
             r.iterations.iter().map(|i| i.answer.changed).sum(),
             Some(r.reads),
+            r.copied,
         )
     };
     match e {
