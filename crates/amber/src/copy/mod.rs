@@ -104,6 +104,10 @@ pub struct CopyStats {
     pub committed_ranges: u64,
     /// Pointers swizzled.
     pub swizzled: u64,
+    /// Pointers eager swizzling discovered but left unlinked, their
+    /// targets not copyable (stale, damaged, of another size): the error
+    /// is the program's only if it follows one.
+    pub undiscovered: u64,
     /// Pointers followed through a swizzled link (no lookup).
     pub followed_swizzled: u64,
     /// Swizzled links met whose target had been evicted since (its slot
@@ -331,7 +335,14 @@ impl Cache {
         if let Some(s) = self.table.lookup(paddr) {
             return Ok((s, true));
         }
-        let copies: Vec<Copied> = match self.opts.caching {
+        let copies = self.read_copies(tx, paddr, size)?;
+        Ok((self.insert_copies(tx, paddr, copies)?, false))
+    }
+
+    /// Copies of the object of `size` bytes at `paddr` (not cached), with
+    /// its page's objects not cached under page caching.
+    fn read_copies(&mut self, tx: &Tx<'_>, paddr: u64, size: usize) -> Result<Vec<Copied>> {
+        Ok(match self.opts.caching {
             Caching::Object => vec![tx.frames().object(paddr, size)?],
             Caching::Page => {
                 let t = &self.table;
@@ -339,7 +350,12 @@ impl Cache {
                 self.stats.pages_copied += 1;
                 c
             }
-        };
+        })
+    }
+
+    /// Caches `copies` (evicting to make room); the slot of the one of the
+    /// object at `paddr`.
+    fn insert_copies(&mut self, tx: &mut Tx<'_>, paddr: u64, copies: Vec<Copied>) -> Result<u32> {
         let need = copies.iter().map(|c| c.buf.len().div_ceil(8) * 8).sum();
         self.make_room(tx, need)?;
         let mut found = None;
@@ -350,9 +366,7 @@ impl Cache {
                 found = Some(s);
             }
         }
-        found
-            .map(|s| (s, false))
-            .ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
+        found.ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
     }
 
     /// A handle to the object at `paddr`, of `T`'s size, and whether it
@@ -435,14 +449,35 @@ impl Cache {
                 .try_into()
                 .map(u64::from_le_bytes)
                 .map_err(|_| Error::internal("a pointer field of 8 bytes"))?;
-            let Some(target) = f.target(tx, word)? else {
-                continue;
+            // A pointer whose target cannot be copied (a stale pointer, a
+            // damaged page, an object of another size) is left unlinked:
+            // discovery is the cache's guess, and the program meets the
+            // error only if it follows the pointer.
+            let target = match f.target(tx, word) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
+                Err(_) => {
+                    self.stats.undiscovered += 1;
+                    continue;
+                }
             };
-            let before = self.stats.copied;
             let size = f.target_size as usize;
-            let (to, _) = self.slot(tx, target, size)?;
-            self.check_len(to, target, size, "pointer's target")?;
-            self.stats.copied_on_discovery += self.stats.copied - before;
+            self.stats.lookups += 1;
+            let to = match self.table.lookup(target) {
+                Some(s) => s,
+                None => {
+                    let Ok(copies) = self.read_copies(tx, target, size) else {
+                        self.stats.undiscovered += 1;
+                        continue;
+                    };
+                    self.stats.copied_on_discovery += copies.len() as u64;
+                    self.insert_copies(tx, target, copies)?
+                }
+            };
+            if self.check_len(to, target, size, "target").is_err() {
+                self.stats.undiscovered += 1;
+                continue;
+            }
             if let Some(e) = self.table.entry_mut(slot, paddr) {
                 e.set_link(Link {
                     offset: f.offset,

@@ -11,9 +11,10 @@
 //!   all eight eagerly (every pointer of a part used is discovered, through
 //!   `PRef`, `Smart` and `Lazy` fields alike), the second traversal going
 //!   through links only; `read` of one field discovers that field's
-//!   pointer alone; in a cache of three copies the discovered targets are
-//!   evicted before they are used, their links found stale and the
-//!   objects copied in again, every answer right;
+//!   pointer alone; a stale pointer is discovered without a copy or an
+//!   error, and following it is the error; in caches of a few copies the
+//!   discovered targets are evicted before they are used, links found
+//!   stale and the objects copied in again, every answer right;
 //! - `eviction`: a cache of a few objects evicts modified copies, writing
 //!   them back into the transaction first, and the commit keeps them all;
 //! - `logged`: a commit through the cache logs what the same updates
@@ -31,7 +32,9 @@ use super::graph::{GBlob, GNode, GRoot, Model, Op, apply_db, create_root, diff, 
 use super::kill::Rounds;
 use super::{Cfg, check_backend, child_dir, child_scenario, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
-use amber::{Caching, CopyOptions, CopyTx, Db, Lazy, Obj, PRef, Persistent, Smart, Swizzle, View};
+use amber::{
+    Caching, CopyOptions, CopyTx, Db, Error, Lazy, Obj, PRef, Persistent, Smart, Swizzle, View,
+};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -231,8 +234,8 @@ fn total_cost(tx: &mut CopyTx<'_>, o: Obj<CPart>, depth: u32) -> u64 {
 }
 
 /// Figure 4a's eight parts A..H (costs 1, 2, 4, ..., 128): A's sub-parts
-/// B, C, D; B's E and F, C's G, D's H. Returns A.
-fn figure_4(path: &Path, b: Cfg) -> (Db, Smart<CPart>) {
+/// B, C, D; B's E and F, C's G, D's H. Returns A, and H.
+fn figure_4(path: &Path, b: Cfg) -> (Db, Smart<CPart>, PRef<CPart>) {
     let mut db = Db::create(path, opts(b)).expect("create");
     check_backend(&db, b);
     let mut tx = db.begin().expect("begin");
@@ -264,14 +267,14 @@ fn figure_4(path: &Path, b: Cfg) -> (Db, Smart<CPart>) {
         o.sub1 = ss.get(i1).copied();
         o.sub2 = ss.get(i2).map_or_else(Lazy::null, |&s| Lazy::from(s));
     }
-    let a = ss[0];
+    let (a, h) = (ss[0], parts[7]);
     tx.commit().expect("commit");
-    (db, a)
+    (db, a, h)
 }
 
 pub fn eager(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut db, a) = figure_4(&dir.path().join("db"), b);
+    let (mut db, a, h) = figure_4(&dir.path().join("db"), b);
     // (swizzle, copied by the first traversal, of which on discovery: eagerly
     // all but A, the four leaves never used among them).
     for (swizzle, copied, ahead) in [(Swizzle::Lazy, 4, 0), (Swizzle::Eager, 8, 7)] {
@@ -330,6 +333,27 @@ pub fn eager(b: Cfg) {
         assert!(s.evicted > 0 && s.objects <= n as u64, "{n} copies: {s:?}");
         tx.commit().expect("commit");
     }
+    // A stale pointer (H freed, D's `sub2` still leading to it) is
+    // discovered without a copy or an error; following it is the error.
+    let mut t = db.begin().expect("begin");
+    t.free(h).expect("free");
+    t.commit().expect("commit");
+    let mut c = db.copy_cache(cache(Caching::Object, Swizzle::Eager, 1 << 20));
+    let mut tx = c.begin().expect("begin");
+    let root = tx.fetch(a).expect("fetch");
+    let d = tx
+        .follow(root, |p: &CPart| &p.sub2)
+        .expect("follow")
+        .expect("D");
+    assert_eq!(tx.get(d).expect("get D").cost, 8);
+    assert_eq!(tx.stats().undiscovered, 1, "H left unlinked");
+    assert!(matches!(
+        tx.follow(d, |p: &CPart| &p.sub2),
+        Err(Error::Dangling { .. })
+    ));
+    assert_eq!(total_cost(&mut tx, root, 0), 1, "the cache still serves");
+    tx.commit().expect("commit");
+    drop(c);
     // Items used in random order through a cache of eight copies: a link
     // whose target was evicted while its owner stayed is found stale, and
     // the follow leads to the right item all the same.
