@@ -61,6 +61,7 @@ pub trait Transaction {
         None
     }
 
-    /// Commits durably (a transaction that changed nothing writes nothing).
-    fn commit(self) -> Result<(), EngineError>;
+    /// Commits durably (a transaction that changed nothing writes
+    /// nothing); the log bytes it wrote (early records included).
+    fn commit(self) -> Result<u64, EngineError>;
 }

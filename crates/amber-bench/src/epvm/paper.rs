@@ -79,5 +79,6 @@ pub mod said {
     pub const FIGURE_9: &str = "1 cold + N hot, read only: EPVM1 best for 1-60 hot iterations, OS beyond 60; at 1,000: OS 25% faster than PC1M, 39% than EPVM1, 76% than CESM; EPVM1 7% faster than EPVM1-NO";
     pub const FIGURE_10: &str = "1 cold + N hot, p = 0.01: EPVM1 best for 1-160, PC1M for 160-600, OS after 600 (its commit is dear); EPVM1-NO 7% slower than EPVM1 at 1,000";
     pub const FIGURE_12: &str = "large database, one transaction: OS worst in most cases, better than PC1M read-only; EPVM1 and CESM close";
+    pub const FIGURE_11: &str = "one transaction, p = 0.3, the part's non-pointer data an array of 19 integers, a growing share of it updated: OS flat once any update is done (whole-page logging); the EPVM 2.0 versions change little (51 to 160 log pages: a modified range per object); EPVM1 degrades quickly (a log record per update: 171 to 3,325 log pages)";
     pub const FIGURE_13: &str = "large database, a transaction per iteration: OS worst in all cases; CESM best, slightly faster than EPVM1";
 }
