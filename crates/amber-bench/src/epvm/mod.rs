@@ -378,16 +378,11 @@ pub fn run(config: &EpvmConfig) -> Result<(EpvmReport, Vec<String>), BenchError>
         let (params, data) = generate_for("epvm", parts, config.seed)?;
         let root = workspace.root().join(format!("{parts}"));
         let experiments = config.experiments_for(parts);
-        let fig11 = experiments
-            .iter()
-            .any(|e| matches!(e, Experiment::Figure11 { .. }));
         let base = |d: Database| root.join(d.name());
         for d in [Database::Baselines, Database::Mapped, Database::Figure11] {
-            let wanted = match d {
-                Database::Baselines => config.versions.iter().any(|v| v.raw()),
-                Database::Mapped => config.versions.iter().any(|v| !v.raw()),
-                Database::Figure11 => fig11 && config.versions.iter().any(|v| !v.raw()),
-            };
+            let wanted = experiments
+                .iter()
+                .any(|&e| (config.versions.iter()).any(|&v| Database::of(v, e) == Some(d)));
             if !wanted {
                 continue;
             }

@@ -421,6 +421,10 @@ impl EpvmReport {
 
     fn hot(&self, s: &mut String, parts: u32) {
         let versions = self.versions();
+        let hot = |v| self.cell(v, parts, "traversal", "single", "hot", None, None);
+        if !versions.iter().any(|&v| hot(v).is_some()) {
+            return;
+        }
         let _ = writeln!(
             s,
             "\nTable 3: {parts} parts, hot traversal, one transaction; ms (CPU ms)"
