@@ -9,6 +9,9 @@
 use std::collections::HashMap;
 use std::process::Command;
 
+/// The versions over the baselines' raw records (no Figure 11 rows).
+const RAW: [&str; 3] = ["cesm", "epvm1", "epvm1-no"];
+
 const VERSIONS: [&str; 10] = [
     "cesm",
     "epvm1",
@@ -61,6 +64,7 @@ fn every_version_answers_every_experiment_alike() {
         "Figure 8",
         "Figure 9",
         "Figure 10",
+        "Figure 11",
     ] {
         assert!(stdout.contains(table), "no {table}:\n{stdout}");
     }
@@ -70,8 +74,13 @@ fn every_version_answers_every_experiment_alike() {
     assert_eq!(json["pool_pages"], 16);
     let rows = json["rows"].as_array().expect("rows");
     // Per version: single (cold, warm, hot, hot with random), per-iteration
-    // (cold, warm, hot), update (2 p × 2 transaction kinds), sweep (2 p × 2 N).
-    assert_eq!(rows.len(), VERSIONS.len() * (4 + 3 + 4 + 4));
+    // (cold, warm, hot), update (2 p × 2 transaction kinds), sweep (2 p × 2
+    // N); Figure 11's five points for the versions over Amber's objects.
+    let amber_versions = VERSIONS.len() - RAW.len();
+    assert_eq!(
+        rows.len(),
+        VERSIONS.len() * (4 + 3 + 4 + 4) + amber_versions * 5
+    );
     let mut cells: HashMap<String, Vec<(String, u64, u64)>> = HashMap::new();
     for row in rows {
         for key in [
@@ -90,8 +99,14 @@ fn every_version_answers_every_experiment_alike() {
             );
         }
         let key = format!(
-            "{} {} {} {} {} {}",
-            row["op"], row["tx"], row["phase"], row["parts"], row["p"], row["iterations"]
+            "{} {} {} {} {} {} {}",
+            row["op"],
+            row["tx"],
+            row["phase"],
+            row["parts"],
+            row["p"],
+            row["iterations"],
+            row["ints"]
         );
         cells.entry(key).or_default().push((
             version,
@@ -100,7 +115,12 @@ fn every_version_answers_every_experiment_alike() {
         ));
     }
     for (cell, versions) in &cells {
-        assert_eq!(versions.len(), VERSIONS.len(), "{cell}: {versions:?}");
+        let all = if cell.starts_with("\"fig11\"") {
+            amber_versions
+        } else {
+            VERSIONS.len()
+        };
+        assert_eq!(versions.len(), all, "{cell}: {versions:?}");
         assert!(
             versions
                 .iter()
@@ -120,6 +140,34 @@ fn every_version_answers_every_experiment_alike() {
         .find(|r| r["phase"] == "cold")
         .expect("a cold row");
     assert_eq!(cold["count"], 3280);
+    // The copy versions count the objects they copy in; eager swizzling
+    // copies the targets of every connection of every part used, lazy
+    // only the parts visited (the paper's Figure 4b against 4c).
+    let copied = |v: &str| {
+        rows.iter()
+            .find(|r| r["version"] == v && r["tx"] == "single" && r["phase"] == "cold")
+            .and_then(|r| r["copied"].as_u64())
+    };
+    for v in ["oc", "oc-no", "oc-eager", "oc-small-pool", "pc", "pc-no"] {
+        assert!(copied(v).is_some_and(|c| c > 0), "{v}: no copies counted");
+    }
+    for v in ["cesm", "epvm1", "mapped"] {
+        assert_eq!(copied(v), None, "{v} has no object cache");
+    }
+    let (eager, lazy) = (copied("oc-eager").unwrap_or(0), copied("oc").unwrap_or(0));
+    assert!(eager > lazy, "oc-eager copied {eager}, oc {lazy}");
+    assert!(stdout.contains("oc-eager copied"), "{stdout}");
+    // Figure 11: every update changes more of the array at each point, so
+    // every version logs more at 100% than at 11%, and reports it.
+    let logged = |v: &str, ints: u64| {
+        rows.iter()
+            .find(|r| r["version"] == v && r["op"] == "fig11" && r["ints"] == ints)
+            .and_then(|r| r["log_bytes"].as_u64())
+    };
+    for v in VERSIONS.iter().filter(|v| !RAW.contains(v)) {
+        let (a, b) = (logged(v, 2).unwrap_or(0), logged(v, 19).unwrap_or(0));
+        assert!(a > 0 && b > a, "{v}: Figure 11 logged {a} then {b} bytes");
+    }
 }
 
 #[test]

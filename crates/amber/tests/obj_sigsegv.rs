@@ -324,6 +324,11 @@ fn copy_property() {
 }
 
 #[test]
+fn copy_eager() {
+    common::copy::eager(B);
+}
+
+#[test]
 fn copy_logged() {
     common::copy::logged(B);
 }

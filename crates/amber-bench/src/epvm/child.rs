@@ -17,7 +17,8 @@ use super::epvm1::Epvm1;
 use super::mapped::Mapped;
 use super::raw::{RawEngine, values};
 use super::rawdb::{self, Directory, PART_SIZE, PageKind};
-use super::{Experiment, Version};
+use super::schema::{self, Fig11, Oo1, Schema};
+use super::{Experiment, FIGURE_11_P, Version};
 use crate::oo1::child::serve_child;
 use crate::oo1::database::GenParams;
 use crate::oo1::engine::{Answer, EngineError, ResultExt, Tally, UpdatePlan};
@@ -52,6 +53,9 @@ pub struct Iteration {
     pub cpu_ms: f64,
     /// Pages read from below during it, where the version can tell.
     pub reads: Option<u64>,
+    /// Objects copied into the object cache during it (the copy versions).
+    #[serde(default)]
+    pub copied: Option<u64>,
     pub answer: Answer,
 }
 
@@ -80,6 +84,14 @@ pub struct ChildRun {
     /// Objects copied into the object cache (the copy versions).
     #[serde(default)]
     pub copied: Option<u64>,
+    /// Log bytes the run's commits wrote (early records included).
+    #[serde(default)]
+    pub log_bytes: u64,
+    /// Figure 11: what the read-back found of the parts' arrays
+    /// (`schema::array_check`, summed over the parts, and whether all
+    /// agreed).
+    #[serde(default)]
+    pub arrays: Option<(i64, bool)>,
 }
 
 /// The OO1 job and protocol whose inputs an experiment runs.
@@ -106,6 +118,13 @@ pub fn job_of(e: Experiment) -> (Job, Protocol) {
             },
             Protocol { warm: 0, hot },
         ),
+        Experiment::Figure11 { .. } => (
+            Job {
+                op: Op::Update,
+                p: Some(FIGURE_11_P),
+            },
+            Protocol { warm: 9, hot: 10 },
+        ),
     }
 }
 
@@ -125,14 +144,28 @@ pub fn check(label: &str, run: &ChildRun, want: &Expected, e: Experiment) -> Vec
             }
         }
     }
-    if matches!(e, Experiment::Update { .. } | Experiment::Sweep { .. })
-        && run.check.as_ref() != want.checks.first()
-    {
+    if e.updates() && run.check.as_ref() != want.checks.first() {
         problems.push(format!(
             "{label}: the database reopened after the run holds {:?}, expected {:?}",
             run.check,
             want.checks.first()
         ));
+    }
+    if let Experiment::Figure11 { ints } = e {
+        // Every update adds one to `vals[1]` and leaves the last integer
+        // (unless all are updated).
+        let updates: u64 = want.iterations.iter().map(|a| a.changed).sum();
+        let want_arrays = if ints < schema::INTS {
+            updates as i64
+        } else {
+            0
+        };
+        if run.arrays != Some((want_arrays, true)) {
+            problems.push(format!(
+                "{label}: the parts' arrays read back as {:?}, expected ({want_arrays}, true): an update lost or partial",
+                run.arrays
+            ));
+        }
     }
     problems
 }
@@ -147,17 +180,36 @@ pub fn run_epvm_child() -> Result<(), BenchError> {
 }
 
 fn run_request(request: &ChildRequest) -> Result<ChildRun, EngineError> {
+    match request.experiment {
+        Experiment::Figure11 { ints } => run_on::<Fig11>(request, ints),
+        _ => run_on::<Oo1>(request, 0),
+    }
+}
+
+/// [`run_request`] on schema `S`, an update changing `ints` integers.
+fn run_on<S: Schema>(request: &ChildRequest, ints: usize) -> Result<ChildRun, EngineError> {
     let (job, protocol) = job_of(request.experiment);
     let inputs = inputs(request.params, job, protocol);
     let pages = request.pool_pages;
+    let raw_only = || {
+        if matches!(request.experiment, Experiment::Figure11 { .. }) {
+            return Err(EngineError::bad_input(format!(
+                "{} has no Figure 11 database",
+                request.version
+            )));
+        }
+        Ok(())
+    };
     let mut run = match request.version {
         Version::Cesm => {
+            raw_only()?;
             let mut engine = RawEngine::open(&request.dir, pages, Cesm)?;
             let run = drive(&mut engine, request, &inputs)?;
             engine.close()?;
             run
         }
         Version::Epvm1 | Version::Epvm1No => {
+            raw_only()?;
             let method = Epvm1::new(request.version == Version::Epvm1);
             let mut engine = RawEngine::open(&request.dir, pages, method)?;
             let mut run = drive(&mut engine, request, &inputs)?;
@@ -166,7 +218,7 @@ fn run_request(request: &ChildRequest) -> Result<ChildRun, EngineError> {
             run
         }
         Version::Mapped => {
-            let mut engine = Mapped::open(&request.dir, (pages * rawdb::PAGE) as u64)?;
+            let mut engine = Mapped::<S>::open(&request.dir, (pages * rawdb::PAGE) as u64, ints)?;
             let mut run = drive(&mut engine, request, &inputs)?;
             run.backend = Some(engine.backend());
             engine.close()?;
@@ -176,7 +228,7 @@ fn run_request(request: &ChildRequest) -> Result<ChildRun, EngineError> {
             let opts = copying::options(v)
                 .ok_or_else(|| EngineError::bad_input(format!("{v} is not a copy version")))?;
             let pool = (copying::pool_pages(v, pages) * rawdb::PAGE) as u64;
-            let mut engine = Copying::open(&request.dir, pool, opts)?;
+            let mut engine = Copying::<S>::open(&request.dir, pool, opts, ints)?;
             let mut run = drive(&mut engine, request, &inputs)?;
             run.backend = Some(engine.backend());
             run.copied = Some(engine.stats().copied);
@@ -184,11 +236,10 @@ fn run_request(request: &ChildRequest) -> Result<ChildRun, EngineError> {
             run
         }
     };
-    if matches!(
-        request.experiment,
-        Experiment::Update { .. } | Experiment::Sweep { .. }
-    ) {
-        run.check = Some(read_back(request)?);
+    if request.experiment.updates() {
+        let (check, arrays) = read_back::<S>(request, ints)?;
+        run.check = Some(check);
+        run.arrays = arrays;
     }
     Ok(run)
 }
@@ -236,6 +287,7 @@ fn drive<E: Engine>(
     let mut iterations = Vec::with_capacity(inputs.len());
     let mut random = Vec::new();
     let (mut commit_ms, mut commit_cpu_ms) = (0.0, 0.0);
+    let mut log_bytes = 0;
     let per_iteration = matches!(
         request.experiment,
         Experiment::PerIteration
@@ -250,13 +302,16 @@ fn drive<E: Engine>(
             let before = engine.reads();
             let clock = Clock::start();
             let mut tx = engine.begin(true)?;
+            let copied_before = tx.copied();
             let answer = tx.iterate(root, Work { plan, random: None })?;
-            tx.commit()?;
+            let copied = delta(copied_before, tx.copied());
+            log_bytes += tx.commit()?;
             let (ms, cpu_ms) = clock.read();
             iterations.push(Iteration {
                 ms,
                 cpu_ms,
                 reads: Some(engine.reads() - before),
+                copied,
                 answer,
             });
         }
@@ -267,14 +322,15 @@ fn drive<E: Engine>(
         let mut tx = engine.begin(real)?;
         for input in inputs {
             let (root, plan) = work_of(input)?;
-            let before = tx.reads();
+            let (before, copied_before) = (tx.reads(), tx.copied());
             let clock = Clock::start();
             let answer = tx.iterate(root, Work { plan, random: None })?;
             let (ms, cpu_ms) = clock.read();
             iterations.push(Iteration {
                 ms,
                 cpu_ms,
-                reads: before.zip(tx.reads()).map(|(a, b)| b - a),
+                reads: delta(before, tx.reads()),
+                copied: delta(copied_before, tx.copied()),
                 answer,
             });
         }
@@ -284,7 +340,7 @@ fn drive<E: Engine>(
             let (root, _) = work_of(last)?;
             let mut rng = Rng::stream(request.params.seed, &[0xE9, 3]);
             for _ in 0..10 {
-                let before = tx.reads();
+                let (before, copied_before) = (tx.reads(), tx.copied());
                 let clock = Clock::start();
                 let answer = tx.iterate(
                     root,
@@ -297,13 +353,14 @@ fn drive<E: Engine>(
                 random.push(Iteration {
                     ms,
                     cpu_ms,
-                    reads: before.zip(tx.reads()).map(|(a, b)| b - a),
+                    reads: delta(before, tx.reads()),
+                    copied: delta(copied_before, tx.copied()),
                     answer,
                 });
             }
         }
         let clock = Clock::start();
-        tx.commit()?;
+        log_bytes += tx.commit()?;
         (commit_ms, commit_cpu_ms) = clock.read();
     }
     let total_ms = iterations.iter().map(|i| i.ms).sum::<f64>() + commit_ms;
@@ -319,13 +376,25 @@ fn drive<E: Engine>(
         check: None,
         backend: None,
         copied: None,
+        log_bytes,
+        arrays: None,
     })
 }
 
-/// Every part of the database in `request.dir`, reopened, read in id order.
-fn read_back(request: &ChildRequest) -> Result<Answer, EngineError> {
+/// The growth of a counter from `before` to `after`, where it is kept.
+fn delta(before: Option<u64>, after: Option<u64>) -> Option<u64> {
+    before.zip(after).map(|(a, b)| b - a)
+}
+
+/// Every part of the database in `request.dir`, reopened, read in id
+/// order; on a Figure 11 database, its arrays checked too.
+fn read_back<S: Schema>(
+    request: &ChildRequest,
+    ints: usize,
+) -> Result<(Answer, Option<(i64, bool)>), EngineError> {
     let n = request.params.parts;
     let mut tally = Tally::for_op(Op::Lookup);
+    let mut arrays: Option<(i64, bool)> = None;
     if request.version.raw() {
         let store = rawdb::open(&request.dir)?;
         let dir = Directory::read(&store)?;
@@ -350,9 +419,15 @@ fn read_back(request: &ChildRequest) -> Result<Answer, EngineError> {
         }
         store.close().ctx("closing the store")?;
     } else {
-        let engine = Mapped::open(&request.dir, u64::MAX)?;
-        engine.read_all(n, &mut tally)?;
+        let engine = Mapped::<S>::open(&request.dir, u64::MAX, ints)?;
+        engine.read_all(n, &mut tally, |p| {
+            if let Some((inc, ok)) = S::arrays(p, ints) {
+                let (sum, all) = arrays.get_or_insert((0, true));
+                *sum += inc;
+                *all &= ok;
+            }
+        })?;
         engine.close()?;
     }
-    Ok(tally.finish())
+    Ok((tally.finish(), arrays))
 }

@@ -56,6 +56,12 @@ pub trait Transaction {
     /// tell.
     fn reads(&self) -> Option<u64>;
 
-    /// Commits durably (a transaction that changed nothing writes nothing).
-    fn commit(self) -> Result<(), EngineError>;
+    /// Objects copied into an object cache so far (the copy versions).
+    fn copied(&self) -> Option<u64> {
+        None
+    }
+
+    /// Commits durably (a transaction that changed nothing writes
+    /// nothing); the log bytes it wrote (early records included).
+    fn commit(self) -> Result<u64, EngineError>;
 }

@@ -23,10 +23,11 @@ use std::path::Path;
 use amber::{Db, Options, PRef, PVec, Persistent, Tx, View};
 
 use super::engine::{Engine, Transaction, Work};
+use super::schema::Schema;
 use crate::oo1::database::{GeneratedDb, PartId};
 use crate::oo1::engine::{Answer, EngineError, ResultExt, TRAVERSAL_DEPTH, Tally};
 use crate::oo1::ops::Op;
-use crate::texas::schema::all_raw::{Part, build_parts};
+use crate::texas::schema::all_raw::Part;
 
 /// The database file in the mapped version's directory.
 pub const FILE: &str = "mapped.amber";
@@ -56,28 +57,23 @@ pub struct Root {
 
 /// Builds the database of `data` in the empty directory `dir`; returns the
 /// file's pages.
-pub fn build(dir: &Path, data: &GeneratedDb) -> Result<u64, EngineError> {
+pub fn build<S: Schema>(dir: &Path, data: &GeneratedDb) -> Result<u64, EngineError> {
     let path = dir.join(FILE);
     let mut db =
         Db::create(&path, Options::default()).ctx(&format!("creating {}", path.display()))?;
-    let refs = build_parts(&mut db, data)?;
+    let refs = S::build_parts(&mut db, data)?;
     let mut tx = db.begin().ctx("beginning the index")?;
     let mut chunks = Vec::new();
     for ids in refs.chunks(CHUNK) {
-        let mut chunk = Chunk {
-            parts: [None; CHUNK],
-        };
-        for (slot, &p) in chunk.parts.iter_mut().zip(ids) {
+        let mut parts = [None; CHUNK];
+        for (slot, &p) in parts.iter_mut().zip(ids) {
             *slot = Some(p);
         }
-        chunks.push(tx.alloc(chunk).ctx("allocating an index chunk")?);
+        chunks.push(tx.alloc(S::chunk(parts)).ctx("allocating an index chunk")?);
     }
     let chunks = tx.new_vec(chunks).ctx("allocating the chunk list")?;
     let root = tx
-        .alloc(Root {
-            chunks,
-            parts: refs.len() as u64,
-        })
+        .alloc(S::root(chunks, refs.len() as u64))
         .ctx("allocating the root")?;
     tx.set_root(ROOT, root).ctx("naming the root")?;
     tx.commit().ctx("committing the index")?;
@@ -88,7 +84,10 @@ pub fn build(dir: &Path, data: &GeneratedDb) -> Result<u64, EngineError> {
 
 /// The database in `dir`, opened with a cache budget of `cache_bytes`, and
 /// its root (the copy versions open it too).
-pub fn open_db(dir: &Path, cache_bytes: u64) -> Result<(Db, PRef<Root>), EngineError> {
+pub fn open_db<S: Schema>(
+    dir: &Path,
+    cache_bytes: u64,
+) -> Result<(Db, PRef<S::Root>), EngineError> {
     let path = dir.join(FILE);
     let db = Db::open(
         &path,
@@ -99,23 +98,31 @@ pub fn open_db(dir: &Path, cache_bytes: u64) -> Result<(Db, PRef<Root>), EngineE
     )
     .ctx(&format!("opening {}", path.display()))?;
     let root = db
-        .root::<Root>(ROOT)
+        .root::<S::Root>(ROOT)
         .ctx("reading the root")?
         .ok_or_else(|| EngineError::corrupt(format!("no root named {ROOT:?}")))?;
     Ok((db, root))
 }
 
 /// The open database.
-pub struct Mapped {
+pub struct Mapped<S: Schema> {
     db: Db,
-    root: PRef<Root>,
+    root: PRef<S::Root>,
+    /// Integers an update changes (Figure 11).
+    ints: usize,
 }
 
-impl Mapped {
-    /// Opens the database in `dir` with a cache budget of `cache_bytes`.
-    pub fn open(dir: &Path, cache_bytes: u64) -> Result<Mapped, EngineError> {
-        let (db, root) = open_db(dir, cache_bytes)?;
-        Ok(Mapped { db, root })
+impl<S: Schema> Mapped<S> {
+    /// Opens the database in `dir` with a cache budget of `cache_bytes`;
+    /// an update changes `ints` integers (Figure 11; OO1's x and y else).
+    pub fn open(dir: &Path, cache_bytes: u64, ints: usize) -> Result<Self, EngineError> {
+        let (db, root) = open_db::<S>(dir, cache_bytes)?;
+        Ok(Mapped { db, root, ints })
+    }
+
+    /// The database (for reading it back).
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 
     /// The fault backend.
@@ -124,10 +131,18 @@ impl Mapped {
     }
 
     /// Visits parts `1..=n` in id order (outside any transaction).
-    pub fn read_all(&self, n: u32, tally: &mut Tally) -> Result<(), EngineError> {
+    /// Calls `each` on every part too.
+    pub fn read_all(
+        &self,
+        n: u32,
+        tally: &mut Tally,
+        mut each: impl FnMut(&S::Part),
+    ) -> Result<(), EngineError> {
         for id in 1..=n {
-            let part = self.db.get(lookup(&self.db, self.root, id)?);
-            tally.visit(part.id, part.x, part.y, &part.kind);
+            let part = self.db.get(lookup::<S>(&self.db, self.root, id)?);
+            let (id, x, y, kind) = S::values(part);
+            tally.visit(id, x, y, kind);
+            each(part);
         }
         Ok(())
     }
@@ -140,20 +155,28 @@ impl Mapped {
 
 /// A transaction of the mapped version: reads through the database, or a
 /// real transaction.
-pub enum MappedTx<'a> {
-    Read { db: &'a Db, root: PRef<Root> },
-    Write { tx: Box<Tx<'a>>, root: PRef<Root> },
+pub enum MappedTx<'a, S: Schema> {
+    Read {
+        db: &'a Db,
+        root: PRef<S::Root>,
+    },
+    Write {
+        tx: Box<Tx<'a>>,
+        root: PRef<S::Root>,
+        ints: usize,
+    },
 }
 
-impl Engine for Mapped {
-    type Tx<'a> = MappedTx<'a>;
+impl<S: Schema> Engine for Mapped<S> {
+    type Tx<'a> = MappedTx<'a, S>;
 
-    fn begin(&mut self, real: bool) -> Result<MappedTx<'_>, EngineError> {
+    fn begin(&mut self, real: bool) -> Result<MappedTx<'_, S>, EngineError> {
         let root = self.root;
         Ok(if real {
             MappedTx::Write {
                 tx: Box::new(self.db.begin().ctx("beginning a transaction")?),
                 root,
+                ints: self.ints,
             }
         } else {
             MappedTx::Read { db: &self.db, root }
@@ -166,38 +189,44 @@ impl Engine for Mapped {
 }
 
 /// The part of id `id`, through the index.
-fn lookup(v: &impl View, root: PRef<Root>, id: PartId) -> Result<PRef<Part>, EngineError> {
-    let r = v.get(root);
+fn lookup<S: Schema>(
+    v: &impl View,
+    root: PRef<S::Root>,
+    id: PartId,
+) -> Result<PRef<S::Part>, EngineError> {
+    let (chunks, parts) = S::index(v.get(root));
     let i = (id as usize)
         .checked_sub(1)
-        .filter(|&i| (i as u64) < r.parts)
+        .filter(|&i| (i as u64) < parts)
         .ok_or(EngineError::MissingPart { id })?;
     let chunk = *v
-        .slice(&r.chunks)
+        .slice(chunks)
         .get(i / CHUNK)
         .ok_or_else(|| EngineError::corrupt(format!("no index chunk for part {id}")))?;
-    v.get(chunk).parts[i % CHUNK].ok_or(EngineError::MissingPart { id })
+    S::entry(v.get(chunk), i % CHUNK).ok_or(EngineError::MissingPart { id })
 }
 
 /// The target of connection `slot` of `p`.
 #[inline]
-fn target(v: &impl View, p: PRef<Part>, slot: usize) -> Result<PRef<Part>, EngineError> {
-    v.get(p).out[slot]
-        .to
-        .ok_or_else(|| EngineError::corrupt("a part's connection is null"))
+fn target<S: Schema>(
+    v: &impl View,
+    p: PRef<S::Part>,
+    slot: usize,
+) -> Result<PRef<S::Part>, EngineError> {
+    S::to(v.get(p), slot).ok_or_else(|| EngineError::corrupt("a part's connection is null"))
 }
 
 /// A read-only traversal.
-fn read(
+fn read<S: Schema>(
     v: &impl View,
-    p: PRef<Part>,
+    p: PRef<S::Part>,
     depth: u32,
     visit: &mut usize,
     work: &mut Work<'_>,
     tally: &mut Tally,
 ) -> Result<(), EngineError> {
-    let part = v.get(p);
-    tally.visit(part.id, part.x, part.y, &part.kind);
+    let (id, x, y, kind) = S::values(v.get(p));
+    tally.visit(id, x, y, kind);
     if work.updates(*visit) {
         return Err(EngineError::bad_input(
             "an update asked of a traversal outside a transaction",
@@ -206,50 +235,51 @@ fn read(
     *visit += 1;
     if depth < TRAVERSAL_DEPTH {
         for slot in 0..3 {
-            read(v, target(v, p, slot)?, depth + 1, visit, work, tally)?;
+            read::<S>(v, target::<S>(v, p, slot)?, depth + 1, visit, work, tally)?;
         }
     }
     Ok(())
 }
 
 /// A traversal that updates where `work` says.
-fn write(
+#[allow(clippy::too_many_arguments)]
+fn write<S: Schema>(
     tx: &mut Tx<'_>,
-    p: PRef<Part>,
+    p: PRef<S::Part>,
     depth: u32,
     visit: &mut usize,
     work: &mut Work<'_>,
     tally: &mut Tally,
+    ints: usize,
 ) -> Result<(), EngineError> {
-    let part = tx.get(p);
-    tally.visit(part.id, part.x, part.y, &part.kind);
+    let (id, x, y, kind) = S::values(tx.get(p));
+    tally.visit(id, x, y, kind);
     if work.updates(*visit) {
-        let part = tx.get_mut(p);
-        part.x = part.x.wrapping_add(1);
-        part.y = part.y.wrapping_add(1);
+        S::update(tx.get_mut(p), ints);
         tally.changed();
     }
     *visit += 1;
     if depth < TRAVERSAL_DEPTH {
         for slot in 0..3 {
-            let to = target(tx, p, slot)?;
-            write(tx, to, depth + 1, visit, work, tally)?;
+            let to = target::<S>(tx, p, slot)?;
+            write::<S>(tx, to, depth + 1, visit, work, tally, ints)?;
         }
     }
     Ok(())
 }
 
-impl Transaction for MappedTx<'_> {
+impl<S: Schema> Transaction for MappedTx<'_, S> {
     fn iterate(&mut self, id: PartId, mut work: Work<'_>) -> Result<Answer, EngineError> {
         let mut tally = Tally::for_op(Op::Traversal);
         match self {
             MappedTx::Read { db, root } => {
-                let p = lookup(*db, *root, id)?;
-                read(*db, p, 0, &mut 0, &mut work, &mut tally)?;
+                let p = lookup::<S>(*db, *root, id)?;
+                read::<S>(*db, p, 0, &mut 0, &mut work, &mut tally)?;
             }
-            MappedTx::Write { tx, root } => {
-                let p = lookup(tx.as_ref(), *root, id)?;
-                write(tx, p, 0, &mut 0, &mut work, &mut tally)?;
+            MappedTx::Write { tx, root, ints } => {
+                let p = lookup::<S>(tx.as_ref(), *root, id)?;
+                let ints = *ints;
+                write::<S>(tx, p, 0, &mut 0, &mut work, &mut tally, ints)?;
             }
         }
         Ok(tally.finish())
@@ -262,10 +292,10 @@ impl Transaction for MappedTx<'_> {
         }
     }
 
-    fn commit(self) -> Result<(), EngineError> {
+    fn commit(self) -> Result<u64, EngineError> {
         match self {
-            MappedTx::Read { .. } => Ok(()),
-            MappedTx::Write { tx, .. } => (*tx).commit().map(drop).ctx("committing"),
+            MappedTx::Read { .. } => Ok(0),
+            MappedTx::Write { tx, .. } => (*tx).commit().map(|c| c.log_bytes).ctx("committing"),
         }
     }
 }

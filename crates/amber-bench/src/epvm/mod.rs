@@ -44,6 +44,7 @@ pub mod pool;
 pub mod raw;
 pub mod rawdb;
 pub mod report;
+pub mod schema;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -184,6 +185,11 @@ pub enum Experiment {
     /// transaction, updating with probability `p`; the total, commit
     /// included.
     Sweep { p: f64, hot: usize },
+    /// Figure 11: Figure 7's iterations in one transaction at p = 0.3 on
+    /// the Figure 11 part (`schema::Fig11`), each update changing `ints`
+    /// of its 19 integers; the total, commit included. The versions over
+    /// Amber's objects only (the baselines' records have no array).
+    Figure11 { ints: usize },
 }
 
 impl Experiment {
@@ -192,6 +198,7 @@ impl Experiment {
         match self {
             Experiment::Single | Experiment::PerIteration => false,
             Experiment::Update { p, .. } | Experiment::Sweep { p, .. } => p > 0.0,
+            Experiment::Figure11 { .. } => true,
         }
     }
 
@@ -214,6 +221,12 @@ impl Experiment {
                 }
             ),
             Experiment::Sweep { p, hot } => format!("1 cold + {hot} hot, p={p}"),
+            Experiment::Figure11 { ints } => {
+                format!(
+                    "Figure 11, {ints} of {} integers, p={FIGURE_11_P}",
+                    schema::INTS
+                )
+            }
         }
     }
 }
@@ -247,7 +260,15 @@ pub struct EpvmConfig {
 pub const SMALL_MAX: u32 = 20_000;
 
 /// The experiment kinds, as `--experiments` names them.
-pub const EXPERIMENTS: [&str; 4] = ["single", "per-iteration", "update", "sweep"];
+pub const EXPERIMENTS: [&str; 5] = ["single", "per-iteration", "update", "sweep", "fig11"];
+
+/// Figure 11's update probability.
+pub const FIGURE_11_P: f64 = 0.3;
+
+/// Figure 11's points: integers of the part's 19 an update changes (11%,
+/// 26%, 53%, 79% and 100% of the array; at least x and y, see
+/// `schema.rs`).
+pub const FIGURE_11_INTS: [usize; 5] = [2, 5, 10, 15, 19];
 
 /// The buffer pool, scaled as the paper's: its 5 MB pool held its small
 /// database (3.8 MB) with a third to spare and a fifth of its large one
@@ -290,7 +311,41 @@ impl EpvmConfig {
                 }
             }
         }
+        if wants("fig11") && small {
+            out.extend(FIGURE_11_INTS.map(|ints| Experiment::Figure11 { ints }));
+        }
         out
+    }
+}
+
+/// The databases a run builds, once per size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Database {
+    /// The baselines' raw records (`rawdb`).
+    Baselines,
+    /// Amber's objects, OO1's part (`schema::Oo1`).
+    Mapped,
+    /// Amber's objects, Figure 11's part (`schema::Fig11`).
+    Figure11,
+}
+
+impl Database {
+    fn name(self) -> &'static str {
+        match self {
+            Database::Baselines => "baselines",
+            Database::Mapped => "mapped",
+            Database::Figure11 => "fig11",
+        }
+    }
+
+    /// What version `v` runs experiment `e` on (`None`: it does not).
+    fn of(v: Version, e: Experiment) -> Option<Database> {
+        match (v.raw(), e) {
+            (true, Experiment::Figure11 { .. }) => None,
+            (true, _) => Some(Database::Baselines),
+            (false, Experiment::Figure11 { .. }) => Some(Database::Figure11),
+            (false, _) => Some(Database::Mapped),
+        }
     }
 }
 
@@ -322,35 +377,36 @@ pub fn run(config: &EpvmConfig) -> Result<(EpvmReport, Vec<String>), BenchError>
     for &parts in &config.parts {
         let (params, data) = generate_for("epvm", parts, config.seed)?;
         let root = workspace.root().join(format!("{parts}"));
-        let (raw_base, mapped_base) = (root.join("raw"), root.join("mapped"));
-        for (raw, base) in [(true, &raw_base), (false, &mapped_base)] {
-            if !config.versions.iter().any(|v| v.raw() == raw) {
+        let experiments = config.experiments_for(parts);
+        let base = |d: Database| root.join(d.name());
+        for d in [Database::Baselines, Database::Mapped, Database::Figure11] {
+            let wanted = experiments
+                .iter()
+                .any(|&e| (config.versions.iter()).any(|&v| Database::of(v, e) == Some(d)));
+            if !wanted {
                 continue;
             }
-            reset_dir(base)?;
+            let dir = base(d);
+            reset_dir(&dir)?;
             let start = Instant::now();
-            let what = if raw { "baselines'" } else { "mapped" };
             let pages = with_progress_of(
                 "epvm",
-                &format!("building the {what} database of {parts} parts"),
-                || {
-                    if raw {
-                        rawdb::build(base, &data)
-                    } else {
-                        mapped::build(base, &data)
-                    }
+                &format!("building the {} database of {parts} parts", d.name()),
+                || match d {
+                    Database::Baselines => rawdb::build(&dir, &data),
+                    Database::Mapped => mapped::build::<schema::Oo1>(&dir, &data),
+                    Database::Figure11 => mapped::build::<schema::Fig11>(&dir, &data),
                 },
             )
-            .map_err(|e| BenchError::engine(what, "building", e))?;
-            sync_tree(base)?;
+            .map_err(|e| BenchError::engine(d.name(), "building", e))?;
+            sync_tree(&dir)?;
             builds.push(report::Build {
-                database: if raw { "baselines" } else { "mapped" },
+                database: d.name(),
                 parts,
                 pages,
                 build_ms: start.elapsed().as_secs_f64() * 1e3,
             });
         }
-        let experiments = config.experiments_for(parts);
         let expected: Vec<_> = experiments
             .iter()
             .map(|&e| {
@@ -362,15 +418,11 @@ pub fn run(config: &EpvmConfig) -> Result<(EpvmReport, Vec<String>), BenchError>
         for round in 1..=config.rounds {
             for (&experiment, want) in experiments.iter().zip(&expected) {
                 for &version in &config.versions {
+                    let Some(d) = Database::of(version, experiment) else {
+                        continue;
+                    };
                     reset_dir(&run_dir)?;
-                    copy_tree(
-                        if version.raw() {
-                            &raw_base
-                        } else {
-                            &mapped_base
-                        },
-                        &run_dir,
-                    )?;
+                    copy_tree(&base(d), &run_dir)?;
                     let request = ChildRequest {
                         version,
                         params,

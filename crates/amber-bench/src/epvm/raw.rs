@@ -150,11 +150,11 @@ impl<M: Method> Transaction for RawTx<'_, M> {
         Some(self.pool.stats.reads)
     }
 
-    fn commit(self) -> Result<(), EngineError> {
+    fn commit(self) -> Result<u64, EngineError> {
         self.method.before_commit(self.pool);
-        self.tx.commit().ctx("committing")?;
+        let info = self.tx.commit().ctx("committing")?;
         self.pool.end_transaction();
-        Ok(())
+        Ok(info.log_bytes)
     }
 }
 

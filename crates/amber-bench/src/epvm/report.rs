@@ -9,13 +9,14 @@ use serde::Serialize;
 
 use super::child::{ChildRun, Iteration};
 use super::paper::{self, ColdWarm, said};
-use super::{EpvmConfig, Experiment, Labelled, Version};
+use super::{EpvmConfig, Experiment, FIGURE_11_P, Labelled, Version, schema};
 use crate::storage::{Environment, environment, median, median_u64, range};
 
 /// A database as built.
 #[derive(Clone, Debug, Serialize)]
 pub struct Build {
-    /// `baselines` (raw pages) or `mapped` (Amber's objects).
+    /// `baselines` (raw pages), `mapped` (Amber's objects, OO1's part) or
+    /// `fig11` (Amber's objects, Figure 11's part).
     pub database: &'static str,
     pub parts: u32,
     pub pages: u64,
@@ -53,6 +54,17 @@ pub struct Row {
     pub changed: u64,
     /// Pages read from below (the paper's I/Os), where the version can tell.
     pub reads: Option<u64>,
+    /// Objects copied into the object cache (the copy versions): per
+    /// iteration of the phase, or over the run for `total` and `sweep`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copied: Option<u64>,
+    /// Log bytes written by the run's commits (`total` and `sweep` rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
+    /// Figure 11 (`op` = `fig11`): integers of the part's 19 each update
+    /// changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ints: Option<usize>,
     pub rounds: usize,
 }
 
@@ -76,20 +88,22 @@ pub struct EpvmReport {
     pub rows: Vec<Row>,
 }
 
-/// A cell of one run: ms, CPU ms, parts visited, parts changed, reads.
-type Cell = (f64, f64, u64, u64, Option<u64>);
+/// A cell of one run: ms, CPU ms, parts visited, parts changed, reads,
+/// objects copied.
+type Cell = (f64, f64, u64, u64, Option<u64>, Option<u64>);
 
 /// A phase of a run: the mean of `its` iterations' times, their visits,
-/// changes and reads.
+/// changes, reads and copies.
 fn phase(its: &[Iteration]) -> Cell {
     let n = its.len().max(1) as f64;
-    let reads: Option<Vec<u64>> = its.iter().map(|i| i.reads).collect();
+    let mean = |v: Option<Vec<u64>>| v.map(|r| r.iter().sum::<u64>() / r.len().max(1) as u64);
     (
         its.iter().map(|i| i.ms).sum::<f64>() / n,
         its.iter().map(|i| i.cpu_ms).sum::<f64>() / n,
         its.first().map_or(0, |i| i.answer.count),
         its.first().map_or(0, |i| i.answer.changed),
-        reads.map(|r| r.iter().sum::<u64>() / r.len().max(1) as u64),
+        mean(its.iter().map(|i| i.reads).collect()),
+        mean(its.iter().map(|i| i.copied).collect()),
     )
 }
 
@@ -226,6 +240,7 @@ impl EpvmReport {
                 &paper::TABLE_2,
                 &[said::TABLE_2],
             );
+            self.eager(&mut s, parts);
             self.hot(&mut s, parts);
             self.cold_warm(
                 &mut s,
@@ -239,6 +254,7 @@ impl EpvmReport {
             self.updates(&mut s, "Figure 8", parts, "per-iteration", said::FIGURE_8);
             self.sweep(&mut s, "Figure 9", parts, 0.0, said::FIGURE_9);
             self.sweep(&mut s, "Figure 10", parts, 0.01, said::FIGURE_10);
+            self.figure_11(&mut s, parts);
         }
         for &parts in &large {
             self.cold_warm(
@@ -257,6 +273,7 @@ impl EpvmReport {
                 &paper::TABLE_6,
                 &[said::TABLE_6],
             );
+            self.eager(&mut s, parts);
             self.cold_warm(
                 &mut s,
                 "(Table 5, a transaction per iteration)",
@@ -347,8 +364,67 @@ impl EpvmReport {
         }
     }
 
+    /// Objects copied by the object-caching versions, and eager swizzling
+    /// against lazy beside the paper's Figure 4b.
+    fn eager(&self, s: &mut String, parts: u32) {
+        let cell = |v, phase| self.cell(v, parts, "traversal", "single", phase, None, None);
+        let copied = |v, phase| cell(v, phase).and_then(|r| r.copied);
+        let versions: Vec<Version> = self
+            .versions()
+            .into_iter()
+            .filter(|&v| copied(v, "cold").is_some())
+            .collect();
+        if versions.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "\nObjects copied into the object cache: {parts} parts, one transaction, per iteration"
+        );
+        let _ = writeln!(
+            s,
+            "  {:<14} {:>8} {:>8} {:>8}",
+            "version", "cold", "warm", "hot"
+        );
+        for &v in &versions {
+            let n = |phase| copied(v, phase).map_or("-".into(), |c: u64| c.to_string());
+            let _ = writeln!(
+                s,
+                "  {:<14} {:>8} {:>8} {:>8}",
+                v.name(),
+                n("cold"),
+                n("warm"),
+                n("hot")
+            );
+        }
+        let (eager, lazy) = paper::FIGURE_4B;
+        let _ = writeln!(s, "  paper: {}", said::FIGURE_4B);
+        for phase in ["cold", "warm"] {
+            let (Some(e), Some(l)) = (cell(Version::OcEager, phase), cell(Version::Oc, phase))
+            else {
+                continue;
+            };
+            let (Some(ec), Some(lc)) = (e.copied, l.copied) else {
+                continue;
+            };
+            let _ = writeln!(
+                s,
+                "  here ({phase}): oc-eager copied {ec} objects against oc's {lc} ({:.2}x; the paper's Figure 4b {eager} against {lazy}, {:.1}x), {} against {} I/Os, CPU {:.2}x oc's",
+                ec as f64 / lc.max(1) as f64,
+                f64::from(eager) / f64::from(lazy),
+                fmt_reads(e.reads),
+                fmt_reads(l.reads),
+                e.cpu_ms / l.cpu_ms
+            );
+        }
+    }
+
     fn hot(&self, s: &mut String, parts: u32) {
         let versions = self.versions();
+        let hot = |v| self.cell(v, parts, "traversal", "single", "hot", None, None);
+        if !versions.iter().any(|&v| hot(v).is_some()) {
+            return;
+        }
         let _ = writeln!(
             s,
             "\nTable 3: {parts} parts, hot traversal, one transaction; ms (CPU ms)"
@@ -527,6 +603,92 @@ impl EpvmReport {
         }
     }
 
+    /// Figure 11: the total of Figure 7's iterations at p = 0.3 against the
+    /// share of the part's array each update changes.
+    fn figure_11(&self, s: &mut String, parts: u32) {
+        let rows: Vec<&Row> = self
+            .rows
+            .iter()
+            .filter(|r| r.parts == parts && r.op == "fig11")
+            .collect();
+        let mut ints: Vec<usize> = rows.iter().filter_map(|r| r.ints).collect();
+        ints.sort_unstable();
+        ints.dedup();
+        let (Some(&first), Some(&last)) = (ints.first(), ints.last()) else {
+            return;
+        };
+        let iterations = rows.first().and_then(|r| r.iterations).unwrap_or(0);
+        let _ = writeln!(
+            s,
+            "\nFigure 11: {parts} parts, {iterations} iterations in one transaction updating with probability {FIGURE_11_P} the part of {} integers ({} bytes), each update changing the first k of them (k as a share of the array); commit included",
+            schema::INTS,
+            schema::INTS * 4
+        );
+        let cell = |v, x: &str| {
+            let k: usize = ints.iter().copied().find(|&k| share(k) == x)?;
+            rows.iter()
+                .copied()
+                .find(|r| r.version == v && r.ints == Some(k))
+        };
+        let xs: Vec<String> = ints.iter().map(|&k| share(k)).collect();
+        self.grid(s, "k", &xs, &cell);
+        let _ = write!(s, "  {:<14}", "k (log KiB)");
+        for x in &xs {
+            let _ = write!(s, " {x:>9}");
+        }
+        let _ = writeln!(s);
+        for v in self.versions() {
+            let _ = write!(s, "  {:<14}", v.name());
+            for x in &xs {
+                let kib = cell(v, x)
+                    .and_then(|r| r.log_bytes)
+                    .map_or("-".into(), |b| format!("{:.1}", b as f64 / 1024.0));
+                let _ = write!(s, " {kib:>9}");
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s, "  paper: {}", said::FIGURE_11);
+        let logs: Vec<String> = self
+            .versions()
+            .into_iter()
+            .filter_map(|v| {
+                let at = |k| rows.iter().find(|r| r.version == v && r.ints == Some(k));
+                let (a, b) = (at(first)?.log_bytes?, at(last)?.log_bytes?);
+                Some(format!("{v} {:.2}x", b as f64 / a.max(1) as f64))
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  here, log bytes: {} over {} of the array: {}",
+            share(last),
+            share(first),
+            logs.join(", ")
+        );
+        for m in [Measure::Wall, Measure::Cpu] {
+            let growth: Vec<String> = self
+                .versions()
+                .into_iter()
+                .filter_map(|v| {
+                    let a = rows
+                        .iter()
+                        .find(|r| r.version == v && r.ints == Some(first))?;
+                    let b = rows
+                        .iter()
+                        .find(|r| r.version == v && r.ints == Some(last))?;
+                    Some(format!("{v} {:.2}x", m.of(b) / m.of(a)))
+                })
+                .collect();
+            let _ = writeln!(
+                s,
+                "  here, by {}: {} over {} of the array: {}",
+                m.name(),
+                share(last),
+                share(first),
+                growth.join(", ")
+            );
+        }
+    }
+
     /// A table of every version's cells along `xs`: ms, then CPU ms.
     fn grid<'a>(
         &'a self,
@@ -613,6 +775,11 @@ impl Measure {
     }
 }
 
+/// `k` integers of the Figure 11 part's array, as a share of it.
+fn share(k: usize) -> String {
+    format!("{:.0}%", k as f64 * 100.0 / schema::INTS as f64)
+}
+
 /// `ms (CPU ms)` of a cell.
 fn fmt_cell(r: Option<&Row>) -> String {
     r.map_or("-".into(), |r| {
@@ -649,6 +816,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
         let cells: Vec<Cell> = set.iter().map(|r| pick(r)).collect();
         let ms: Vec<f64> = cells.iter().map(|c| c.0).collect();
         let reads: Option<Vec<u64>> = cells.iter().map(|c| c.4).collect();
+        let copied: Option<Vec<u64>> = cells.iter().map(|c| c.5).collect();
         let cpu: Vec<f64> = cells.iter().map(|c| c.1).collect();
         Row {
             version: v,
@@ -664,8 +832,16 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
             count: cells.first().map_or(0, |c| c.2),
             changed: cells.first().map_or(0, |c| c.3),
             reads: reads.map(|r| median_u64(&r)),
+            copied: copied.map(|r| median_u64(&r)),
+            ints: None,
+            log_bytes: None,
             rounds: set.len(),
         }
+    };
+    let logged = |mut r: Row| {
+        let bytes: Vec<u64> = set.iter().map(|c| c.log_bytes).collect();
+        r.log_bytes = Some(median_u64(&bytes));
+        r
     };
     let total = |r: &ChildRun| {
         (
@@ -674,6 +850,7 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
             r.iterations.iter().map(|i| i.answer.count).sum(),
             r.iterations.iter().map(|i| i.answer.changed).sum(),
             Some(r.reads),
+            r.copied,
         )
     };
     match e {
@@ -730,10 +907,30 @@ fn rows_of(v: Version, parts: u32, e: Experiment, set: &[&ChildRun]) -> Vec<Row>
             } else {
                 "single"
             };
-            vec![row("update", tx, "total", &total, Some(p), Some(n))]
+            vec![logged(row("update", tx, "total", &total, Some(p), Some(n)))]
         }
         Experiment::Sweep { p, hot } => {
-            vec![row("update", "single", "sweep", &total, Some(p), Some(hot))]
+            vec![logged(row(
+                "update",
+                "single",
+                "sweep",
+                &total,
+                Some(p),
+                Some(hot),
+            ))]
+        }
+        Experiment::Figure11 { ints } => {
+            let n = set.first().map_or(0, |r| r.iterations.len());
+            let mut r = logged(row(
+                "fig11",
+                "single",
+                "total",
+                &total,
+                Some(FIGURE_11_P),
+                Some(n),
+            ));
+            r.ints = Some(ints);
+            vec![r]
         }
     }
 }

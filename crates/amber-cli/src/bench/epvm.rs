@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(
     name = "amber bench epvm",
-    about = "White & DeWitt's object faulting and pointer swizzling study (VLDB 1992) on OO1: CESM (a call per access over a buffer pool of the store's pages), EPVM 1.0 with and without swizzling of local pointers (an OID hash table into pinned objects), EPVM 2.0's copy architecture through Amber's object cache (object and page caching, swizzling upon discovery lazily, eagerly or not at all, a smaller buffer pool), and Amber's page-fault mapping (ObjectStore's analogue); cold, warm and hot iterations in one transaction or one per iteration, updates with probability p, hot sweeps to 1,000 iterations, every answer checked"
+    about = "White & DeWitt's object faulting and pointer swizzling study (VLDB 1992) on OO1: CESM (a call per access over a buffer pool of the store's pages), EPVM 1.0 with and without swizzling of local pointers (an OID hash table into pinned objects), EPVM 2.0's copy architecture through Amber's object cache (object and page caching, swizzling upon discovery lazily, eagerly or not at all, a smaller buffer pool), and Amber's page-fault mapping (ObjectStore's analogue); cold, warm and hot iterations in one transaction or one per iteration, updates with probability p, hot sweeps to 1,000 iterations, Figure 11's larger part with a share of its array updated, every answer checked"
 )]
 struct EpvmArgs {
     /// Database sizes in parts (comma-separated); up to 20,000 the small database's experiments, above the large one's.
@@ -21,7 +21,7 @@ struct EpvmArgs {
     /// Versions (comma-separated): cesm, epvm1, epvm1-no, oc, oc-no, oc-eager, oc-small-pool, pc, pc-no, mapped.
     #[arg(long, value_delimiter = ',', default_values_t = Version::ALL)]
     versions: Vec<Version>,
-    /// Experiments (comma-separated): single, per-iteration, update, sweep.
+    /// Experiments (comma-separated): single, per-iteration, update, sweep, fig11 (Figure 11: the part with a 19-integer array, a growing share of it updated; the versions over Amber's objects).
     #[arg(long, value_delimiter = ',', default_values_t = EXPERIMENTS.map(String::from))]
     experiments: Vec<String>,
     /// Update probabilities of the update figures (comma-separated).

@@ -4,7 +4,8 @@
 
 use crate::db::{Tx, ensure_span, translate};
 use crate::error::{Error, Result};
-use crate::format::objects::{OBJECT_HEADER, walk};
+use crate::format::bytes::get_u32;
+use crate::format::objects::{MAX_TYPE_ID, OBJECT_HEADER, walk};
 use crate::format::page::{HEADER_SIZE, USED_OFFSET};
 use crate::schema::layout::pages_for;
 use crate::source::Source;
@@ -21,6 +22,8 @@ pub(crate) struct Frames<'a> {
 /// One object copied out of its page.
 pub(crate) struct Copied {
     pub(crate) paddr: u64,
+    /// Its type id (the object header's), for finding its pointers.
+    pub(crate) type_id: u32,
     pub(crate) buf: CopyBuf,
 }
 
@@ -46,8 +49,14 @@ impl Frames<'_> {
     /// caching).
     pub(crate) fn object(&self, paddr: u64, size: usize) -> Result<Copied> {
         let va = self.live(paddr, size)?;
+        let header = self
+            .access
+            .slice::<u8>(va - OBJECT_HEADER as u64, OBJECT_HEADER);
+        let tag =
+            get_u32(header, 0).ok_or_else(|| Error::internal("an object header of 8 bytes"))?;
         Ok(Copied {
             paddr,
+            type_id: tag & MAX_TYPE_ID,
             buf: CopyBuf::new(self.access.slice::<u8>(va, size)),
         })
     }
@@ -94,6 +103,7 @@ impl Frames<'_> {
             }
             out.push(Copied {
                 paddr: at,
+                type_id: e.type_id,
                 buf: CopyBuf::new(&block[e.body..e.body + e.size]),
             });
         }

@@ -14,19 +14,25 @@
 //! ([`CopyTx::follow`]) are swizzled beside the copy, never in it: a copy
 //! holds its object's bytes as stored (a `Smart` a persistent address, a
 //! `PRef` or a `Lazy` as the frames hold them), so nothing read from a
-//! copy can be taken for something it is not. See `docs/design.md` §4.14.
+//! copy can be taken for something it is not. Eager swizzling discovers
+//! every pointer of a copy at its first use (`discover.rs`). See
+//! `docs/design.md` §4.14.
 
+mod discover;
 mod fill;
 mod table;
 
 use crate::db::{CommitStats, Db, Tx};
 use crate::error::{Error, Result};
+use crate::fasthash::IntMap;
 use crate::ptr::{Lazy, PRef, Smart};
 use crate::vm::{Field, Persistent};
+use discover::PtrMap;
 use fill::Copied;
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
 use std::ops::DerefMut;
+use std::sync::Arc;
 use table::{Link, Table};
 
 /// How objects are copied out of their pages.
@@ -47,7 +53,11 @@ pub enum Swizzle {
     /// Upon discovery, when its target is already cached; a target copied
     /// in by the follow is swizzled at the next (EPVM 2.0).
     Lazy,
-    /// Upon discovery, copying its target in if need be.
+    /// Upon discovery, copying its target in if need be: the first use of
+    /// a copy ([`CopyTx::get`]) discovers every pointer in it, so the
+    /// targets of the pointers of every object used are copied in, used or
+    /// not (not their targets in turn: those are discovered at their own
+    /// first use). [`CopyTx::read`] of one field discovers that field's.
     Eager,
 }
 
@@ -81,6 +91,9 @@ pub struct CopyStats {
     pub lookups: u64,
     /// Objects copied in.
     pub copied: u64,
+    /// Of `copied`, those copied in because eager swizzling discovered a
+    /// pointer to them, not because the program used them.
+    pub copied_on_discovery: u64,
     /// Pages whose objects were copied in together (page caching).
     pub pages_copied: u64,
     /// Copies evicted.
@@ -91,8 +104,16 @@ pub struct CopyStats {
     pub committed_ranges: u64,
     /// Pointers swizzled.
     pub swizzled: u64,
+    /// Pointers eager swizzling discovered but left unlinked, their
+    /// targets not copyable (stale, damaged, of another size): the error
+    /// is the program's only if it follows one.
+    pub undiscovered: u64,
     /// Pointers followed through a swizzled link (no lookup).
     pub followed_swizzled: u64,
+    /// Swizzled links met whose target had been evicted since (its slot
+    /// names another object, or none): looked up again, copying the
+    /// target in again, and linked anew.
+    pub stale_links: u64,
     /// Copies held now.
     pub objects: u64,
     /// Bytes charged for them.
@@ -201,6 +222,8 @@ struct Cache {
     /// A modified victim was written into the open transaction: copies
     /// made since may hold its uncommitted bytes.
     wrote_back: bool,
+    /// The pointer fields of each type met by eager swizzling, by type id.
+    ptr_maps: IntMap<u32, Arc<PtrMap>>,
 }
 
 impl Db {
@@ -221,6 +244,7 @@ impl<D: DerefMut<Target = Db>> CopyCache<D> {
                 table: Table::default(),
                 stats: CopyStats::default(),
                 wrote_back: false,
+                ptr_maps: IntMap::default(),
             },
         }
     }
@@ -311,7 +335,14 @@ impl Cache {
         if let Some(s) = self.table.lookup(paddr) {
             return Ok((s, true));
         }
-        let copies: Vec<Copied> = match self.opts.caching {
+        let copies = self.read_copies(tx, paddr, size)?;
+        Ok((self.insert_copies(tx, paddr, copies)?, false))
+    }
+
+    /// Copies of the object of `size` bytes at `paddr` (not cached), with
+    /// its page's objects not cached under page caching.
+    fn read_copies(&mut self, tx: &Tx<'_>, paddr: u64, size: usize) -> Result<Vec<Copied>> {
+        Ok(match self.opts.caching {
             Caching::Object => vec![tx.frames().object(paddr, size)?],
             Caching::Page => {
                 let t = &self.table;
@@ -319,20 +350,23 @@ impl Cache {
                 self.stats.pages_copied += 1;
                 c
             }
-        };
+        })
+    }
+
+    /// Caches `copies` (evicting to make room); the slot of the one of the
+    /// object at `paddr`.
+    fn insert_copies(&mut self, tx: &mut Tx<'_>, paddr: u64, copies: Vec<Copied>) -> Result<u32> {
         let need = copies.iter().map(|c| c.buf.len().div_ceil(8) * 8).sum();
         self.make_room(tx, need)?;
         let mut found = None;
         for c in copies {
             self.stats.copied += 1;
-            let s = self.table.insert(c.paddr, c.buf);
+            let s = self.table.insert(c.paddr, c.type_id, c.buf);
             if c.paddr == paddr {
                 found = Some(s);
             }
         }
-        found
-            .map(|s| (s, false))
-            .ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
+        found.ok_or_else(|| Error::dangling(format!("no object at persistent address {paddr:#x}")))
     }
 
     /// A handle to the object at `paddr`, of `T`'s size, and whether it
@@ -353,19 +387,130 @@ impl Cache {
     /// size (a page's objects are copied whatever their type), as a
     /// dereference checks the object's header.
     fn check_size<T>(&self, slot: u32, paddr: u64) -> Result<()> {
+        self.check_len(slot, paddr, size_of::<T>(), std::any::type_name::<T>())
+    }
+
+    /// Refuses the copy in `slot` unless it has `size` bytes (`what`'s).
+    fn check_len(&self, slot: u32, paddr: u64, size: usize, what: &str) -> Result<()> {
         let e = self
             .table
             .entry(slot, paddr)
             .ok_or_else(|| Error::internal("a copy just made is gone"))?;
-        if e.buf.len() != size_of::<T>() {
+        if e.buf.len() != size {
             return Err(Error::dangling(format!(
-                "the object at persistent address {paddr:#x} has {} bytes, not a {} of {}",
+                "the object at persistent address {paddr:#x} has {} bytes, not a {what} of {size}",
                 e.buf.len(),
-                std::any::type_name::<T>(),
-                size_of::<T>()
             )));
         }
         Ok(())
+    }
+
+    /// The pointer fields of type `type_id`.
+    fn ptr_map(&mut self, tx: &Tx<'_>, type_id: u32) -> Result<Arc<PtrMap>> {
+        if let Some(m) = self.ptr_maps.get(&type_id) {
+            return Ok(m.clone());
+        }
+        let t = tx.registry.get(type_id).ok_or_else(|| {
+            Error::dangling(format!("a copied object has unknown type id {type_id}"))
+        })?;
+        let m = Arc::new(PtrMap::of(&t.stored));
+        self.ptr_maps.insert(type_id, m.clone());
+        Ok(m)
+    }
+
+    /// Eager swizzling upon discovery: discovers the pointer fields in
+    /// bytes `[lo, hi)` of the copy in `slot` (of the object at `paddr`),
+    /// copying each target in if it is not cached and linking the field to
+    /// it. Stops early if the copy itself is evicted to make room.
+    fn discover(
+        &mut self,
+        tx: &mut Tx<'_>,
+        slot: u32,
+        paddr: u64,
+        lo: usize,
+        hi: usize,
+    ) -> Result<()> {
+        let Some(e) = self.table.entry(slot, paddr) else {
+            return Ok(());
+        };
+        let map = self.ptr_map(tx, e.type_id)?;
+        for f in map.within(lo, hi) {
+            let Some(e) = self.table.entry(slot, paddr) else {
+                break;
+            };
+            if let Some(l) = e.link(f.offset) {
+                if self.table.entry(l.slot, l.paddr).is_some() {
+                    continue;
+                }
+                self.stats.stale_links += 1;
+            }
+            let at = f.offset as usize;
+            let word = e.buf.bytes()[at..at + 8]
+                .try_into()
+                .map(u64::from_le_bytes)
+                .map_err(|_| Error::internal("a pointer field of 8 bytes"))?;
+            // A pointer whose target cannot be copied (a stale pointer, a
+            // damaged page, an object of another size) is left unlinked:
+            // discovery is the cache's guess, and the program meets the
+            // error only if it follows the pointer.
+            let target = match f.target(tx, word) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
+                Err(_) => {
+                    self.stats.undiscovered += 1;
+                    continue;
+                }
+            };
+            let size = f.target_size as usize;
+            self.stats.lookups += 1;
+            let to = match self.table.lookup(target) {
+                Some(s) => s,
+                None => {
+                    let Ok(copies) = self.read_copies(tx, target, size) else {
+                        self.stats.undiscovered += 1;
+                        continue;
+                    };
+                    self.stats.copied_on_discovery += copies.len() as u64;
+                    self.insert_copies(tx, target, copies)?
+                }
+            };
+            if self.check_len(to, target, size, "target").is_err() {
+                self.stats.undiscovered += 1;
+                continue;
+            }
+            if let Some(e) = self.table.entry_mut(slot, paddr) {
+                e.set_link(Link {
+                    offset: f.offset,
+                    slot: to,
+                    paddr: target,
+                });
+                self.stats.swizzled += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first use of `o`'s copy in `slot` under eager swizzling:
+    /// discovers every pointer in it (once: until a write through
+    /// `field_mut` may have stored another); the slot of the copy after
+    /// (copied in again if its targets pushed it out, to be discovered at
+    /// its next use).
+    #[cold]
+    fn visit<T: Persistent>(
+        &mut self,
+        tx: Option<&mut Tx<'_>>,
+        o: Obj<T>,
+        slot: u32,
+    ) -> Result<u32> {
+        let tx = tx.ok_or_else(|| Error::invalid("transaction already finished"))?;
+        self.discover(tx, slot, o.paddr.get(), 0, size_of::<T>())?;
+        match self.table.entry_mut(slot, o.paddr.get()) {
+            Some(e) => {
+                e.discovered = true;
+                Ok(slot)
+            }
+            None => self.resolve(Some(tx), o),
+        }
     }
 
     /// The slot of `o`'s copy, copied in again if it was evicted.
@@ -396,32 +541,36 @@ impl Cache {
 impl<'c> CopyTx<'c> {
     /// The cached object `s` leads to, copied in if it is not cached.
     pub fn fetch<T: Persistent>(&mut self, s: Smart<T>) -> Result<Obj<T>> {
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let tx = open(&mut self.tx)?;
         Ok(self.cache.obj(tx, s.paddr())?.0)
     }
 
     /// The cached object `p` leads to (a pointer of this database).
     pub fn fetch_ref<T: Persistent>(&mut self, p: PRef<T>) -> Result<Obj<T>> {
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let tx = open(&mut self.tx)?;
         let pa = tx.paddr(p.addr())?;
         Ok(self.cache.obj(tx, pa)?.0)
     }
 
-    /// Reads an object's copy (copied in again if it was evicted).
+    /// Reads an object's copy (copied in again if it was evicted). Under
+    /// eager swizzling its first use discovers every pointer in it.
     #[inline]
     pub fn get<T: Persistent>(&mut self, o: Obj<T>) -> Result<&T> {
-        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        let mut slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        if self.cache.opts.swizzle == Swizzle::Eager
+            && !self
+                .cache
+                .table
+                .entry(slot, o.paddr.get())
+                .is_some_and(|e| e.discovered)
+        {
+            slot = self.cache.visit(self.tx.as_mut(), o, slot)?;
+        }
         let e = self
             .cache
             .table
             .entry(slot, o.paddr.get())
-            .ok_or_else(|| Error::internal("a copy resolved is gone"))?;
+            .ok_or_else(gone)?;
         Ok(e.buf.view::<T>())
     }
 
@@ -436,51 +585,35 @@ impl<'c> CopyTx<'c> {
         field: impl FnOnce(&T) -> &P,
     ) -> Result<Option<Obj<U>>> {
         let swizzle = self.cache.opts.swizzle;
-        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
-        let (offset, target) = {
+        let (slot, offset) = self.locate(o, field, "follow")?;
+        let target = {
             let e = self
                 .cache
                 .table
                 .entry(slot, o.paddr.get())
-                .ok_or_else(|| Error::internal("a copy resolved is gone"))?;
-            let copy = e.buf.view::<T>();
-            let f = field(copy);
-            let offset = (f as *const P as usize).wrapping_sub(copy as *const T as usize);
-            if offset.saturating_add(size_of::<P>()) > size_of::<T>() {
-                return Err(Error::invalid(format!(
-                    "follow: the field is not inside the {}",
-                    std::any::type_name::<T>()
-                )));
-            }
-            let link = e
-                .links
-                .iter()
-                .find(|l| l.offset as usize == offset)
-                .copied();
-            if let Some(l) = link
-                && self.cache.table.entry(l.slot, l.paddr).is_some()
-            {
-                self.cache.stats.followed_swizzled += 1;
-                return Ok(Some(Obj {
-                    slot: l.slot,
-                    paddr: NonZeroU64::new(l.paddr)
-                        .ok_or_else(|| Error::internal("a null link"))?,
-                    _t: PhantomData,
-                }));
+                .ok_or_else(gone)?;
+            if let Some(l) = e.link(offset as u32) {
+                if self.cache.table.entry(l.slot, l.paddr).is_some() {
+                    self.cache.stats.followed_swizzled += 1;
+                    return Ok(Some(Obj {
+                        slot: l.slot,
+                        paddr: NonZeroU64::new(l.paddr)
+                            .ok_or_else(|| Error::internal("a null link"))?,
+                        _t: PhantomData,
+                    }));
+                }
+                self.cache.stats.stale_links += 1;
             }
             let tx = self
                 .tx
                 .as_ref()
                 .ok_or_else(|| Error::invalid("transaction already finished"))?;
-            (offset, f.target(tx)?)
+            e.buf.field::<P>(offset).target(tx)?
         };
         let Some(target) = target else {
             return Ok(None);
         };
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| Error::invalid("transaction already finished"))?;
+        let tx = open(&mut self.tx)?;
         let (to, cached) = self.cache.obj::<U>(tx, target)?;
         let swizzle_now = match swizzle {
             Swizzle::None => false,
@@ -489,18 +622,35 @@ impl<'c> CopyTx<'c> {
         };
         // `o`'s copy may have been evicted to make room for the target.
         if swizzle_now && let Some(e) = self.cache.table.entry_mut(slot, o.paddr.get()) {
-            let l = Link {
+            e.set_link(Link {
                 offset: offset as u32,
                 slot: to.slot,
                 paddr: target,
-            };
-            match e.links.iter_mut().find(|x| x.offset == l.offset) {
-                Some(x) => *x = l,
-                None => e.links.push(l),
-            }
+            });
             self.cache.stats.swizzled += 1;
         }
         Ok(Some(to))
+    }
+
+    /// One field of `o`'s copy (`|o| &o.parts[i]`), by value: a use of
+    /// that field alone, so eager swizzling discovers only the pointers in
+    /// it (as EPVM reading `index[i]` discovers one pointer), where
+    /// [`get`](Self::get) discovers every pointer of the object.
+    pub fn read<T: Persistent, F: Field + Copy>(
+        &mut self,
+        o: Obj<T>,
+        field: impl FnOnce(&T) -> &F,
+    ) -> Result<F> {
+        let (slot, offset) = self.locate(o, field, "read")?;
+        let pa = o.paddr.get();
+        let e = self.cache.table.entry(slot, pa).ok_or_else(gone)?;
+        let value = *e.buf.field::<F>(offset);
+        if self.cache.opts.swizzle == Swizzle::Eager && !e.discovered {
+            let tx = open(&mut self.tx)?;
+            self.cache
+                .discover(tx, slot, pa, offset, offset + size_of::<F>())?;
+        }
+        Ok(value)
     }
 
     /// Updates one field of `o`'s copy (`|o| &o.x`), returned mutably; the
@@ -511,24 +661,33 @@ impl<'c> CopyTx<'c> {
         o: Obj<T>,
         field: impl FnOnce(&T) -> &F,
     ) -> Result<&mut F> {
-        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        let (slot, offset) = self.locate(o, field, "field_mut")?;
         let e = self
             .cache
             .table
             .entry_mut(slot, o.paddr.get())
-            .ok_or_else(|| Error::internal("a copy resolved is gone"))?;
-        let copy = e.buf.view::<T>();
-        let offset = (field(copy) as *const F as usize).wrapping_sub(copy as *const T as usize);
-        if offset.saturating_add(size_of::<F>()) > size_of::<T>()
-            || !offset.is_multiple_of(align_of::<F>())
-        {
-            return Err(Error::invalid(format!(
-                "field_mut: the field is not inside the {}",
-                std::any::type_name::<T>()
-            )));
-        }
+            .ok_or_else(gone)?;
         e.note_write(offset, offset + size_of::<F>());
         Ok(e.buf.field_mut::<F>(offset))
+    }
+
+    /// The slot of `o`'s copy (copied in again if it was evicted) and the
+    /// offset in it of the field `field` returns (`what` names the call in
+    /// an error).
+    fn locate<T: Persistent, F>(
+        &mut self,
+        o: Obj<T>,
+        field: impl FnOnce(&T) -> &F,
+        what: &str,
+    ) -> Result<(u32, usize)> {
+        let slot = self.cache.resolve(self.tx.as_mut(), o)?;
+        let e = self
+            .cache
+            .table
+            .entry(slot, o.paddr.get())
+            .ok_or_else(gone)?;
+        let copy = e.buf.view::<T>();
+        Ok((slot, offset_in(copy, field(copy), what)?))
     }
 
     /// Writes every modified range back into its object through the
@@ -600,4 +759,30 @@ impl Drop for CopyTx<'_> {
             self.cache.abort();
         }
     }
+}
+
+/// The transaction, unless it has finished.
+fn open<'a, 'c>(tx: &'a mut Option<Tx<'c>>) -> Result<&'a mut Tx<'c>> {
+    tx.as_mut()
+        .ok_or_else(|| Error::invalid("transaction already finished"))
+}
+
+/// The error for a copy gone between its resolution and its use.
+fn gone() -> Error {
+    Error::internal("a copy resolved is gone")
+}
+
+/// The offset of `f`, a field of `copy` (as a closure returned it), in the
+/// `T`; refused unless it lies inside, aligned (`what` names the call).
+fn offset_in<T, F>(copy: &T, f: &F, what: &str) -> Result<usize> {
+    let offset = (f as *const F as usize).wrapping_sub(copy as *const T as usize);
+    if offset.saturating_add(size_of::<F>()) > size_of::<T>()
+        || !offset.is_multiple_of(align_of::<F>())
+    {
+        return Err(Error::invalid(format!(
+            "{what}: the field is not inside the {}",
+            std::any::type_name::<T>()
+        )));
+    }
+    Ok(offset)
 }

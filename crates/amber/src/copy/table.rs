@@ -23,6 +23,8 @@ pub(crate) struct Link {
 #[derive(Debug)]
 pub(crate) struct Entry {
     pub(crate) paddr: u64,
+    /// Its type id, for finding its pointers (eager swizzling).
+    pub(crate) type_id: u32,
     pub(crate) buf: CopyBuf,
     /// The bytes `[lo, hi)` changed since the last commit (EPVM 2.0's low
     /// and high byte counts), if any.
@@ -30,8 +32,11 @@ pub(crate) struct Entry {
     /// Clock's reference bit.
     pub(crate) referenced: bool,
     /// Its swizzled pointer fields (a handful: one per pointer field
-    /// followed).
+    /// followed or discovered).
     pub(crate) links: Vec<Link>,
+    /// Eager swizzling: every pointer of the copy has been discovered (its
+    /// targets copied in and linked) since it was copied in or last written.
+    pub(crate) discovered: bool,
 }
 
 impl Entry {
@@ -44,6 +49,23 @@ impl Entry {
         });
         self.links
             .retain(|l| (l.offset as usize) + 8 <= lo || l.offset as usize >= hi);
+        // The write may have stored a pointer: the next use discovers again.
+        self.discovered = false;
+    }
+
+    /// The link of the pointer field at `offset`, if it has one and its
+    /// target is still in the slot it names (checked by the caller).
+    #[inline]
+    pub(crate) fn link(&self, offset: u32) -> Option<Link> {
+        self.links.iter().find(|l| l.offset == offset).copied()
+    }
+
+    /// Links the pointer field at `l.offset` (replacing its old link).
+    pub(crate) fn set_link(&mut self, l: Link) {
+        match self.links.iter_mut().find(|x| x.offset == l.offset) {
+            Some(x) => *x = l,
+            None => self.links.push(l),
+        }
     }
 
     /// The bytes the cache charges for it: the copy, in whole words.
@@ -94,13 +116,15 @@ impl Table {
     }
 
     /// Caches `buf` as the copy of the object at `paddr` (not cached yet).
-    pub(crate) fn insert(&mut self, paddr: u64, buf: CopyBuf) -> u32 {
+    pub(crate) fn insert(&mut self, paddr: u64, type_id: u32, buf: CopyBuf) -> u32 {
         let e = Entry {
             paddr,
+            type_id,
             buf,
             modified: None,
             referenced: true,
             links: Vec::new(),
+            discovered: false,
         };
         self.bytes += e.charge();
         let slot = match self.free.pop() {
@@ -176,12 +200,12 @@ mod tests {
     #[test]
     fn slots_are_named_by_address_too() {
         let mut t = Table::default();
-        let a = t.insert(0x1008, buf(16));
+        let a = t.insert(0x1008, 1, buf(16));
         assert_eq!(t.lookup(0x1008), Some(a));
         assert!(t.entry(a, 0x1008).is_some());
         assert!(t.entry(a, 0x2008).is_none(), "another object's handle");
         t.remove(a);
-        let b = t.insert(0x2008, buf(8));
+        let b = t.insert(0x2008, 1, buf(8));
         assert_eq!(a, b, "the slot is reused");
         assert!(t.entry(a, 0x1008).is_none(), "a handle to the victim");
         assert_eq!(t.bytes, 8);
@@ -190,8 +214,8 @@ mod tests {
     #[test]
     fn clock_gives_a_second_chance() {
         let mut t = Table::default();
-        let a = t.insert(8, buf(8));
-        let b = t.insert(16, buf(8));
+        let a = t.insert(8, 1, buf(8));
+        let b = t.insert(16, 1, buf(8));
         // Both referenced: the first sweep clears both bits, then `a` goes.
         assert_eq!(t.victim(), Some(a));
         // `a` used again before it went: the hand passes it, clearing it,
@@ -209,7 +233,7 @@ mod tests {
     #[test]
     fn a_write_widens_the_range_and_drops_links_it_covers() {
         let mut t = Table::default();
-        let a = t.insert(8, buf(48));
+        let a = t.insert(8, 1, buf(48));
         let e = t.entry_mut(a, 8).expect("cached");
         e.links.push(Link {
             offset: 16,

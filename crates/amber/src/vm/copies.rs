@@ -78,6 +78,20 @@ impl CopyBuf {
         unsafe { &*(UnsafeCell::raw_get(self.words.as_ptr()) as *const T) }
     }
 
+    /// The `F` at `offset` in the copy. Panics unless it lies in the
+    /// object, aligned (the caller checks it).
+    pub fn field<F: Field>(&self, offset: usize) -> &F {
+        assert!(
+            offset.saturating_add(std::mem::size_of::<F>()) <= self.len
+                && offset.is_multiple_of(std::mem::align_of::<F>()),
+            "a field outside its copy"
+        );
+        // Every bit pattern is a valid `F` where a valid `F` was (`view`).
+        // SAFETY: `[offset, offset + size_of F)` lies in the 8-aligned buffer,
+        // aligned for `F` (checked above); shared as in `bytes`.
+        unsafe { &*((UnsafeCell::raw_get(self.words.as_ptr()) as *const u8).add(offset) as *const F) }
+    }
+
     /// The `F` at `offset` in the copy, mutably. Panics unless it lies in
     /// the object, aligned (the caller checks it).
     pub fn field_mut<F: Field>(&mut self, offset: usize) -> &mut F {

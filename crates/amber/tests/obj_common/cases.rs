@@ -76,6 +76,7 @@ macro_rules! obj_cases {
             }),
             ("copy_oc_and_pc", || $crate::obj_common::copy::oc_and_pc($b)),
             ("copy_swizzling", || $crate::obj_common::copy::swizzling($b)),
+            ("copy_eager", || $crate::obj_common::copy::eager($b)),
             ("copy_eviction", || $crate::obj_common::copy::eviction($b)),
             ("copy_logged", || $crate::obj_common::copy::logged($b)),
             ("copy_abort", || $crate::obj_common::copy::abort($b)),

@@ -6,6 +6,15 @@
 //!   time without swizzling, swizzled at the second follow lazily (the
 //!   target was not cached at the first), at the first eagerly; a handle
 //!   whose copy was evicted reads the right object again;
+//! - `eager`: White & DeWitt's Figure 4 — a traversal to depth 1 from the
+//!   root of a tree of eight parts copies the four it visits lazily and
+//!   all eight eagerly (every pointer of a part used is discovered, through
+//!   `PRef`, `Smart` and `Lazy` fields alike), the second traversal going
+//!   through links only; `read` of one field discovers that field's
+//!   pointer alone; a stale pointer is discovered without a copy or an
+//!   error, and following it is the error; in caches of a few copies the
+//!   discovered targets are evicted before they are used, links found
+//!   stale and the objects copied in again, every answer right;
 //! - `eviction`: a cache of a few objects evicts modified copies, writing
 //!   them back into the transaction first, and the commit keeps them all;
 //! - `logged`: a commit through the cache logs what the same updates
@@ -23,7 +32,9 @@ use super::graph::{GBlob, GNode, GRoot, Model, Op, apply_db, create_root, diff, 
 use super::kill::Rounds;
 use super::{Cfg, check_backend, child_dir, child_scenario, env_num, long, open, opts};
 use amber::internals::io::crash::SplitMix;
-use amber::{Caching, CopyOptions, CopyTx, Db, Lazy, Obj, PRef, Persistent, Smart, Swizzle, View};
+use amber::{
+    Caching, CopyOptions, CopyTx, Db, Error, Lazy, Obj, PRef, Persistent, Smart, Swizzle, View,
+};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
@@ -137,22 +148,31 @@ fn ring(tx: &mut CopyTx<'_>, s0: Smart<CItem>, lazy: bool) {
 pub fn swizzling(b: Cfg) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut db, ss) = items(&dir.path().join("db"), b);
-    for (swizzle, first, second) in [
-        (Swizzle::None, 0, 0),
-        (Swizzle::Lazy, 1, ITEMS - 1),
-        (Swizzle::Eager, ITEMS, 0),
+    // (swizzle, swizzled by the first traversal and by the second,
+    // followed through links in the first and the second).
+    for (swizzle, first, second, linked) in [
+        (Swizzle::None, 0, 0, [0, 0]),
+        (Swizzle::Lazy, 1, ITEMS - 1, [0, 1]),
+        // Eagerly, each item's first use discovers both `next` and `lz`
+        // and copies in the next item: every follow is through a link.
+        (Swizzle::Eager, 2 * ITEMS, 0, [ITEMS, ITEMS]),
     ] {
         for lazy in [false, true] {
             let mut c = db.copy_cache(cache(Caching::Object, swizzle, 1 << 20));
             let mut tx = c.begin().expect("begin");
             ring(&mut tx, ss[0], lazy);
             // Lazily, only the last follow (back to item 0, cached) swizzles.
-            assert_eq!(tx.stats().swizzled, first, "{swizzle:?}: first traversal");
+            let s1 = tx.stats();
+            assert_eq!(s1.swizzled, first, "{swizzle:?}: first traversal");
+            assert_eq!(s1.followed_swizzled, linked[0], "{swizzle:?}: first");
             ring(&mut tx, ss[0], lazy);
             let s = tx.stats();
             assert_eq!(s.swizzled, first + second, "{swizzle:?}: second traversal");
-            let linked = if swizzle == Swizzle::None { 0 } else { first };
-            assert_eq!(s.followed_swizzled, linked, "{swizzle:?}");
+            assert_eq!(
+                s.followed_swizzled - s1.followed_swizzled,
+                linked[1],
+                "{swizzle:?}: second"
+            );
             ring(&mut tx, ss[0], lazy);
             let s3 = tx.stats();
             let all = if swizzle == Swizzle::None { 0 } else { ITEMS };
@@ -162,6 +182,12 @@ pub fn swizzling(b: Cfg) {
                 "{swizzle:?}: third"
             );
             assert_eq!(s3.copied, ITEMS, "each item copied once");
+            let ahead = if swizzle == Swizzle::Eager {
+                ITEMS - 1
+            } else {
+                0
+            };
+            assert_eq!(s3.copied_on_discovery, ahead, "{swizzle:?}");
             tx.commit().expect("commit");
         }
     }
@@ -176,6 +202,180 @@ pub fn swizzling(b: Cfg) {
     }
     let s = tx.stats();
     assert!(s.evicted > ITEMS && s.objects <= 10 + 101, "{s:?}");
+    tx.commit().expect("commit");
+}
+
+/// A part of Figure 3 (`pCost`, three sub-parts), one sub-part pointer of
+/// each kind the cache follows.
+#[derive(Persistent)]
+#[repr(C)]
+pub struct CPart {
+    pub cost: u64,
+    pub sub0: Option<PRef<CPart>>,
+    pub sub1: Option<Smart<CPart>>,
+    pub sub2: Lazy<CPart>,
+}
+
+/// Figure 3's `TotalCost` through the cache: the part is used whole
+/// (`get`), then its sub-parts followed while `depth` lasts.
+fn total_cost(tx: &mut CopyTx<'_>, o: Obj<CPart>, depth: u32) -> u64 {
+    let mut total = tx.get(o).expect("get").cost;
+    if depth > 0 {
+        let subs = [
+            tx.follow(o, |p: &CPart| &p.sub0).expect("follow"),
+            tx.follow(o, |p: &CPart| &p.sub1).expect("follow"),
+            tx.follow(o, |p: &CPart| &p.sub2).expect("follow"),
+        ];
+        for s in subs.into_iter().flatten() {
+            total += total_cost(tx, s, depth - 1);
+        }
+    }
+    total
+}
+
+/// Figure 4a's eight parts A..H (costs 1, 2, 4, ..., 128): A's sub-parts
+/// B, C, D; B's E and F, C's G, D's H. Returns A, and H.
+fn figure_4(path: &Path, b: Cfg) -> (Db, Smart<CPart>, PRef<CPart>) {
+    let mut db = Db::create(path, opts(b)).expect("create");
+    check_backend(&db, b);
+    let mut tx = db.begin().expect("begin");
+    let mut parts = Vec::new();
+    for i in 0..8 {
+        let p = tx
+            .alloc(CPart {
+                cost: 1 << i,
+                sub0: None,
+                sub1: None,
+                sub2: Lazy::null(),
+            })
+            .expect("alloc");
+        parts.push(p);
+    }
+    let ss: Vec<Smart<CPart>> = parts
+        .iter()
+        .map(|&p| tx.to_smart(p).expect("smart"))
+        .collect();
+    // Index 8: no sub-part.
+    for (at, [i0, i1, i2]) in [
+        (0, [1, 2, 3]),
+        (1, [4, 5, 8]),
+        (2, [6, 8, 8]),
+        (3, [8, 8, 7]),
+    ] {
+        let o = tx.get_mut(parts[at]);
+        o.sub0 = parts.get(i0).copied();
+        o.sub1 = ss.get(i1).copied();
+        o.sub2 = ss.get(i2).map_or_else(Lazy::null, |&s| Lazy::from(s));
+    }
+    let (a, h) = (ss[0], parts[7]);
+    tx.commit().expect("commit");
+    (db, a, h)
+}
+
+pub fn eager(b: Cfg) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut db, a, h) = figure_4(&dir.path().join("db"), b);
+    // (swizzle, copied by the first traversal, of which on discovery: eagerly
+    // all but A, the four leaves never used among them).
+    for (swizzle, copied, ahead) in [(Swizzle::Lazy, 4, 0), (Swizzle::Eager, 8, 7)] {
+        let mut c = db.copy_cache(cache(Caching::Object, swizzle, 1 << 20));
+        let mut tx = c.begin().expect("begin");
+        let root = tx.fetch(a).expect("fetch");
+        assert_eq!(total_cost(&mut tx, root, 1), 1 + 2 + 4 + 8, "{swizzle:?}");
+        let s = tx.stats();
+        assert_eq!(
+            (s.copied, s.copied_on_discovery),
+            (copied, ahead),
+            "{swizzle:?}: Figure 4b (eager) or 4c (lazy)"
+        );
+        assert_eq!(s.followed_swizzled, if ahead > 0 { 3 } else { 0 });
+        // Figure 4d: lazily the second traversal swizzles the three
+        // pointers it follows (their targets are cached now); eagerly the
+        // first linked them, and the second follows the links.
+        assert_eq!(total_cost(&mut tx, root, 1), 15);
+        let s2 = tx.stats();
+        assert_eq!(s2.copied, copied, "{swizzle:?}: nothing copied again");
+        let (swizzled, linked) = if ahead > 0 { (0, 3) } else { (3, 0) };
+        assert_eq!(s2.swizzled - s.swizzled, swizzled, "{swizzle:?}");
+        assert_eq!(s2.followed_swizzled - s.followed_swizzled, linked);
+        // From then on every follow is through a link.
+        assert_eq!(total_cost(&mut tx, root, 1), 15);
+        assert_eq!(tx.stats().followed_swizzled - s2.followed_swizzled, 3);
+        // To depth 2 every part is reached, their costs summed once each.
+        assert_eq!(total_cost(&mut tx, root, 2), 255);
+        assert_eq!(tx.stats().copied, 8);
+        tx.commit().expect("commit");
+    }
+    // One field read discovers that field's pointer only.
+    let mut c = db.copy_cache(cache(Caching::Object, Swizzle::Eager, 1 << 20));
+    let mut tx = c.begin().expect("begin");
+    let root = tx.fetch(a).expect("fetch");
+    assert_eq!(tx.read(root, |p| &p.cost).expect("read"), 1);
+    assert_eq!(tx.stats().copied, 1, "a cost discovers nothing");
+    let s1 = tx.read(root, |p| &p.sub1).expect("read").expect("C");
+    assert_eq!(tx.stats().copied, 2, "C copied in on discovery");
+    let c_ = tx.fetch(s1).expect("fetch");
+    assert_eq!(tx.stats().copied_on_discovery, 1);
+    assert_eq!(tx.read(c_, |p| &p.cost).expect("read"), 4);
+    tx.commit().expect("commit");
+    drop(c);
+    // Caches of three to seven copies (CPart: 32 bytes): a part's targets
+    // push out what was discovered before, and the part itself; every sum
+    // right.
+    for n in 3..8 {
+        let mut c = db.copy_cache(cache(Caching::Object, Swizzle::Eager, n * 32));
+        let mut tx = c.begin().expect("begin");
+        let root = tx.fetch(a).expect("fetch");
+        for _ in 0..3 {
+            assert_eq!(total_cost(&mut tx, root, 2), 255, "{n} copies");
+        }
+        let s = tx.stats();
+        assert!(s.evicted > 0 && s.objects <= n as u64, "{n} copies: {s:?}");
+        tx.commit().expect("commit");
+    }
+    // A stale pointer (H freed, D's `sub2` still leading to it) is
+    // discovered without a copy or an error; following it is the error.
+    let mut t = db.begin().expect("begin");
+    t.free(h).expect("free");
+    t.commit().expect("commit");
+    let mut c = db.copy_cache(cache(Caching::Object, Swizzle::Eager, 1 << 20));
+    let mut tx = c.begin().expect("begin");
+    let root = tx.fetch(a).expect("fetch");
+    let d = tx
+        .follow(root, |p: &CPart| &p.sub2)
+        .expect("follow")
+        .expect("D");
+    assert_eq!(tx.get(d).expect("get D").cost, 8);
+    assert_eq!(tx.stats().undiscovered, 1, "H left unlinked");
+    assert!(matches!(
+        tx.follow(d, |p: &CPart| &p.sub2),
+        Err(Error::Dangling { .. })
+    ));
+    assert_eq!(total_cost(&mut tx, root, 0), 1, "the cache still serves");
+    tx.commit().expect("commit");
+    drop(c);
+    // Items used in random order through a cache of eight copies: a link
+    // whose target was evicted while its owner stayed is found stale, and
+    // the follow leads to the right item all the same.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut db, ss) = items(&dir.path().join("ring"), b);
+    let mut c = db.copy_cache(cache(Caching::Object, Swizzle::Eager, 8 * 32));
+    let mut tx = c.begin().expect("begin");
+    let mut rng = SplitMix::new(0xea6e);
+    let near = |rng: &mut SplitMix| rng.below(12) as usize;
+    for _ in 0..2000 {
+        let i = near(&mut rng);
+        let o = tx.fetch(ss[i]).expect("fetch");
+        assert_eq!(tx.get(o).expect("get").id, i as u64);
+        let to = tx
+            .follow(o, |c: &CItem| &c.next)
+            .expect("follow")
+            .expect("ring");
+        assert_eq!(tx.get(to).expect("get").id, i as u64 + 1);
+    }
+    let s = tx.stats();
+    assert!(s.stale_links > 0 && s.followed_swizzled > 0, "{s:?}");
+    assert!(s.objects <= 8, "{s:?}");
     tx.commit().expect("commit");
 }
 
