@@ -15,7 +15,7 @@
 //! That checkpoint runs whether or not one is due; until it has, reads find
 //! the recovered changes in memory and the WPL table's images in the log,
 //! as they find any commit's between checkpoints, and a crash meanwhile is
-//! recovered by replaying the same log again (docs/design.md §11.9).
+//! recovered by replaying the same log again (docs/design.md §3.1).
 //!
 //! Each writable store has one such thread, started when it is created or
 //! opened and stopped (a running checkpoint finishing first) and joined when

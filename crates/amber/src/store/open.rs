@@ -292,7 +292,7 @@ impl Store {
         // header copy rewritten (the checkpoint writes the copy that is not
         // current), by the checkpointer thread once the store is open: the
         // log holds all of it until that checkpoint ends (docs/design.md
-        // §11.9).
+        // §3.1).
         let store = Store::start(core)?;
         if install {
             store.requests.request_install();
