@@ -139,8 +139,9 @@ fn a_version_2_log_recovers_and_is_continued_as_version_3() {
         );
     };
     check(&s, "recovered");
-    // The open installed what it recovered and recycled the log, under a
-    // header of version 3.
+    // The open's checkpointer thread installed what it recovered and
+    // recycled the log, under a header of version 3.
+    s.wait_for_checkpointer();
     let log = std::fs::read(wal(&db)).expect("log");
     for copy in [0, 4096] {
         assert_eq!(

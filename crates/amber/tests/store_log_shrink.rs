@@ -109,6 +109,8 @@ fn a_crash_at_every_point_of_a_shrinking_checkpoint_loses_nothing() {
     let probe = base.durable_copy();
     let before = probe.mutations();
     let s = Store::open(Arc::new(probe.clone()), Path::new(DB), opts(16 << 10)).expect("open");
+    // The checkpointer thread installs what the open recovered.
+    s.wait_for_checkpointer();
     let points = probe.mutations() - before;
     assert!(
         log_len(&probe) <= RECORDS_START + (16 << 10),
@@ -121,8 +123,9 @@ fn a_crash_at_every_point_of_a_shrinking_checkpoint_loses_nothing() {
         for seed in 0..3 {
             let fs = base.durable_copy();
             fs.crash_after(point);
-            let r = Store::open(Arc::new(fs.clone()), Path::new(DB), opts(16 << 10));
-            drop(r);
+            if let Ok(s) = Store::open(Arc::new(fs.clone()), Path::new(DB), opts(16 << 10)) {
+                s.wait_for_checkpointer();
+            }
             fs.crash(seed * 31 + point);
             let s = Store::open(Arc::new(fs.clone()), Path::new(DB), opts(16 << 10))
                 .unwrap_or_else(|e| panic!("crash point {point}: {e}"));

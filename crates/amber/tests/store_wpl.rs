@@ -162,7 +162,9 @@ fn page_and_range_records_on_one_page_apply_in_lsn_order() {
     assert_eq!(r.superseded, 1, "the range before the page image: {r:?}");
     assert_eq!(r.logged_pages, 2, "{r:?}");
     same(&s, "after the restart");
-    // The open's checkpoint installed both pages from the log.
+    // The open's checkpoint (on the checkpointer thread, after the open
+    // returned) installed both pages from the log.
+    s.wait_for_checkpointer();
     let st = s.stats();
     assert_eq!((st.logged_pages, st.wpl_installed_pages), (0, 2), "{st:?}");
     assert_eq!(st.wpl_installed_log_bytes, 2 * (PS as u64 + 24));

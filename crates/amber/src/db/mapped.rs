@@ -35,6 +35,14 @@ pub(super) fn page_file(source: &dyn Source, store: Option<&Store>, opts: &Optio
     if source.page_count().saturating_mul(ps) > opts.reserve_bytes / 2 {
         return Err("the database is larger than half the reservation".into());
     }
+    // The mapping covers the page file as it is now and shows its bytes as
+    // they are; a checkpoint writes in place only pages this process wrote
+    // (docs/design.md §4.3.1). So what the open recovered, which its
+    // checkpointer thread installs after the open returned, is installed
+    // first.
+    if crate::vm::chooses_mapped(opts.backend) {
+        store.wait_for_checkpointer();
+    }
     let (fd, len) = store
         .page_file()
         .ok_or("its page file is no file of the operating system (a model)")?;

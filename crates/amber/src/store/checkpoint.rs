@@ -147,7 +147,8 @@ pub(crate) fn write_blocks(
 enum Trigger {
     /// [`Core::checkpoint`].
     Asked,
-    /// Even when nothing changed (an open repairing a damaged copy).
+    /// Even when nothing changed: recovery's installation after an open
+    /// (which also repairs a damaged copy).
     Forced,
     /// A clean close: the log header is marked closed afterwards.
     Closing,
@@ -205,16 +206,18 @@ impl Core {
         self.run_checkpoint(Trigger::Asked)?.map_err(NotRun::error)
     }
 
-    /// A checkpoint even when nothing changed: rewrites the superblock copy
-    /// and log header copy that are not current (repairing a damaged one).
-    /// `None` when readers defer it (the open goes on with recovery's work
-    /// pending in memory).
-    pub(crate) fn checkpoint_forced(&self) -> Result<Option<CheckpointReport>> {
-        match self.run_checkpoint(Trigger::Forced)? {
-            Ok(r) => Ok(Some(r)),
-            Err(NotRun::Readers(_)) => Ok(None),
-            Err(n) => Err(n.error()),
+    /// The checkpointer thread's installation of what the open's recovery
+    /// rebuilt, run even when nothing changed (it also rewrites a damaged
+    /// superblock or log header copy: the copy that is not current is the
+    /// one written), and kept as [`open_checkpoint`](Core::open_checkpoint)'s
+    /// report. Not run while a transaction has records in the log or
+    /// readers hold older snapshots: recovery's work then stays pending,
+    /// as any commit's does, until a later checkpoint installs it.
+    pub(crate) fn install_recovered(&self) -> Result<()> {
+        if let Ok(r) = self.run_checkpoint(Trigger::Forced)? {
+            let _ = self.open_checkpoint.set(r);
         }
+        Ok(())
     }
 
     /// The checkpoint of a clean close: afterwards the log header says the
@@ -322,9 +325,7 @@ impl Core {
             .iter()
             .filter_map(|&p| st.fsm.block_of(p))
             .collect();
-        let generation = crate::format::slot::next_generation(st.sb.generation).map_err(|what| {
-            corrupt(&self.path, FileKind::PageFile, Location::Superblock(st.sb_slot), what)
-        })?;
+        let generation = next_generation(&self.path, st)?;
         let mut fsm = st.fsm.clone();
         let (blobs, meta_images) = build_meta_blobs(
             &mut fsm,
@@ -553,6 +554,14 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// The generation of the superblock the next checkpoint of `st` writes;
+/// refused as damage (naming the current copy) when the current one leaves
+/// no room for it.
+pub(super) fn next_generation(path: &Path, st: &State) -> Result<u64> {
+    crate::format::slot::next_generation(st.sb.generation)
+        .map_err(|what| corrupt(path, FileKind::PageFile, Location::Superblock(st.sb_slot), what))
 }
 
 /// Step 3: the intent record (every block about to be written, with its new

@@ -9,6 +9,14 @@
 //! cannot be returned to anyone: it poisons the store, and the next call
 //! (`begin`, `commit`, `log_early`, `checkpoint`, `close`) reports it.
 //!
+//! A writable open asks it for one more thing ([`Requests::request_install`]):
+//! installing what recovery rebuilt, so that the open returns once the log
+//! is replayed into memory rather than after writing the recovered pages.
+//! That checkpoint runs whether or not one is due; until it has, reads find
+//! the recovered changes in memory and the WPL table's images in the log,
+//! as they find any commit's between checkpoints, and a crash meanwhile is
+//! recovered by replaying the same log again (docs/design.md §3.1).
+//!
 //! Each writable store has one such thread, started when it is created or
 //! opened and stopped (a running checkpoint finishing first) and joined when
 //! it is closed or dropped. A read-only store has none.
@@ -29,6 +37,8 @@ pub(crate) struct Requests {
 struct RequestState {
     /// A commit found a checkpoint due.
     requested: bool,
+    /// The open left recovery's work to install.
+    install: bool,
     /// The thread is running one.
     running: bool,
     /// The store is closing: the thread ends.
@@ -49,26 +59,39 @@ impl Requests {
         }
     }
 
+    /// Asks for recovery's work to be installed (a writable open that
+    /// recovered something), whether or not a checkpoint is due.
+    pub(crate) fn request_install(&self) {
+        let mut s = self.state();
+        s.install = true;
+        self.changed.notify_all();
+    }
+
     /// Returns once no checkpoint is asked for or running.
     pub(crate) fn wait_idle(&self) {
         let mut s = self.state();
-        while (s.requested || s.running) && !s.stop {
+        while s.install || ((s.requested || s.running) && !s.stop) {
             s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
         }
     }
 
-    /// The thread's wait for work: `true` when a checkpoint was asked for
-    /// (it is now running), `false` when the store is closing.
-    fn next(&self) -> bool {
+    /// The thread's wait for work: the checkpoint asked for (it is now
+    /// running), `None` when the store is closing. Recovery's installation
+    /// goes first, also when the store is closing (a store opened and
+    /// closed or dropped at once leaves the page file as an open that
+    /// installed before returning did), and stands for a due checkpoint
+    /// asked for meanwhile (it installs everything committed).
+    fn next(&self) -> Option<Job> {
         let mut s = self.state();
         loop {
-            if s.stop {
-                return false;
+            if s.stop && !s.install {
+                return None;
             }
-            if s.requested {
-                s.requested = false;
+            if s.install || s.requested {
+                let job = if s.install { Job::Recovered } else { Job::Due };
+                (s.install, s.requested) = (false, false);
                 s.running = true;
-                return true;
+                return Some(job);
             }
             s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
         }
@@ -83,6 +106,15 @@ impl Requests {
         self.state().stop = true;
         self.changed.notify_all();
     }
+}
+
+/// A checkpoint the thread runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Job {
+    /// One a commit found due (run only if it still is).
+    Due,
+    /// The installation of what the open's recovery rebuilt.
+    Recovered,
 }
 
 /// The running thread; stopping and joining it is dropping this.
@@ -124,9 +156,13 @@ impl Drop for Checkpointer {
 
 /// The thread's loop.
 fn run(core: &Core) {
-    while core.requests.next() {
+    while let Some(job) = core.requests.next() {
         let running = Running(core);
-        if let Err(e) = core.checkpoint_background() {
+        let done = match job {
+            Job::Due => core.checkpoint_background(),
+            Job::Recovered => core.install_recovered(),
+        };
+        if let Err(e) = done {
             core.poison(format!("automatic checkpoint failed: {e}"));
         }
         drop(running);

@@ -183,8 +183,9 @@ pub struct Core {
     /// Requests for the checkpointer thread.
     requests: Requests,
     recovery: RecoveryReport,
-    /// What the checkpoint run by a writable open installed.
-    open_checkpoint: Option<checkpoint::CheckpointReport>,
+    /// What the installation of a writable open's recovered work did, once
+    /// the checkpointer thread has run it.
+    open_checkpoint: std::sync::OnceLock<checkpoint::CheckpointReport>,
     /// The reader table (`readers.rs`), where this process's writer
     /// publishes the log's durable end and checkpoints check readers'
     /// snapshots; `None` where it cannot be written.
@@ -286,11 +287,15 @@ impl Core {
         &self.recovery
     }
 
-    /// What the checkpoint that a writable open runs to install recovery's
-    /// work (or to rewrite a damaged superblock or log header copy) did;
-    /// `None` when the open ran none.
+    /// What the checkpoint that installs a writable open's recovered work
+    /// (or rewrites a damaged superblock or log header copy) did; `None`
+    /// when the open asked for none, or it did not run (a transaction had
+    /// records in the log, readers were behind, or it failed and poisoned
+    /// the store). The open returns before it runs, on the checkpointer
+    /// thread: this waits until that thread is idle.
     pub fn open_checkpoint(&self) -> Option<checkpoint::CheckpointReport> {
-        self.open_checkpoint
+        self.requests.wait_idle();
+        self.open_checkpoint.get().copied()
     }
 
     /// The current superblock.

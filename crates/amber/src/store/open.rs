@@ -1,7 +1,7 @@
 //! Creating and opening a database: the order of writes that makes a new
 //! database valid only once it is whole, and the open path (superblock and
 //! log header copies chosen, the checkpoint's state loaded, the recovery
-//! pass run and its work installed).
+//! pass run, and its work handed to the checkpointer thread to install).
 
 use super::alloc::FreeSpace;
 use super::checkpointer::Requests;
@@ -159,14 +159,16 @@ impl Store {
             order: ApplyOrder::default(),
             requests: Requests::default(),
             recovery: RecoveryReport::default(),
-            open_checkpoint: None,
+            open_checkpoint: std::sync::OnceLock::new(),
             readers,
             reader: None,
         })
     }
 
-    /// Opens an existing database, running recovery. A writable open installs
-    /// what recovery found with a checkpoint before returning.
+    /// Opens an existing database, running recovery. A writable open returns
+    /// once the log is replayed into memory; the checkpointer thread then
+    /// installs what recovery rebuilt ([`Core::open_checkpoint`] waits for
+    /// it).
     pub fn open(vfs: Arc<dyn Vfs>, path: &Path, opts: StoreOptions) -> Result<Store> {
         let wal = wal_path(path);
         let mode = if opts.read_only {
@@ -234,6 +236,13 @@ impl Store {
         let (st, report, open_txs) =
             recovery::replay(sb.checkpoint_lsn, loaded, OpenTxs::default(), log_source, &*file, path, None)?;
         let end_lsn = report.end_lsn;
+        // A writable open that recovered something asks the checkpointer
+        // thread to install it (below); one that could not is refused here.
+        let install =
+            !opts.read_only && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged);
+        if install {
+            checkpoint::next_generation(path, &st)?;
+        }
         let reader = match (&readers, table_lock) {
             (Some(t), Some(g)) => Some(Reader::new(t.claim(&g, end_lsn)?, end_lsn, open_txs)),
             _ => None,
@@ -261,7 +270,7 @@ impl Store {
             drop(registering);
             Some(LogWriter::resume(logf, wal.clone(), lh, log_version, end_lsn))
         };
-        let mut core = Core {
+        let core = Core {
             vfs,
             path: path.to_path_buf(),
             wal_path: wal,
@@ -275,16 +284,20 @@ impl Store {
             order: ApplyOrder::default(),
             requests: Requests::default(),
             recovery: report,
-            open_checkpoint: None,
+            open_checkpoint: std::sync::OnceLock::new(),
             readers,
             reader,
         };
-        // Install what recovery rebuilt, and rewrite a damaged superblock or
-        // log header copy (the checkpoint writes the copy that is not current).
-        if core.log.is_some() && (end_lsn > sb.checkpoint_lsn || damaged_copy || log_copy_damaged) {
-            core.open_checkpoint = core.checkpoint_forced()?;
+        // What recovery rebuilt is installed, and a damaged superblock or log
+        // header copy rewritten (the checkpoint writes the copy that is not
+        // current), by the checkpointer thread once the store is open: the
+        // log holds all of it until that checkpoint ends (docs/design.md
+        // §3.1).
+        let store = Store::start(core)?;
+        if install {
+            store.requests.request_install();
         }
-        Store::start(core)
+        Ok(store)
     }
 }
 

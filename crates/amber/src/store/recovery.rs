@@ -6,7 +6,8 @@
 //! record after the checkpoint that belongs to a transaction whose commit
 //! record made it to the log, and nothing else. Replaying physical
 //! after-images is idempotent, so a crash during recovery (or during the
-//! checkpoint that ends it) is recovered by running it again.
+//! checkpoint that installs its work, which a writable open's checkpointer
+//! thread runs after the open returned) is recovered by running it again.
 //!
 //! One pass, as the log streams by: a transaction's records are replayed when
 //! its commit record is reached, in commit order, which is the order in which

@@ -159,6 +159,7 @@ pub use lock::{SpinGuard, SpinLock};
 pub use mapped::MappedFile;
 pub use mapped_checks::CHECK_WINDOW;
 pub use space::{FrameSpace, Installer};
+pub(crate) use space::chooses_mapped;
 pub use typed::{Access, Field, NotLive, Persistent, check_layout};
 pub use types::{
     Backend, BackendChoice, FaultError, FaultKind, FaultService, FrameNo, InstallAs, VmConfig,

@@ -190,6 +190,18 @@ struct SendPtr(*const FrameSpace);
 // handler thread, which FrameSpace::drop joins before any field is freed.
 unsafe impl Send for SendPtr {}
 
+/// Whether a frame space configured with `choice` would map the page file
+/// (`choice`, or the environment's override of `Auto`, is a mapped
+/// backend): the object layer then lets the store install what its open
+/// recovered before the page file is mapped (`db/mapped.rs`).
+pub(crate) fn chooses_mapped(choice: BackendChoice) -> bool {
+    let env = std::env::var("AMBER_FAULT_BACKEND").ok();
+    matches!(
+        choose(choice, env.as_deref()),
+        Ok((BackendChoice::Mapped | BackendChoice::MappedUnverified, _))
+    )
+}
+
 /// Decides the backend: explicit choice, then the environment, then a probe.
 fn choose(choice: BackendChoice, env: Option<&str>) -> Result<(BackendChoice, String), VmError> {
     match (choice, env) {

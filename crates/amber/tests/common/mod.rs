@@ -43,19 +43,24 @@ impl Model {
     /// store refused to read and why (none when it holds exactly the model).
     /// A refusal is not wrong data; a difference is.
     pub fn compare(&self, s: &Store) -> Result<Vec<(u64, amber::Error)>, String> {
+        // The store's metadata blobs are blocks too: ignore them. A
+        // checkpoint may run meanwhile (the one installing what an open
+        // recovered runs after the open returns): its new blobs are
+        // allocated at its cut (the store counts them as its own from
+        // there), its old ones freed at its end, so the old ones are those
+        // of the superblock before the listing.
+        let before = s.superblock();
         let blocks: BTreeMap<u64, u32> = s.blocks().into_iter().collect();
+        let old = [before.fsm_page, before.roots_page, before.catalog_page];
         let ps = s.page_size();
         let want: BTreeMap<u64, u32> = self
             .blocks
             .iter()
             .map(|(h, b)| (*h, (b.len() / ps) as u32))
             .collect();
-        // The store's metadata blobs are blocks too: ignore them.
-        let sb = s.superblock();
-        let meta = [sb.fsm_page, sb.roots_page, sb.catalog_page];
         let got: BTreeMap<u64, u32> = blocks
             .into_iter()
-            .filter(|(h, _)| !meta.contains(h))
+            .filter(|(h, _)| !old.contains(h) && !s.is_metadata(*h))
             .collect();
         if got != want {
             return Err(format!(

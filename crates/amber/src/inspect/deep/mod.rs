@@ -246,6 +246,12 @@ fn check(store: &Store) -> Result<DeepReport> {
 /// marks and relocates with (after refusing a database the report finds
 /// damaged).
 pub(crate) fn verified_map(store: &Store) -> Result<(DeepReport, ObjectMap, Types)> {
+    // A checkpoint allocates its new metadata blobs at its cut, writes them
+    // later and frees the old ones at its end: a block list taken meanwhile
+    // would meet blobs not written yet or freed since. The checkpointer
+    // thread's work (the installation of what an open recovered, or one a
+    // commit asked for) ends first; nothing commits during the check.
+    store.wait_for_checkpointer();
     let mut report = DeepReport::default();
     let types = types(store, &mut report);
     let map = map_objects(store, &types, &mut report)?;
